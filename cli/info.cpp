@@ -1,0 +1,47 @@
+// `tally info`: what this machine is and what it promises, so every later figure (FLOP/s, MFU,
+// bandwidth) can be read against it.
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "tally/accounting/cpu_info.h"
+#include "tally/kernels/cpu/parallel.h"
+#include "tally/kernels/cpu/matmul.h"
+
+namespace tally::cli {
+
+namespace {
+
+const char* yes_no(bool b) { return b ? "yes" : "no"; }
+
+void run_info() {
+  const auto& cpu = accounting::cpu_info();
+  fmt::print("tally {}\n\n", TALLY_VERSION);
+  fmt::print("CPU\n");
+  fmt::print("  model            {}\n", cpu.model_name);
+  fmt::print("  usable cores     {}\n", cpu.usable_cores);
+  fmt::print("  measured clock   {:.2f} GHz (dependent add chain)\n", cpu.clock_ghz);
+  fmt::print("  AVX2 / FMA       {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma));
+  fmt::print("  AVX-512F         {}\n", yes_no(cpu.avx512f));
+  fmt::print("  AVX512_BF16      {}\n", yes_no(cpu.avx512_bf16));
+  fmt::print("  AVX512_FP16      {}\n", yes_no(cpu.avx512_fp16));
+  fmt::print("  AMX tile / bf16 / int8  {} / {} / {}\n", yes_no(cpu.amx_tile), yes_no(cpu.amx_bf16), yes_no(cpu.amx_int8));
+  fmt::print("\nBuild\n");
+  fmt::print("  type             {}\n", TALLY_BUILD_TYPE_STR);
+  fmt::print("  compiler         {}\n", __VERSION__);
+  fmt::print("  OpenMP threads   {}\n", kernels::num_threads());
+  fmt::print("  matmul           oneDNN for float32{}; float16 widened to float32; float64/int blocked\n",
+             kernels::detail::onednn_native_bf16() ? " and bfloat16 (native)" : ", bfloat16 widened to float32 (no native bf16 here)");
+  fmt::print("\nPromised peaks (cores x clock x FLOP/cycle; MFU is measured against these)\n");
+  for (const auto& p : accounting::promised_cpu_peaks(cpu))
+    fmt::print("  {:<9} {:>9.1f} GFLOP/s   {}\n", p.dtype, p.flops_per_sec / 1e9, p.basis);
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "CPU features, cores, build configuration and promised peak FLOP/s");
+  cmd->callback(run_info);
+}
+
+}  // namespace tally::cli

@@ -1,0 +1,52 @@
+#pragma once
+// What this CPU is and what it promises: model, usable cores, SIMD/AMX features, a measured
+// clock, and the peak FLOP/s per dtype that follow from them (see Note [Promised CPU peak]).
+
+#include <string>
+#include <vector>
+
+namespace tally::accounting {
+
+/// The CPU tally runs on, as cpuid, the OS and a short timing loop see it.
+struct CpuInfo {
+  /// Brand string, e.g. "Intel(R) Xeon(R) Processor @ 2.50GHz".
+  std::string model_name;
+  /// Cores this process may run on (sched_getaffinity), not the machine's total.
+  int usable_cores = 1;
+  /// AVX2 (256-bit integer and float SIMD), usable only if the OS saves ymm state.
+  bool avx2 = false;
+  /// FMA3 fused multiply-add.
+  bool fma = false;
+  /// AVX-512 Foundation, with the OS saving zmm and opmask state.
+  bool avx512f = false;
+  /// AVX512_BF16: vdpbf16ps (bf16 pair dot products into float32).
+  bool avx512_bf16 = false;
+  /// AVX512_FP16: native half-precision arithmetic (vfmadd231ph).
+  bool avx512_fp16 = false;
+  /// AMX tile registers, with the OS supporting tile state (a process must still request it).
+  bool amx_tile = false;
+  /// AMX bf16 tile matmul (tdpbf16ps).
+  bool amx_bf16 = false;
+  /// AMX int8 tile matmul (tdpbssd and friends).
+  bool amx_int8 = false;
+  /// Core clock in GHz measured with a dependent scalar add chain (not the nominal brand clock).
+  double clock_ghz = 0.0;
+};
+
+/// The CPU's description, computed once on first call (thread-safe; the clock loop takes ~50 ms).
+const CpuInfo& cpu_info();
+
+/// A promised peak for one dtype and how it was derived.
+struct PeakSpec {
+  /// PyTorch dtype name: "float32", "float64", "bfloat16", "float16".
+  std::string dtype;
+  /// Cores x clock x FLOP per cycle per core for the best instruction the CPU has for this dtype.
+  double flops_per_sec;
+  /// The instruction and the arithmetic behind flops_per_sec, for printing next to MFU.
+  std::string basis;
+};
+
+/// Promised (spec-sheet style) peak FLOP/s per floating dtype for `info`'s cores and clock.
+std::vector<PeakSpec> promised_cpu_peaks(const CpuInfo& info);
+
+}  // namespace tally::accounting

@@ -1,0 +1,182 @@
+#include "tally/core/allocator.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+
+#include "tally/error/error.h"
+
+namespace tally {
+
+std::string_view memory_category_name(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::Parameters: return "parameters";
+    case MemoryCategory::Gradients: return "gradients";
+    case MemoryCategory::OptimizerState: return "optimizer_state";
+    case MemoryCategory::Activations: return "activations";
+    case MemoryCategory::Other: return "other";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Blocks below this go to malloc directly: glibc already recycles them without page faults.
+constexpr int64_t kLargeBlockBytes = int64_t{1} << 20;
+
+// Large requests are rounded up to a size class (1/8 steps between powers of two, so at most
+// 12.5% slack) so that a freed block fits the next request of a similar size.
+int64_t size_class(int64_t nbytes) {
+  int64_t pow2 = int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(nbytes)));
+  int64_t step = std::max<int64_t>(pow2 / 8, 4096);
+  return (nbytes + step - 1) / step * step;
+}
+
+struct State {
+  std::mutex mu;
+  std::multimap<int64_t, void*> free_blocks;  // size class -> cached block
+  MemoryStats stats;
+  int64_t cache_limit = int64_t{8} << 30;
+};
+
+State& state() {
+  static State* s = new State();  // never destroyed: storages may outlive static destructors
+  return *s;
+}
+
+void bump_peak(int64_t value, int64_t& peak) { peak = std::max(peak, value); }
+
+}  // namespace
+
+CpuAllocator& CpuAllocator::get() {
+  static CpuAllocator a;
+  return a;
+}
+
+void CpuAllocator::note_allocated(int64_t nbytes, MemoryCategory category) {
+  State& s = state();
+  auto c = static_cast<size_t>(category);
+  s.stats.allocated_bytes[c] += nbytes;
+  s.stats.total_allocated_bytes += nbytes;
+  bump_peak(s.stats.allocated_bytes[c], s.stats.peak_allocated_bytes[c]);
+  bump_peak(s.stats.total_allocated_bytes, s.stats.peak_total_allocated_bytes);
+}
+
+void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
+  TALLY_CHECK(nbytes >= 0, "allocate: negative size ", nbytes);
+  State& s = state();
+  if (nbytes < kLargeBlockBytes) {
+    void* p = std::aligned_alloc(64, static_cast<size_t>((std::max<int64_t>(nbytes, 1) + 63) / 64 * 64));
+    if (!p) throw std::bad_alloc();
+    std::lock_guard lock(s.mu);
+    s.stats.num_allocs++;
+    s.stats.num_os_allocs++;
+    s.stats.reserved_bytes += nbytes;
+    bump_peak(s.stats.reserved_bytes, s.stats.peak_reserved_bytes);
+    note_allocated(nbytes, category);
+    return p;
+  }
+  const int64_t cls = size_class(nbytes);
+  {
+    std::lock_guard lock(s.mu);
+    s.stats.num_allocs++;
+    auto it = s.free_blocks.find(cls);
+    if (it != s.free_blocks.end()) {
+      void* p = it->second;
+      s.free_blocks.erase(it);
+      s.stats.cached_bytes -= cls;
+      note_allocated(nbytes, category);
+      return p;
+    }
+  }
+  // mmap gives page-aligned memory whose pages are only faulted in when written: an empty
+  // 2304 MiB tensor costs address space, not RAM.
+  void* p = mmap(nullptr, static_cast<size_t>(cls), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  madvise(p, static_cast<size_t>(cls), MADV_HUGEPAGE);
+  std::lock_guard lock(s.mu);
+  s.stats.num_os_allocs++;
+  s.stats.reserved_bytes += cls;
+  bump_peak(s.stats.reserved_bytes, s.stats.peak_reserved_bytes);
+  note_allocated(nbytes, category);
+  return p;
+}
+
+void CpuAllocator::deallocate(void* ptr, int64_t nbytes, MemoryCategory category) {
+  if (!ptr) return;
+  State& s = state();
+  auto c = static_cast<size_t>(category);
+  if (nbytes < kLargeBlockBytes) {
+    std::free(ptr);
+    std::lock_guard lock(s.mu);
+    s.stats.allocated_bytes[c] -= nbytes;
+    s.stats.total_allocated_bytes -= nbytes;
+    s.stats.reserved_bytes -= nbytes;
+    return;
+  }
+  const int64_t cls = size_class(nbytes);
+  bool release = false;
+  {
+    std::lock_guard lock(s.mu);
+    s.stats.allocated_bytes[c] -= nbytes;
+    s.stats.total_allocated_bytes -= nbytes;
+    if (s.stats.cached_bytes + cls <= s.cache_limit) {
+      s.free_blocks.emplace(cls, ptr);
+      s.stats.cached_bytes += cls;
+    } else {
+      s.stats.reserved_bytes -= cls;
+      release = true;
+    }
+  }
+  if (release) munmap(ptr, static_cast<size_t>(cls));
+}
+
+void CpuAllocator::recategorize(int64_t nbytes, MemoryCategory from, MemoryCategory to) {
+  if (from == to) return;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.stats.allocated_bytes[static_cast<size_t>(from)] -= nbytes;
+  s.stats.total_allocated_bytes -= nbytes;
+  note_allocated(nbytes, to);
+}
+
+MemoryStats CpuAllocator::stats() const {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.stats;
+}
+
+void CpuAllocator::reset_peak_stats() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.stats.peak_allocated_bytes = s.stats.allocated_bytes;
+  s.stats.peak_total_allocated_bytes = s.stats.total_allocated_bytes;
+  s.stats.peak_reserved_bytes = s.stats.reserved_bytes;
+}
+
+void CpuAllocator::empty_cache() {
+  State& s = state();
+  std::multimap<int64_t, void*> blocks;
+  {
+    std::lock_guard lock(s.mu);
+    blocks.swap(s.free_blocks);
+    for (auto& [cls, p] : blocks) s.stats.reserved_bytes -= cls;
+    s.stats.cached_bytes = 0;
+  }
+  for (auto& [cls, p] : blocks) munmap(p, static_cast<size_t>(cls));
+}
+
+void CpuAllocator::set_cache_limit(int64_t bytes) {
+  State& s = state();
+  {
+    std::lock_guard lock(s.mu);
+    s.cache_limit = bytes;
+  }
+  if (bytes == 0) empty_cache();
+}
+
+}  // namespace tally

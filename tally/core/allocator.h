@@ -1,0 +1,65 @@
+#pragma once
+// The CPU caching allocator and the byte counters behind tally's memory accounting.
+//
+// Note [Caching allocator]
+// PyTorch on CPU returns every large buffer to the OS and page-faults a fresh one on the next op,
+// which makes a memory-bound op several times slower than its bandwidth allows. tally keeps freed
+// large blocks in size classes and hands them out again. Two numbers are therefore reported, as
+// PyTorch does for CUDA: bytes *allocated* (held by live storages, by category) and bytes
+// *reserved* (taken from the OS, including the cache).
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace tally {
+
+/// What a storage holds, for the memory tracker's breakdown.
+enum class MemoryCategory : uint8_t { Parameters, Gradients, OptimizerState, Activations, Other };
+inline constexpr int kNumMemoryCategories = 5;
+/// "parameters", "gradients", "optimizer_state", "activations", "other".
+std::string_view memory_category_name(MemoryCategory c);
+
+/// Counters read by accounting::MemoryTracker. All values in bytes.
+struct MemoryStats {
+  std::array<int64_t, kNumMemoryCategories> allocated_bytes{};       ///< live, by category
+  std::array<int64_t, kNumMemoryCategories> peak_allocated_bytes{};  ///< since the last reset
+  int64_t total_allocated_bytes = 0;
+  int64_t peak_total_allocated_bytes = 0;
+  int64_t reserved_bytes = 0;       ///< taken from the OS and not yet returned (live + cached)
+  int64_t peak_reserved_bytes = 0;
+  int64_t cached_bytes = 0;         ///< reserved but free, waiting for reuse
+  int64_t num_allocs = 0;           ///< allocations requested
+  int64_t num_os_allocs = 0;        ///< of which went to the OS (cache misses)
+};
+
+/// Process-wide CPU allocator with a cache of large blocks. Thread-safe.
+class CpuAllocator {
+ public:
+  /// The one allocator all storages use.
+  static CpuAllocator& get();
+
+  /// A 64-byte aligned block of at least `nbytes`, accounted to `category`. Pages are not touched.
+  void* allocate(int64_t nbytes, MemoryCategory category);
+  /// Give back a block from allocate() with the same size and category.
+  void deallocate(void* ptr, int64_t nbytes, MemoryCategory category);
+  /// Move `nbytes` of live memory from one category to another (a tensor becomes a parameter).
+  void recategorize(int64_t nbytes, MemoryCategory from, MemoryCategory to);
+
+  /// A snapshot of the counters.
+  MemoryStats stats() const;
+  /// Restart the peaks from the current values.
+  void reset_peak_stats();
+  /// Return every cached block to the OS (torch.cuda.empty_cache()).
+  void empty_cache();
+  /// Largest number of free bytes kept for reuse; beyond it, freed blocks go back to the OS.
+  void set_cache_limit(int64_t bytes);
+
+ private:
+  CpuAllocator() = default;
+  void note_allocated(int64_t nbytes, MemoryCategory category);
+};
+
+}  // namespace tally

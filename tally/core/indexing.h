@@ -1,0 +1,43 @@
+#pragma once
+// libtorch-style indexing: x.index({0, Slice(1, None, 2), None, Ellipsis}).
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace tally::indexing {
+
+/// Omitted slice bound, or a new axis when used as an index (Python's None).
+inline constexpr std::nullopt_t None = std::nullopt;
+
+/// Python's start:stop:step. Missing bounds mean the whole dimension.
+struct Slice {
+  Slice(std::optional<int64_t> start = None, std::optional<int64_t> stop = None, std::optional<int64_t> step = None)
+      : start(start), stop(stop), step(step) {}
+  std::optional<int64_t> start, stop, step;
+};
+
+/// Python's `...`: as many full slices as the other indices leave.
+struct EllipsisIndexType {};
+inline constexpr EllipsisIndexType Ellipsis{};
+
+/// One entry of an index list: an integer, a Slice, None (new axis) or Ellipsis.
+class TensorIndex {
+ public:
+  enum class Kind : uint8_t { Integer, Slice, None, Ellipsis };
+  TensorIndex(int64_t i) : kind_(Kind::Integer), integer_(i) {}  // NOLINT
+  TensorIndex(int i) : kind_(Kind::Integer), integer_(i) {}      // NOLINT
+  TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}        // NOLINT
+  TensorIndex(std::nullopt_t) : kind_(Kind::None) {}             // NOLINT
+  TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}      // NOLINT
+  Kind kind() const { return kind_; }
+  int64_t integer() const { return integer_; }
+  const Slice& slice() const { return slice_; }
+
+ private:
+  Kind kind_;
+  int64_t integer_ = 0;
+  Slice slice_;
+};
+
+}  // namespace tally::indexing

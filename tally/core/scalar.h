@@ -1,0 +1,44 @@
+#pragma once
+// A number passed to an op (`x * 2`, `x.fill_(1.5)`), remembering whether it was written as a
+// bool, an integer or a floating-point value: type promotion depends on it, as in PyTorch.
+
+#include <cstdint>
+#include <type_traits>
+
+#include "tally/dtype/dtype.h"
+
+namespace tally {
+
+/// A dtype-less number: bool, integer or floating.
+class Scalar {
+ public:
+  enum class Kind : uint8_t { Bool, Int, Float };
+  Scalar() : Scalar(int64_t{0}) {}
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Scalar(T v) {  // NOLINT: implicit like c10::Scalar
+    if constexpr (std::is_same_v<T, bool>) { kind_ = Kind::Bool; i_ = v; d_ = v; }
+    else if constexpr (std::is_integral_v<T>) { kind_ = Kind::Int; i_ = static_cast<int64_t>(v); d_ = static_cast<double>(v); }
+    else { kind_ = Kind::Float; d_ = static_cast<double>(v); i_ = static_cast<int64_t>(v); }
+  }
+  Scalar(Half v) : Scalar(static_cast<float>(v)) {}       // NOLINT
+  Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}   // NOLINT
+
+  Kind kind() const { return kind_; }
+  bool is_floating_point() const { return kind_ == Kind::Float; }
+  double to_double() const { return d_; }
+  int64_t to_long() const { return i_; }
+  /// The value as element type T (integers exactly, floats rounded once).
+  template <class T> T to() const {
+    if constexpr (std::is_integral_v<T>) return kind_ == Kind::Float ? static_cast<T>(d_) : static_cast<T>(i_);
+    else return cast_to<T>(d_);
+  }
+  /// The dtype PyTorch gives a tensor made from this number: bool, int64 or float32.
+  Dtype natural_dtype() const { return kind_ == Kind::Bool ? kBool : kind_ == Kind::Int ? kInt64 : kFloat32; }
+
+ private:
+  Kind kind_;
+  int64_t i_ = 0;
+  double d_ = 0;
+};
+
+}  // namespace tally

@@ -1,0 +1,244 @@
+#pragma once
+// Tensor: a handle to storage + sizes + strides (in elements) + offset + dtype, as in PyTorch.
+// Copying a Tensor copies the handle; views share storage and never copy bytes.
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tally/core/indexing.h"
+#include "tally/core/int_array_ref.h"
+#include "tally/core/scalar.h"
+#include "tally/core/storage.h"
+#include "tally/dtype/dtype.h"
+
+namespace tally {
+
+class Tensor;
+using TensorList = std::vector<Tensor>;
+struct AutogradMeta;  // defined by the autograd layer
+
+/// The state a Tensor handle points to.
+struct TensorImpl {
+  Storage storage;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // in elements
+  int64_t storage_offset = 0;    // in elements
+  Dtype dtype = kFloat32;
+  std::shared_ptr<AutogradMeta> autograd;  // null until autograd needs it
+};
+
+/// An n-dimensional strided view of a storage.
+class Tensor {
+ public:
+  /// An undefined tensor (like a default-constructed torch::Tensor).
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata ----
+  /// Whether this handle points at a tensor.
+  bool defined() const { return impl_ != nullptr; }
+  /// Sizes of every dimension.
+  IntArrayRef sizes() const { return impl().sizes; }
+  /// Sizes of every dimension (torch's `shape`).
+  IntArrayRef shape() const { return impl().sizes; }
+  /// Size of dimension `dim` (negative counts from the end).
+  int64_t size(int64_t dim) const;
+  /// Element strides of every dimension.
+  IntArrayRef strides() const { return impl().strides; }
+  /// Element stride of dimension `dim`.
+  int64_t stride(int64_t dim) const;
+  /// Number of dimensions.
+  int64_t dim() const { return static_cast<int64_t>(impl().sizes.size()); }
+  /// Number of dimensions (alias of dim()).
+  int64_t ndimension() const { return dim(); }
+  /// Number of elements.
+  int64_t numel() const;
+  /// Element type.
+  Dtype dtype() const { return impl().dtype; }
+  /// Element type (libtorch's name).
+  Dtype scalar_type() const { return impl().dtype; }
+  /// Bytes per element.
+  int64_t element_size() const { return tally::element_size(dtype()); }
+  /// numel() * element_size(): the bytes this tensor's elements occupy.
+  int64_t nbytes() const { return numel() * element_size(); }
+  /// Offset of element [0, ..., 0] in the storage, in elements.
+  int64_t storage_offset() const { return impl().storage_offset; }
+  /// The storage this tensor views.
+  const Storage& storage() const { return impl().storage; }
+  /// Address of element [0, ..., 0].
+  void* data_ptr() const;
+  /// Typed address of element [0, ..., 0]; T must match dtype().
+  template <class T> T* data_ptr() const;
+  /// Whether the elements are laid out densely in row-major order (PyTorch's rule: size-1 dims
+  /// may have any stride).
+  bool is_contiguous() const;
+  /// Whether this is a floating-point tensor.
+  bool is_floating_point() const { return tally::is_floating_point(dtype()); }
+  /// The single element's value (raises unless numel() == 1).
+  template <class T> T item() const;
+  /// The single element as a Scalar.
+  Scalar item() const;
+  /// Whether two handles view the same storage.
+  bool is_same_storage(const Tensor& other) const { return defined() && other.defined() && storage() == other.storage(); }
+  /// Whether both handles are the same tensor object.
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  /// The impl (for kernels and the autograd layer).
+  TensorImpl& impl() const;
+  /// Shared pointer to the impl.
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+  // ---- views (never copy) ----
+  /// Same data with new sizes; raises if the strides do not allow it. One size may be -1.
+  Tensor view(IntArrayRef sizes) const;
+  /// view() when possible, otherwise a contiguous copy with the new sizes.
+  Tensor reshape(IntArrayRef sizes) const;
+  /// Flatten dims start_dim..end_dim into one.
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// Swap two dimensions.
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  /// Transpose of a tensor with at most 2 dims.
+  Tensor t() const;
+  /// Reorder dimensions.
+  Tensor permute(IntArrayRef dims) const;
+  /// Broadcast size-1 dims (and new leading dims) to `sizes` with stride 0; -1 keeps a size.
+  Tensor expand(IntArrayRef sizes) const;
+  /// expand() to other's sizes.
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  /// Remove every size-1 dimension.
+  Tensor squeeze() const;
+  /// Remove dimension `dim` if its size is 1.
+  Tensor squeeze(int64_t dim) const;
+  /// Insert a size-1 dimension at `dim`.
+  Tensor unsqueeze(int64_t dim) const;
+  /// The slice at `index` along `dim`, removing that dimension.
+  Tensor select(int64_t dim, int64_t index) const;
+  /// Elements start, start+step, ... < end along `dim` (Python slice bounds are clamped).
+  Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+               int64_t step = 1) const;
+  /// `length` elements from `start` along `dim` (bounds are checked, not clamped).
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// Python-style indexing with integers, Slice, None and Ellipsis; always a view.
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  /// Same, with a vector of indices.
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  /// A view with the given geometry over the same storage (torch.as_strided).
+  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> storage_offset = std::nullopt) const;
+  /// Returns a new handle to the same data with no autograd history.
+  Tensor detach() const;
+
+  // ---- copies and writes ----
+  /// This tensor if contiguous, otherwise a contiguous copy.
+  Tensor contiguous() const;
+  /// A contiguous copy with its own storage.
+  Tensor clone() const;
+  /// Copy `src` (broadcast, converted) into this tensor's elements; returns *this.
+  Tensor& copy_(const Tensor& src);
+  /// Set every element to `value`.
+  Tensor& fill_(Scalar value);
+  /// Set every element to zero.
+  Tensor& zero_() { return fill_(0); }
+  /// x[indices] = value.
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value);
+  /// x[indices] = values (broadcast).
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
+  /// A copy converted to `dtype` (self if already that dtype and copy is false).
+  Tensor to(Dtype dtype, bool copy = false) const;
+
+  // ---- operators as methods (defined in tally/ops) ----
+  Tensor add(const Tensor& other, Scalar alpha = 1) const;
+  Tensor sub(const Tensor& other, Scalar alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor& add_(const Tensor& other, Scalar alpha = 1);
+  Tensor& sub_(const Tensor& other, Scalar alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& add_(Scalar other);
+  Tensor& sub_(Scalar other);
+  Tensor& mul_(Scalar other);
+  Tensor& div_(Scalar other);
+  Tensor pow(Scalar exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor square() const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor eq(Scalar other) const;
+  Tensor sum() const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  /// Whether sizes, dtype and every value are equal (torch.equal).
+  bool equal(const Tensor& other) const;
+  /// Elementwise |a - b| <= atol + rtol * |b| (NaNs unequal unless equal_nan).
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+
+  /// PyTorch-style printing: tensor([[1., 2.], ...]).
+  std::string to_string() const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+/// Prints like PyTorch's repr.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// Wrap `dim` (which may be negative) into [0, ndim); raises IndexError with PyTorch's message.
+int64_t maybe_wrap_dim(int64_t dim, int64_t ndim, bool scalar_as_1d = true);
+
+/// Bytes a tensor's elements take: numel * element_size (the lecture's get_memory_usage).
+inline int64_t memory_usage(const Tensor& t) { return t.numel() * t.element_size(); }
+
+template <class T>
+T* Tensor::data_ptr() const {
+  TALLY_CHECK_TYPE_ERROR(dtype_of<std::remove_cv_t<T>>() == dtype(), "data_ptr: expected dtype ",
+                         dtype_name(dtype_of<std::remove_cv_t<T>>()), " but tensor has dtype ", dtype_name(dtype()));
+  return static_cast<T*>(data_ptr());
+}
+
+template <class T>
+T Tensor::item() const {
+  return item().to<T>();
+}
+
+}  // namespace tally

@@ -1,0 +1,86 @@
+#pragma once
+// Inner loops of elementwise ops over a StridedLoop. Storage types are converted to their
+// compute type (float32 for the 16/8-bit floats), the functor runs there, and the result is
+// rounded once on store. Contiguous runs and broadcast scalars get tight loops the compiler
+// vectorises; a functor with a `vec` member gets an explicit AVX-512 path for float.
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "tally/dtype/dtype.h"
+#include "tally/kernels/cpu/strided_loop.h"
+#include "tally/kernels/cpu/vec_math.h"
+
+namespace tally::kernels {
+
+template <class F>
+concept HasVecFloat = requires(F f, Vec16f v) {
+  { f.vec(v) } -> std::same_as<Vec16f>;
+};
+
+/// out[i] = f(in[i]) for a loop whose operand 0 is the output (type TOut), operand 1 the input (TIn).
+template <class TOut, class TIn, class F>
+void unary_kernel(const StridedLoop<2>& loop, F f) {
+  using C = compute_t<TIn>;
+  loop.for_each([&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
+    auto* out = reinterpret_cast<TOut*>(p[0]);
+    const auto* in = reinterpret_cast<const TIn*>(p[1]);
+    if (s[0] == sizeof(TOut) && s[1] == sizeof(TIn)) {
+      int64_t i = 0;
+      if constexpr (std::is_same_v<TIn, float> && std::is_same_v<TOut, float> && HasVecFloat<F>) {
+        for (; i + 16 <= n; i += 16) store(out + i, f.vec(load(in + i)));
+        if (i < n) store_partial(out + i, f.vec(load_partial(in + i, n - i)), n - i);
+        return;
+      }
+      for (; i < n; ++i) out[i] = cast_to<TOut>(f(static_cast<C>(in[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        const TIn& x = *reinterpret_cast<const TIn*>(p[1] + i * s[1]);
+        *reinterpret_cast<TOut*>(p[0] + i * s[0]) = cast_to<TOut>(f(static_cast<C>(x)));
+      }
+    }
+  });
+}
+
+/// out[i] = f(a[i], b[i]); operands 0, 1, 2 are out (TOut), a and b (both TIn).
+template <class TOut, class TIn, class F>
+void binary_kernel(const StridedLoop<3>& loop, F f) {
+  using C = compute_t<TIn>;
+  loop.for_each([&](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
+    auto* out = reinterpret_cast<TOut*>(p[0]);
+    const auto* a = reinterpret_cast<const TIn*>(p[1]);
+    const auto* b = reinterpret_cast<const TIn*>(p[2]);
+    constexpr int64_t so = sizeof(TOut), si = sizeof(TIn);
+    if (s[0] == so && s[1] == si && s[2] == si) {
+      for (int64_t i = 0; i < n; ++i) out[i] = cast_to<TOut>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
+    } else if (s[0] == so && s[1] == si && s[2] == 0) {
+      const C bv = static_cast<C>(b[0]);
+      for (int64_t i = 0; i < n; ++i) out[i] = cast_to<TOut>(f(static_cast<C>(a[i]), bv));
+    } else if (s[0] == so && s[1] == 0 && s[2] == si) {
+      const C av = static_cast<C>(a[0]);
+      for (int64_t i = 0; i < n; ++i) out[i] = cast_to<TOut>(f(av, static_cast<C>(b[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        const C x = static_cast<C>(*reinterpret_cast<const TIn*>(p[1] + i * s[1]));
+        const C y = static_cast<C>(*reinterpret_cast<const TIn*>(p[2] + i * s[2]));
+        *reinterpret_cast<TOut*>(p[0] + i * s[0]) = cast_to<TOut>(f(x, y));
+      }
+    }
+  });
+}
+
+/// out[i] = f(a[i], b[i], c[i]) with per-operand storage types (where, masked_fill).
+template <class TOut, class TA, class TB, class TC, class F>
+void ternary_kernel(const StridedLoop<4>& loop, F f) {
+  loop.for_each([&](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      const TA& a = *reinterpret_cast<const TA*>(p[1] + i * s[1]);
+      const TB& b = *reinterpret_cast<const TB*>(p[2] + i * s[2]);
+      const TC& c = *reinterpret_cast<const TC*>(p[3] + i * s[3]);
+      *reinterpret_cast<TOut*>(p[0] + i * s[0]) = f(a, b, c);
+    }
+  });
+}
+
+}  // namespace tally::kernels

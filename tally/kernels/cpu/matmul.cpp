@@ -1,0 +1,73 @@
+#include "tally/kernels/cpu/matmul.h"
+
+#include <cstring>
+
+#include "tally/error/error.h"
+
+namespace tally::kernels {
+namespace {
+
+// The stride of a size-1 dimension is never used to address memory, so a strided view may carry any
+// value there. Rewriting it to the value a packed layout would have lets oneDNN see a plain layout
+// and keeps equivalent problems on one cached primitive.
+MatrixRef canonical(MatrixRef x, int64_t batch, int64_t rows, int64_t cols) {
+  if (batch == 1) x.batch_stride = 0;
+  if (cols == 1) x.col_stride = 1;
+  if (rows == 1) x.row_stride = x.col_stride == 1 ? cols : 1;
+  return x;
+}
+
+// B shared by the whole batch while A's rows follow each other with one stride across batches
+// (the `(4,8,16,32) @ (32,2)` case): one (batch*M)×K @ K×N product replaces `batch` small ones,
+// and C's layout already matches the folded result.
+detail::MatmulProblem fold_broadcast_b(detail::MatmulProblem p) {
+  if (p.batch == 1 || p.B.batch_stride != 0 || p.A.batch_stride == 0) return p;
+  if (p.M == 1) {
+    p.A.row_stride = p.A.batch_stride;
+  } else if (p.A.batch_stride != p.M * p.A.row_stride) {
+    return p;
+  }
+  p.M *= p.batch;
+  p.batch = 1;
+  p.A.batch_stride = 0;
+  p.A = canonical(p.A, 1, p.M, p.K);
+  return p;
+}
+
+}  // namespace
+
+void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixRef A, MatrixRef B, void* C) {
+  TALLY_CHECK_TYPE_ERROR(dtype != Dtype::Bool && !is_float8(dtype), "matmul: \"addmm\" not implemented for '",
+                         dtype_name(dtype), "'");
+  TALLY_CHECK(batch >= 0 && M >= 0 && N >= 0 && K >= 0, "matmul: sizes must be non-negative, got batch=", batch,
+              " M=", M, " N=", N, " K=", K);
+  if (batch == 0 || M == 0 || N == 0) return;
+  const int64_t c_bytes = batch * M * N * element_size(dtype);
+  if (K == 0) {  // an empty sum: all-zero bytes are 0 in every supported dtype
+    std::memset(C, 0, static_cast<size_t>(c_bytes));
+    return;
+  }
+  detail::MatmulProblem p{batch, M, N, K, canonical(A, batch, M, K), canonical(B, batch, K, N)};
+  // Both operands shared by the batch: every C[b] is the same product, computed once and copied.
+  const int64_t copies = p.batch > 1 && p.A.batch_stride == 0 && p.B.batch_stride == 0 ? p.batch : 1;
+  if (copies > 1) p.batch = 1;
+  p = fold_broadcast_b(p);
+
+  switch (dtype) {
+    case Dtype::Float32: detail::matmul_onednn(dtype, p, C); break;
+    case Dtype::BFloat16:
+      if (detail::onednn_native_bf16()) {
+        detail::matmul_onednn(dtype, p, C);
+      } else {
+        detail::matmul_widened(dtype, p, C);
+      }
+      break;
+    case Dtype::Float16: detail::matmul_widened(dtype, p, C); break;
+    default: detail::matmul_blocked(dtype, p, C); break;
+  }
+  auto* bytes = static_cast<std::byte*>(C);
+  const int64_t one_bytes = c_bytes / copies;
+  for (int64_t b = 1; b < copies; ++b) std::memcpy(bytes + b * one_bytes, bytes, static_cast<size_t>(one_bytes));
+}
+
+}  // namespace tally::kernels

@@ -1,0 +1,47 @@
+#pragma once
+// Batched matrix multiply on the CPU. float32 goes through oneDNN, and bfloat16 too where the CPU has
+// native bf16 instructions; float16 (and bfloat16 elsewhere) is computed by the float32 path and rounded
+// once; float64 and the integer dtypes use tally's own blocked kernel.
+
+#include <cstdint>
+
+#include "tally/dtype/dtype.h"
+
+namespace tally::kernels {
+
+/// One operand of a batched matmul: element strides for batch, row and column.
+struct MatrixRef {
+  const void* data;
+  int64_t batch_stride;
+  int64_t row_stride;
+  int64_t col_stride;
+};
+
+/// C[b] = A[b] @ B[b] for b < batch, with A[b] M×K, B[b] K×N, C contiguous row-major (batch stride M*N,
+/// row stride N). A, B and C all have dtype `dtype`; strides are in elements and may be transposed,
+/// stepped, negative or 0. Raises TypeError for bool and float8.
+void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixRef A, MatrixRef B, void* C);
+
+/// How many oneDNN matmul primitives this process has created: a repeated problem must reuse its own.
+int64_t matmul_primitives_created();
+
+namespace detail {
+// Shared between matmul*.cpp only; not part of the public API.
+
+/// A matmul after checks: all sizes ≥ 1, the stride of every size-1 dimension canonical, and at most one
+/// operand broadcast across the batch (batch_stride 0).
+struct MatmulProblem {
+  int64_t batch, M, N, K;
+  MatrixRef A, B;
+};
+/// float32 and bfloat16 through a cached oneDNN primitive.
+void matmul_onednn(Dtype dtype, const MatmulProblem& p, void* C);
+/// float64 and the integer dtypes through the cache-blocked OpenMP kernel.
+void matmul_blocked(Dtype dtype, const MatmulProblem& p, void* C);
+/// float16 or bfloat16 widened to float32, multiplied by oneDNN and rounded back once.
+void matmul_widened(Dtype dtype, const MatmulProblem& p, void* C);
+/// True when oneDNN runs bfloat16 on native instructions (AVX512_BF16 or AMX) rather than emulating them.
+bool onednn_native_bf16();
+
+}  // namespace detail
+}  // namespace tally::kernels

@@ -1,0 +1,100 @@
+#pragma once
+// N-d iteration over strided operands that share one shape (inputs already broadcast with
+// stride 0). Dimensions are ordered by the first operand's strides and merged where every
+// operand is contiguous across them, so most loops collapse to one long innermost run that
+// a vectorised inner loop handles.
+
+#include <array>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "tally/core/int_array_ref.h"
+#include "tally/kernels/cpu/parallel.h"
+
+namespace tally::kernels {
+
+/// Operands of an N-operand loop, after dimension ordering and merging. Strides are in bytes.
+template <size_t N>
+struct StridedLoop {
+  std::vector<int64_t> sizes;                   // innermost last
+  std::array<std::vector<int64_t>, N> strides;  // per operand, same length as sizes
+  std::array<char*, N> base{};
+  int64_t numel = 1;
+
+  /// Build from the shared shape and each operand's data pointer, element strides and element size.
+  StridedLoop(IntArrayRef shape, std::array<char*, N> ptrs, std::array<IntArrayRef, N> elem_strides,
+              std::array<int64_t, N> elem_sizes)
+      : base(ptrs) {
+    const size_t nd = shape.size();
+    std::vector<size_t> order(nd);
+    std::iota(order.begin(), order.end(), size_t{0});
+    // Outermost first: larger |stride| of operand 0 (then of the others) goes outside.
+    auto key = [&](size_t d, size_t op) {
+      int64_t s = elem_strides[op][d] * elem_sizes[op];
+      return s < 0 ? -s : s;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      for (size_t op = 0; op < N; ++op) {
+        if (key(a, op) != key(b, op)) return key(a, op) > key(b, op);
+      }
+      return false;
+    });
+    for (size_t d : order) {
+      numel *= shape[d];
+      if (shape[d] == 1) continue;
+      bool merge = !sizes.empty();
+      for (size_t op = 0; op < N && merge; ++op)
+        merge = strides[op].back() == elem_strides[op][d] * elem_sizes[op] * shape[d];
+      if (merge) {
+        sizes.back() *= shape[d];
+        for (size_t op = 0; op < N; ++op) strides[op].back() = elem_strides[op][d] * elem_sizes[op];
+      } else {
+        sizes.push_back(shape[d]);
+        for (size_t op = 0; op < N; ++op) strides[op].push_back(elem_strides[op][d] * elem_sizes[op]);
+      }
+    }
+    if (sizes.empty() && numel > 0) {  // a single element
+      sizes.push_back(1);
+      for (size_t op = 0; op < N; ++op) strides[op].push_back(0);
+    }
+  }
+
+  /// Call fn(ptrs, inner_strides_bytes, n) for every innermost run, in parallel for large loops.
+  template <class Fn>
+  void for_each(Fn&& fn, int64_t grain = kElementwiseGrain) const {
+    if (numel == 0) return;
+    const int64_t nd = static_cast<int64_t>(sizes.size());
+    const int64_t inner = sizes.back();
+    std::array<int64_t, N> inner_strides;
+    for (size_t op = 0; op < N; ++op) inner_strides[op] = strides[op].back();
+    parallel_for(numel, grain, [&](int64_t begin, int64_t end) {
+      // Multi-index of `begin`, innermost last.
+      std::vector<int64_t> idx(static_cast<size_t>(nd));
+      int64_t rem = begin;
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        idx[d] = rem % sizes[d];
+        rem /= sizes[d];
+      }
+      int64_t pos = begin;
+      while (pos < end) {
+        std::array<char*, N> ptrs;
+        for (size_t op = 0; op < N; ++op) {
+          int64_t off = 0;
+          for (int64_t d = 0; d < nd; ++d) off += idx[d] * strides[op][d];
+          ptrs[op] = base[op] + off;
+        }
+        const int64_t n = std::min(inner - idx[nd - 1], end - pos);
+        fn(ptrs, inner_strides, n);
+        pos += n;
+        idx[nd - 1] += n;
+        for (int64_t d = nd - 1; d > 0 && idx[d] == sizes[d]; --d) {
+          idx[d] = 0;
+          ++idx[d - 1];
+        }
+      }
+    });
+  }
+};
+
+}  // namespace tally::kernels

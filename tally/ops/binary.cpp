@@ -1,0 +1,303 @@
+// Binary elementwise ops. Each op is a definition (name, FLOPs per element, result-dtype rule,
+// scalar function); Binary<Def> turns it into an op run by apply().
+
+#include <cmath>
+
+#include "tally/ops/elementwise.h"
+#include "tally/ops/elementwise_common.h"
+
+namespace tally {
+
+namespace {
+
+std::optional<Dtype> combine_categories(std::optional<Dtype> higher, std::optional<Dtype> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (is_floating_point(*higher)) return higher;
+  if (*higher == kBool || is_floating_point(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+std::optional<Dtype> promote_opt(std::optional<Dtype> acc, Dtype d) { return acc ? promote_types(*acc, d) : d; }
+
+}  // namespace
+
+Dtype result_type(const Tensor& a, const Tensor& b) {
+  std::optional<Dtype> dim_result, zero_result;
+  for (const Tensor* t : {&a, &b}) {
+    if (t->dim() > 0) dim_result = promote_opt(dim_result, t->dtype());
+    else zero_result = promote_opt(zero_result, t->dtype());
+  }
+  return *combine_categories(dim_result, zero_result);
+}
+
+Dtype result_type(const Tensor& a, Scalar b) {
+  // A number joins as the default dtype of its kind, and only lifts the category.
+  return *combine_categories(a.dtype(), b.natural_dtype());
+}
+
+namespace {
+
+enum class ResultRule { Promote, PromoteToFloat, Compare };
+
+struct AddDef {
+  static constexpr std::string_view name = "add";
+  static constexpr int64_t flops = 1;
+  static constexpr ResultRule rule = ResultRule::Promote;
+  template <class C> static C f(C a, C b) { return static_cast<C>(a + b); }
+};
+struct SubDef {
+  static constexpr std::string_view name = "sub";
+  static constexpr int64_t flops = 1;
+  static constexpr ResultRule rule = ResultRule::Promote;
+  template <class C> static C f(C a, C b) { return static_cast<C>(a - b); }
+};
+struct MulDef {
+  static constexpr std::string_view name = "mul";
+  static constexpr int64_t flops = 1;
+  static constexpr ResultRule rule = ResultRule::Promote;
+  template <class C> static C f(C a, C b) {
+    if constexpr (std::is_same_v<C, bool>) return a && b;
+    else return static_cast<C>(a * b);
+  }
+};
+struct DivDef {
+  static constexpr std::string_view name = "div";
+  static constexpr int64_t flops = 1;
+  static constexpr ResultRule rule = ResultRule::PromoteToFloat;
+  template <class C> static C f(C a, C b) { return a / b; }
+};
+struct PowDef {
+  static constexpr std::string_view name = "pow";
+  static constexpr int64_t flops = 1;
+  static constexpr ResultRule rule = ResultRule::Promote;
+  template <class C> static C f(C a, C b) {
+    if constexpr (std::is_same_v<C, bool>) return a || !b;
+    else if constexpr (std::is_integral_v<C>) {
+      // Integer power by squaring; negative exponents were rejected in the checks.
+      C result = 1, base = a;
+      for (auto e = b; e > 0; e >>= 1) {
+        if (e & 1) result = static_cast<C>(result * base);
+        base = static_cast<C>(base * base);
+      }
+      return result;
+    } else {
+      return std::pow(a, b);
+    }
+  }
+};
+struct MaximumDef {
+  static constexpr std::string_view name = "maximum";
+  static constexpr int64_t flops = 1;
+  static constexpr ResultRule rule = ResultRule::Promote;
+  template <class C> static C f(C a, C b) {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;  // NaN propagates
+    }
+    return a > b ? a : b;
+  }
+};
+struct MinimumDef {
+  static constexpr std::string_view name = "minimum";
+  static constexpr int64_t flops = 1;
+  static constexpr ResultRule rule = ResultRule::Promote;
+  template <class C> static C f(C a, C b) {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
+    return a < b ? a : b;
+  }
+};
+
+#define TALLY_COMPARISON(Name, str, expr)                        \
+  struct Name {                                                  \
+    static constexpr std::string_view name = str;                \
+    static constexpr int64_t flops = 1;                          \
+    static constexpr ResultRule rule = ResultRule::Compare;      \
+    template <class C> static bool f(C a, C b) { return expr; }  \
+  };
+TALLY_COMPARISON(EqDef, "eq", a == b)
+TALLY_COMPARISON(NeDef, "ne", a != b)
+TALLY_COMPARISON(LtDef, "lt", a < b)
+TALLY_COMPARISON(LeDef, "le", a <= b)
+TALLY_COMPARISON(GtDef, "gt", a > b)
+TALLY_COMPARISON(GeDef, "ge", a >= b)
+#undef TALLY_COMPARISON
+
+/// The dtype computation happens in, for operands promoted to `common`.
+template <class Def>
+Dtype compute_dtype(Dtype common) {
+  if constexpr (Def::rule == ResultRule::PromoteToFloat) return is_floating_point(common) ? common : kFloat32;
+  return common;
+}
+
+template <class Def>
+void check_operands(const Tensor& a, const Tensor& b, Dtype common) {
+  if constexpr (std::is_same_v<Def, SubDef>) {
+    TALLY_CHECK_TYPE_ERROR(!(a.dtype() == kBool && b.dtype() == kBool),
+                           "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.");
+  }
+  if constexpr (std::is_same_v<Def, PowDef>) {
+    if (is_integral(common) && is_integral(b.dtype())) {
+      bool negative = false;
+      dispatch(b.dtype(), "pow", [&]<class T>() {
+        Tensor bc = b.contiguous();
+        const T* p = bc.data_ptr<T>();
+        if constexpr (std::is_signed_v<T>)
+          for (int64_t i = 0; i < bc.numel() && !negative; ++i) negative = p[i] < 0;
+      });
+      TALLY_CHECK(!negative, "Integers to negative integer powers are not allowed.");
+    }
+  }
+}
+
+/// Run Def on same-dtype operands into `out` (already of the broadcast shape, of the operands'
+/// dtype, or bool for comparisons).
+template <class Def>
+void run_binary(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (out.numel() == 0) return;
+  auto loop = ops::make_loop<3>(out, {&a, &b});
+  dispatch_arith(a.dtype(), Def::name, [&]<class T>() {
+    using C = compute_t<T>;
+    using TO = std::conditional_t<Def::rule == ResultRule::Compare, bool, T>;
+    kernels::binary_kernel<TO, T>(loop, [](C x, C y) { return Def::template f<C>(x, y); });
+  });
+}
+
+template <class Def>
+struct Binary {
+  static constexpr std::string_view name = Def::name;
+  static Tensor forward(const Tensor& a, const Tensor& b) {
+    const Dtype common = result_type(a, b);
+    check_operands<Def>(a, b, common);
+    const Dtype compute = compute_dtype<Def>(common);
+    const auto shape = geometry::broadcast_shapes(a.sizes(), b.sizes());
+    Tensor out = empty(shape, Def::rule == ResultRule::Compare ? kBool : compute);
+    run_binary<Def>(out, a.to(compute), b.to(compute));
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b) {
+    return ops::elementwise_cost(out, {&a, &b}, Def::flops);
+  }
+};
+
+/// In-place form: self = Def(self, other), self keeps its shape and dtype.
+template <class Def>
+struct BinaryInplace {
+  static constexpr std::string_view name = Def::name;
+  static Tensor forward(const Tensor& self, const Tensor& other) {
+    const Dtype common = compute_dtype<Def>(result_type(self, other));
+    check_operands<Def>(self, other, common);
+    TALLY_CHECK_TYPE_ERROR(!(is_floating_point(common) && !self.is_floating_point()) &&
+                               !(common != kBool && self.dtype() == kBool),
+                           "result type ", dtype_name(common), " can't be cast to the desired output type ",
+                           dtype_name(self.dtype()));
+    const auto shape = geometry::broadcast_shapes(self.sizes(), other.sizes());
+    TALLY_CHECK(IntArrayRef(shape) == self.sizes(), "output with shape ", self.sizes(),
+                " doesn't match the broadcast shape ", IntArrayRef(shape));
+    Tensor b = other.to(common);
+    if (common != self.dtype()) {
+      // Computed in the wider dtype, then rounded into self (float32 += float64).
+      Tensor wide = empty(self.sizes(), common);
+      run_binary<Def>(wide, self.to(common), b);
+      Tensor(self).copy_(wide);
+      return self;
+    }
+    if (b.is_same_storage(self)) b = b.clone();  // reading what is being overwritten
+    run_binary<Def>(self, self, b);
+    return self;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& self, const Tensor& other) {
+    return ops::elementwise_cost(out, {&self, &other}, Def::flops);
+  }
+};
+
+/// A number as the 0-d tensor it joins the op as (PyTorch's wrapped number).
+Tensor wrap(Scalar s, const Tensor& like) { return scalar_tensor(s, result_type(like, s)); }
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  if (alpha.to_double() == 1.0) return ops::apply<Binary<AddDef>>(a, b);
+  return ops::apply<Binary<AddDef>>(a, mul(b, wrap(alpha, b)));
+}
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  if (alpha.to_double() == 1.0) return ops::apply<Binary<SubDef>>(a, b);
+  return ops::apply<Binary<SubDef>>(a, mul(b, wrap(alpha, b)));
+}
+Tensor mul(const Tensor& a, const Tensor& b) { return ops::apply<Binary<MulDef>>(a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return ops::apply<Binary<DivDef>>(a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return ops::apply<Binary<PowDef>>(a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return ops::apply<Binary<MaximumDef>>(a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return ops::apply<Binary<MinimumDef>>(a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return ops::apply<Binary<EqDef>>(a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return ops::apply<Binary<NeDef>>(a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return ops::apply<Binary<LtDef>>(a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return ops::apply<Binary<LeDef>>(a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return ops::apply<Binary<GtDef>>(a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return ops::apply<Binary<GeDef>>(a, b); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, wrap(b, a)); }
+Tensor operator-(const Tensor& a, Scalar b) { return sub(a, wrap(b, a)); }
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, wrap(b, a)); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, wrap(b, a)); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(wrap(a, b), b); }
+Tensor operator-(Scalar a, const Tensor& b) { return sub(wrap(a, b), b); }
+Tensor operator*(Scalar a, const Tensor& b) { return mul(wrap(a, b), b); }
+Tensor operator/(Scalar a, const Tensor& b) { return div(wrap(a, b), b); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, Scalar b) { return eq(a, wrap(b, a)); }
+Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, wrap(b, a)); }
+Tensor operator<(const Tensor& a, Scalar b) { return lt(a, wrap(b, a)); }
+Tensor operator<=(const Tensor& a, Scalar b) { return le(a, wrap(b, a)); }
+Tensor operator>(const Tensor& a, Scalar b) { return gt(a, wrap(b, a)); }
+Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, wrap(b, a)); }
+
+Tensor Tensor::add(const Tensor& other, Scalar alpha) const { return tally::add(*this, other, alpha); }
+Tensor Tensor::sub(const Tensor& other, Scalar alpha) const { return tally::sub(*this, other, alpha); }
+Tensor Tensor::mul(const Tensor& other) const { return tally::mul(*this, other); }
+Tensor Tensor::div(const Tensor& other) const { return tally::div(*this, other); }
+Tensor Tensor::pow(const Tensor& exponent) const { return tally::pow(*this, exponent); }
+Tensor Tensor::eq(const Tensor& other) const { return tally::eq(*this, other); }
+Tensor Tensor::ne(const Tensor& other) const { return tally::ne(*this, other); }
+Tensor Tensor::lt(const Tensor& other) const { return tally::lt(*this, other); }
+Tensor Tensor::le(const Tensor& other) const { return tally::le(*this, other); }
+Tensor Tensor::gt(const Tensor& other) const { return tally::gt(*this, other); }
+Tensor Tensor::ge(const Tensor& other) const { return tally::ge(*this, other); }
+Tensor Tensor::eq(Scalar other) const { return *this == other; }
+
+Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
+  ops::apply<BinaryInplace<AddDef>>(*this, alpha.to_double() == 1.0 ? other : tally::mul(other, wrap(alpha, other)));
+  return *this;
+}
+Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
+  ops::apply<BinaryInplace<SubDef>>(*this, alpha.to_double() == 1.0 ? other : tally::mul(other, wrap(alpha, other)));
+  return *this;
+}
+Tensor& Tensor::mul_(const Tensor& other) { ops::apply<BinaryInplace<MulDef>>(*this, other); return *this; }
+Tensor& Tensor::div_(const Tensor& other) { ops::apply<BinaryInplace<DivDef>>(*this, other); return *this; }
+Tensor& Tensor::add_(Scalar other) { return add_(wrap(other, *this)); }
+Tensor& Tensor::sub_(Scalar other) { return sub_(wrap(other, *this)); }
+Tensor& Tensor::mul_(Scalar other) { return mul_(wrap(other, *this)); }
+Tensor& Tensor::div_(Scalar other) { return div_(wrap(other, *this)); }
+
+Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
+Tensor& operator+=(Tensor& a, Scalar b) { return a.add_(b); }
+Tensor& operator-=(Tensor& a, Scalar b) { return a.sub_(b); }
+Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
+Tensor& operator/=(Tensor& a, Scalar b) { return a.div_(b); }
+
+}  // namespace tally

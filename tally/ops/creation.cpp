@@ -1,0 +1,123 @@
+#include "tally/ops/creation.h"
+
+#include <cmath>
+
+#include "tally/core/geometry.h"
+#include "tally/kernels/cpu/parallel.h"
+
+namespace tally {
+
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, Dtype dtype) {
+  geometry::check_sizes(sizes, "empty");
+  TALLY_CHECK(sizes.size() == strides.size(), "empty_strided: ", sizes.size(), " sizes but ", strides.size(), " strides");
+  int64_t extent = 1;  // elements from the first to one past the last
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) { extent = 0; break; }
+    TALLY_CHECK(strides[i] >= 0, "empty_strided: negative stride ", strides[i]);
+    extent += (sizes[i] - 1) * strides[i];
+  }
+  int64_t nbytes = 0;
+  TALLY_CHECK(!__builtin_mul_overflow(extent, element_size(dtype), &nbytes), "empty: size overflow for sizes ", sizes);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<StorageImpl>(nbytes, MemoryCategory::Other);
+  impl->sizes = sizes.vec();
+  impl->strides = strides.vec();
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor empty(IntArrayRef sizes, Dtype dtype) {
+  geometry::check_sizes(sizes, "empty");
+  return empty_strided(sizes, geometry::contiguous_strides(sizes), dtype);
+}
+
+Tensor zeros(IntArrayRef sizes, Dtype dtype) { return full(sizes, 0, dtype); }
+Tensor ones(IntArrayRef sizes, Dtype dtype) { return full(sizes, 1, dtype); }
+
+Tensor full(IntArrayRef sizes, Scalar value, std::optional<Dtype> dtype) {
+  Tensor t = empty(sizes, dtype.value_or(value.natural_dtype()));
+  t.fill_(value);
+  return t;
+}
+
+Tensor empty_like(const Tensor& t, std::optional<Dtype> dtype) { return empty(t.sizes(), dtype.value_or(t.dtype())); }
+Tensor zeros_like(const Tensor& t, std::optional<Dtype> dtype) { return zeros(t.sizes(), dtype.value_or(t.dtype())); }
+Tensor ones_like(const Tensor& t, std::optional<Dtype> dtype) { return ones(t.sizes(), dtype.value_or(t.dtype())); }
+Tensor full_like(const Tensor& t, Scalar value, std::optional<Dtype> dtype) {
+  return full(t.sizes(), value, dtype.value_or(t.dtype()));
+}
+
+Tensor scalar_tensor(Scalar value, std::optional<Dtype> dtype) { return full({}, value, dtype); }
+
+Tensor arange(Scalar end, std::optional<Dtype> dtype) { return arange(0, end, 1, dtype); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<Dtype> dtype) {
+  const bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
+  const Dtype dt = dtype.value_or(floating ? kFloat32 : kInt64);
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  TALLY_CHECK(st != 0, "arange: step must be nonzero");
+  TALLY_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
+  TALLY_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
+  int64_t n = floating ? static_cast<int64_t>(std::ceil((e - s) / st))
+                       : (end.to_long() - start.to_long() + step.to_long() + (st > 0 ? -1 : 1)) / step.to_long();
+  Tensor t = empty({n}, dt);
+  dispatch(dt, "arange", [&]<class T>() {
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(start.to_long() + i * step.to_long());
+      else p[i] = cast_to<T>(s + static_cast<double>(i) * st);
+    }
+  });
+  return t;
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, Dtype dtype) {
+  const int64_t cols = m.value_or(n);
+  TALLY_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got n=", n, ", m=", cols);
+  Tensor t = zeros({n, cols}, dtype);
+  for (int64_t i = 0; i < std::min(n, cols); ++i) t.index_put_({i, i}, 1);
+  return t;
+}
+
+namespace {
+void collect_shape(const NestedList& l, size_t depth, std::vector<int64_t>& shape) {
+  if (!l.is_list()) return;
+  if (shape.size() <= depth) shape.push_back(static_cast<int64_t>(l.items().size()));
+  if (!l.items().empty()) collect_shape(l.items()[0], depth + 1, shape);
+}
+
+void flatten_leaves(const NestedList& l, size_t depth, const std::vector<int64_t>& shape, std::vector<double>& out,
+                    Scalar::Kind& kind) {
+  if (!l.is_list()) {
+    TALLY_CHECK(depth == shape.size(), "tensor: expected a sequence at depth ", depth, " but found a number");
+    out.push_back(l.value());
+    kind = std::max(kind, l.kind());
+    return;
+  }
+  TALLY_CHECK(depth < shape.size() && static_cast<int64_t>(l.items().size()) == shape[depth],
+              "tensor: expected sequence of length ", depth < shape.size() ? shape[depth] : 0, " at dim ", depth,
+              " (got ", l.items().size(), ")");
+  for (const NestedList& item : l.items()) flatten_leaves(item, depth + 1, shape, out, kind);
+}
+}  // namespace
+
+Tensor tensor(const NestedList& data, std::optional<Dtype> dtype) {
+  std::vector<int64_t> shape;
+  collect_shape(data, 0, shape);
+  std::vector<double> values;
+  Scalar::Kind kind = Scalar::Kind::Bool;
+  flatten_leaves(data, 0, shape, values, kind);
+  if (values.empty() && !dtype) kind = Scalar::Kind::Float;  // torch.tensor([]) is float32
+  const Dtype dt = dtype.value_or(kind == Scalar::Kind::Float ? kFloat32 : kind == Scalar::Kind::Int ? kInt64 : kBool);
+  Tensor t = empty(shape, dt);
+  dispatch(dt, "tensor", [&]<class T>() {
+    T* p = t.data_ptr<T>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) p[i] = static_cast<T>(static_cast<int64_t>(values[i]));
+      else p[i] = cast_to<T>(values[i]);
+    }
+  });
+  return t;
+}
+
+}  // namespace tally

@@ -1,0 +1,68 @@
+#pragma once
+// Factory functions: empty, zeros, ones, full, arange, eye, tensor(...), *_like.
+
+#include <initializer_list>
+#include <optional>
+#include <vector>
+
+#include "tally/core/tensor.h"
+
+namespace tally {
+
+/// An uninitialised tensor; its pages are not touched until written.
+Tensor empty(IntArrayRef sizes, Dtype dtype = kFloat32);
+/// An uninitialised tensor with explicit strides (torch.empty_strided).
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, Dtype dtype = kFloat32);
+/// Zeros.
+Tensor zeros(IntArrayRef sizes, Dtype dtype = kFloat32);
+/// Ones.
+Tensor ones(IntArrayRef sizes, Dtype dtype = kFloat32);
+/// Every element `value`; the dtype defaults to the value's (bool, int64 or float32).
+Tensor full(IntArrayRef sizes, Scalar value, std::optional<Dtype> dtype = std::nullopt);
+/// empty() with t's sizes and (unless given) dtype.
+Tensor empty_like(const Tensor& t, std::optional<Dtype> dtype = std::nullopt);
+/// zeros() with t's sizes and (unless given) dtype.
+Tensor zeros_like(const Tensor& t, std::optional<Dtype> dtype = std::nullopt);
+/// ones() with t's sizes and (unless given) dtype.
+Tensor ones_like(const Tensor& t, std::optional<Dtype> dtype = std::nullopt);
+/// full() with t's sizes and (unless given) dtype.
+Tensor full_like(const Tensor& t, Scalar value, std::optional<Dtype> dtype = std::nullopt);
+/// 0, 1, ..., end-1 (int64 for integer arguments, float32 otherwise).
+Tensor arange(Scalar end, std::optional<Dtype> dtype = std::nullopt);
+/// start, start+step, ... < end.
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<Dtype> dtype = std::nullopt);
+/// n×m identity (m defaults to n).
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, Dtype dtype = kFloat32);
+/// A 0-d tensor holding `value`.
+Tensor scalar_tensor(Scalar value, std::optional<Dtype> dtype = std::nullopt);
+
+/// A nested list of numbers for tally::tensor: {{1., 2, 3}, {4, 5, 6}}.
+class NestedList {
+ public:
+  NestedList(double v) : value_(v), kind_(Scalar::Kind::Float) {}    // NOLINT
+  NestedList(float v) : value_(v), kind_(Scalar::Kind::Float) {}     // NOLINT
+  NestedList(int v) : value_(v), kind_(Scalar::Kind::Int) {}         // NOLINT
+  NestedList(int64_t v) : value_(static_cast<double>(v)), kind_(Scalar::Kind::Int) {}  // NOLINT
+  NestedList(bool v) : value_(v), kind_(Scalar::Kind::Bool) {}       // NOLINT
+  NestedList(std::initializer_list<NestedList> items) : items_(items), is_list_(true) {}  // NOLINT
+  /// Leaf value.
+  double value() const { return value_; }
+  /// Leaf kind.
+  Scalar::Kind kind() const { return kind_; }
+  /// Children, when a list.
+  const std::vector<NestedList>& items() const { return items_; }
+  /// Whether this is a list (possibly empty) rather than a number.
+  bool is_list() const { return is_list_; }
+
+ private:
+  double value_ = 0;
+  Scalar::Kind kind_ = Scalar::Kind::Bool;
+  std::vector<NestedList> items_;
+  bool is_list_ = false;
+};
+
+/// A tensor from nested lists; dtype float32 if any number is floating, else int64, else bool
+/// (as torch.tensor infers it), unless given.
+Tensor tensor(const NestedList& data, std::optional<Dtype> dtype = std::nullopt);
+
+}  // namespace tally

@@ -1,0 +1,92 @@
+#pragma once
+// Elementwise operators with broadcasting and PyTorch's type promotion.
+
+#include <optional>
+
+#include "tally/core/tensor.h"
+
+namespace tally {
+
+/// The dtype of an op on a and b (torch.result_type): dimensioned tensors outrank 0-d ones.
+Dtype result_type(const Tensor& a, const Tensor& b);
+/// The dtype of an op on a tensor and a number: the number only lifts the category.
+Dtype result_type(const Tensor& a, Scalar b);
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< a + alpha * b
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< a - alpha * b
+Tensor mul(const Tensor& a, const Tensor& b);                    ///< a * b
+Tensor div(const Tensor& a, const Tensor& b);                    ///< a / b (true division)
+Tensor pow(const Tensor& a, const Tensor& b);                    ///< a ** b
+Tensor pow(const Tensor& a, Scalar exponent);                    ///< a ** exponent
+Tensor maximum(const Tensor& a, const Tensor& b);                ///< elementwise max (NaN propagates)
+Tensor minimum(const Tensor& a, const Tensor& b);                ///< elementwise min (NaN propagates)
+Tensor eq(const Tensor& a, const Tensor& b);                     ///< a == b (bool)
+Tensor ne(const Tensor& a, const Tensor& b);                     ///< a != b (bool)
+Tensor lt(const Tensor& a, const Tensor& b);                     ///< a < b (bool)
+Tensor le(const Tensor& a, const Tensor& b);                     ///< a <= b (bool)
+Tensor gt(const Tensor& a, const Tensor& b);                     ///< a > b (bool)
+Tensor ge(const Tensor& a, const Tensor& b);                     ///< a >= b (bool)
+/// cond ? a : b, broadcast together.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+/// x with `value` where mask is true.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+/// Clamp into [min, max]; either bound may be absent.
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+
+Tensor neg(const Tensor& x);      ///< -x
+Tensor abs(const Tensor& x);      ///< |x|
+Tensor sqrt(const Tensor& x);     ///< √x
+Tensor rsqrt(const Tensor& x);    ///< 1/√x
+Tensor exp(const Tensor& x);      ///< eˣ
+Tensor log(const Tensor& x);      ///< ln x
+Tensor tanh(const Tensor& x);     ///< tanh x
+Tensor sigmoid(const Tensor& x);  ///< 1/(1+e⁻ˣ)
+Tensor relu(const Tensor& x);     ///< max(x, 0)
+Tensor silu(const Tensor& x);     ///< x·sigmoid(x)
+Tensor square(const Tensor& x);   ///< x²
+/// GELU: "none" is x·Φ(x) with erf, "tanh" the tanh approximation (torch.nn.functional.gelu).
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+/// Upper triangle (elements with col - row >= diagonal), zeros elsewhere, over the last two dims.
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+/// Lower triangle (col - row <= diagonal).
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+/// Whether sizes and values are equal (torch.equal).
+bool equal(const Tensor& a, const Tensor& b);
+/// |a - b| <= atol + rtol·|b| everywhere (torch.allclose).
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, Scalar b);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, Scalar b);
+Tensor& operator-=(Tensor& a, Scalar b);
+Tensor& operator*=(Tensor& a, Scalar b);
+Tensor& operator/=(Tensor& a, Scalar b);
+
+}  // namespace tally

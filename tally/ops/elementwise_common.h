@@ -1,0 +1,36 @@
+#pragma once
+// Shared plumbing of the elementwise op families (unary.cpp, binary.cpp): the output
+// allocation after broadcasting and the cost every elementwise op declares.
+
+#include "tally/core/geometry.h"
+#include "tally/kernels/cpu/elementwise.h"
+#include "tally/ops/apply.h"
+#include "tally/ops/creation.h"
+
+namespace tally::ops {
+
+/// One pass that reads every input once and writes the output once, doing `flops_per_element`
+/// arithmetic steps per output element.
+inline Cost elementwise_cost(const Tensor& out, std::initializer_list<const Tensor*> inputs, int64_t flops_per_element) {
+  Cost c{out.numel() * flops_per_element, 0, out.nbytes()};
+  for (const Tensor* t : inputs) c.bytes_read += t->nbytes();
+  return c;
+}
+
+/// The loop over (out, inputs...) with inputs expanded to out's sizes.
+template <size_t N>
+kernels::StridedLoop<N> make_loop(const Tensor& out, std::array<const Tensor*, N - 1> inputs) {
+  std::array<char*, N> ptrs{static_cast<char*>(out.data_ptr())};
+  std::array<IntArrayRef, N> strides{out.strides()};
+  std::array<int64_t, N> elem{out.element_size()};
+  std::array<Tensor, N - 1> expanded;
+  for (size_t i = 0; i < N - 1; ++i) {
+    expanded[i] = inputs[i]->sizes() == out.sizes() ? *inputs[i] : inputs[i]->expand(out.sizes());
+    ptrs[i + 1] = static_cast<char*>(expanded[i].data_ptr());
+    strides[i + 1] = expanded[i].strides();
+    elem[i + 1] = expanded[i].element_size();
+  }
+  return kernels::StridedLoop<N>(out.sizes(), ptrs, strides, elem);
+}
+
+}  // namespace tally::ops

@@ -1,0 +1,118 @@
+// cat / stack / index_select. Cost: pure data movement, bytes read + bytes written.
+
+#include "tally/ops/join.h"
+
+#include <cstring>
+
+#include "tally/ops/apply.h"
+#include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+
+namespace tally {
+
+namespace {
+
+struct Cat {
+  static constexpr std::string_view name = "cat";
+  static Tensor forward(const TensorList& tensors, int64_t dim) {
+    TALLY_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
+    const Tensor& first = tensors[0];
+    TALLY_CHECK(first.dim() > 0, "zero-dimensional tensor (at position 0) cannot be concatenated");
+    dim = maybe_wrap_dim(dim, first.dim());
+    Dtype dt = first.dtype();
+    int64_t total = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = tensors[i];
+      TALLY_CHECK(t.dim() == first.dim(), "Tensors must have same number of dimensions: got ", first.dim(), " and ", t.dim());
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        TALLY_CHECK(d == dim || t.size(d) == first.size(d), "Sizes of tensors must match except in dimension ", dim,
+                    ". Expected size ", first.size(d), " but got size ", t.size(d), " for tensor number ", i, " in the list.");
+      }
+      total += t.size(dim);
+      if (i > 0) dt = promote_types(dt, t.dtype());
+    }
+    std::vector<int64_t> sizes = first.sizes().vec();
+    sizes[dim] = total;
+    Tensor out = empty(sizes, dt);
+    int64_t offset = 0;
+    for (const Tensor& t : tensors) {
+      out.slice(dim, offset, offset + t.size(dim)).copy_(t);
+      offset += t.size(dim);
+    }
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const TensorList& tensors, int64_t) {
+    ops::Cost c{0, 0, out.nbytes()};
+    for (const Tensor& t : tensors) c.bytes_read += t.nbytes();
+    return c;
+  }
+};
+
+struct IndexSelect {
+  static constexpr std::string_view name = "index_select";
+  static Tensor forward(const Tensor& x, int64_t dim, const Tensor& index) {
+    TALLY_CHECK_TYPE_ERROR(index.dtype() == kInt64 || index.dtype() == kInt32,
+                           "index_select(): Expected dtype int32/int64 for index but got: ", dtype_name(index.dtype()));
+    TALLY_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, got ", index.dim(), "-D");
+    dim = maybe_wrap_dim(dim, x.dim());
+    const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
+    Tensor idx = index.to(kInt64).contiguous().reshape({-1});
+    const int64_t* ids = idx.data_ptr<int64_t>();
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      TALLY_CHECK_INDEX(ids[i] >= -n && ids[i] < n, "index out of range in self: index ", ids[i], " is out of bounds for dimension ",
+                        dim, " with size ", n);
+    }
+    std::vector<int64_t> sizes = x.sizes().vec();
+    if (x.dim() > 0) sizes[dim] = idx.numel();
+    Tensor out = empty(sizes, x.dtype());
+    if (x.dim() == 0) return out.copy_(x);
+    // Rows of the output are copied from the selected rows: contiguous blocks when `x` is.
+    Tensor src = x.contiguous();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < dim; ++d) outer *= x.size(d);
+    for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+    const int64_t row_bytes = inner * x.element_size();
+    const char* s = static_cast<const char*>(src.data_ptr());
+    char* o = static_cast<char*>(out.data_ptr());
+    const int64_t k = idx.numel();
+    for (int64_t a = 0; a < outer; ++a) {
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t row = ids[i] < 0 ? ids[i] + n : ids[i];
+        std::memcpy(o + (a * k + i) * row_bytes, s + (a * n + row) * row_bytes, static_cast<size_t>(row_bytes));
+      }
+    }
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index) {
+    return {0, out.nbytes() + index.nbytes(), out.nbytes()};
+  }
+};
+
+}  // namespace
+
+Tensor cat(const TensorList& tensors, int64_t dim) { return ops::apply<Cat>(tensors, dim); }
+
+Tensor stack(const TensorList& tensors, int64_t dim) {
+  TALLY_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
+  dim = maybe_wrap_dim(dim, tensors[0].dim() + 1);
+  TensorList expanded;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TALLY_CHECK(tensors[i].sizes() == tensors[0].sizes(), "stack expects each tensor to be equal size, but got ",
+                tensors[0].sizes(), " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
+    expanded.push_back(tensors[i].unsqueeze(dim));
+  }
+  return cat(expanded, dim);
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return ops::apply<IndexSelect>(x, dim, index); }
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  TALLY_CHECK(weight.dim() == 2, "embedding: weight must be 2-D, got ", weight.sizes());
+  std::vector<int64_t> sizes = indices.sizes().vec();
+  sizes.push_back(weight.size(1));
+  return index_select(weight, 0, indices.reshape({-1})).view(sizes);
+}
+
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return tally::index_select(*this, dim, index); }
+
+}  // namespace tally

@@ -1,0 +1,340 @@
+// Reductions. Each reducer (sum, prod, max, min, argmax, argmin, any, all) is a small fold
+// definition; Reduce<Def> lays the input out for the kernels and declares the op's cost: one
+// FLOP per input element folded, the input read once, the output written once.
+
+#include "tally/ops/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tally/core/geometry.h"
+#include "tally/kernels/cpu/reduce.h"
+#include "tally/kernels/cpu/vec_math.h"
+#include "tally/ops/apply.h"
+#include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+
+namespace tally {
+
+namespace {
+
+/// Accumulator type: double for floats (so a float32 sum of millions stays accurate), int64
+/// for integers and bool.
+template <class C> using acc_t = std::conditional_t<std::is_floating_point_v<C>, double, int64_t>;
+
+template <class T>
+struct SumFold {
+  using C = compute_t<T>;
+  using Acc = acc_t<C>;
+  Acc init() const { return 0; }
+  Acc step(Acc a, C v, int64_t) const { return a + static_cast<Acc>(v); }
+  Acc combine(Acc a, Acc b) const { return a + b; }
+  Acc fold(const T* p, int64_t n, int64_t) const {
+    if constexpr (std::is_same_v<T, float>) {
+#if defined(__AVX512F__)
+      // Four 16-lane float accumulators over blocks of 1024, each block added into a double:
+      // streams at memory speed and keeps the error of a blocked (near pairwise) sum.
+      double total = 0;
+      int64_t i = 0;
+      while (i + 64 <= n) {
+        const int64_t block_end = std::min(n - (n - i) % 64, i + 1024);
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (; i < block_end; i += 64) {
+          a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
+          a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
+          a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
+          a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
+        }
+        total += kernels::reduce_add(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+      }
+      for (; i < n; ++i) total += p[i];
+      return total;
+#endif
+    }
+    Acc a = 0;
+    for (int64_t i = 0; i < n; ++i) a += static_cast<Acc>(static_cast<C>(p[i]));
+    return a;
+  }
+};
+
+template <class T>
+struct ProdFold {
+  using C = compute_t<T>;
+  using Acc = acc_t<C>;
+  Acc init() const { return 1; }
+  Acc step(Acc a, C v, int64_t) const { return a * static_cast<Acc>(v); }
+  Acc combine(Acc a, Acc b) const { return a * b; }
+  Acc fold(const T* p, int64_t n, int64_t) const {
+    Acc a = 1;
+    for (int64_t i = 0; i < n; ++i) a *= static_cast<Acc>(static_cast<C>(p[i]));
+    return a;
+  }
+};
+
+/// Running extreme with its first index; NaN wins and sticks (PyTorch's max/argmax rule).
+template <class T, bool IsMax>
+struct ExtremeFold {
+  using C = compute_t<T>;
+  struct Acc {
+    C value;
+    int64_t index;
+    bool seen;
+  };
+  Acc init() const { return {C{}, -1, false}; }
+  static bool is_nan(C v) {
+    if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
+    else return false;
+  }
+  static bool better(C v, C best) {
+    if (is_nan(best)) return false;
+    if (is_nan(v)) return true;
+    return IsMax ? v > best : v < best;
+  }
+  Acc step(Acc a, C v, int64_t i) const {
+    if (!a.seen || better(v, a.value)) return {v, i, true};
+    return a;
+  }
+  Acc combine(Acc a, Acc b) const {
+    if (!a.seen) return b;
+    if (!b.seen) return a;
+    if (better(b.value, a.value)) return b;
+    return a;
+  }
+  Acc fold(const T* p, int64_t n, int64_t base) const {
+    Acc a = init();
+    for (int64_t i = 0; i < n; ++i) a = step(a, static_cast<C>(p[i]), base + i);
+    return a;
+  }
+};
+
+template <class T, bool IsAny>
+struct LogicalFold {
+  using C = compute_t<T>;
+  using Acc = bool;
+  Acc init() const { return !IsAny; }
+  Acc step(Acc a, C v, int64_t) const { return IsAny ? (a || v != C(0)) : (a && v != C(0)); }
+  Acc combine(Acc a, Acc b) const { return IsAny ? (a || b) : (a && b); }
+  Acc fold(const T* p, int64_t n, int64_t) const {
+    Acc a = init();
+    for (int64_t i = 0; i < n; ++i) a = step(a, static_cast<C>(p[i]), i);
+    return a;
+  }
+};
+
+enum class Output { Value, Index };
+
+/// Integer and bool sums and products are int64, as in PyTorch.
+template <class T> using widened_int_t = std::conditional_t<std::is_integral_v<T>, int64_t, T>;
+/// any/all give bool, except on uint8 (PyTorch keeps uint8 there).
+template <class T> using logical_out_t = std::conditional_t<std::is_same_v<T, uint8_t>, uint8_t, bool>;
+
+struct SumDef {
+  static constexpr std::string_view name = "sum";
+  template <class T> using Fold = SumFold<T>;
+  template <class T> using Out = widened_int_t<T>;
+  static constexpr Output output = Output::Value;
+};
+struct ProdDef {
+  static constexpr std::string_view name = "prod";
+  template <class T> using Fold = ProdFold<T>;
+  template <class T> using Out = widened_int_t<T>;
+  static constexpr Output output = Output::Value;
+};
+struct AmaxDef {
+  static constexpr std::string_view name = "amax";
+  template <class T> using Fold = ExtremeFold<T, true>;
+  template <class T> using Out = T;
+  static constexpr Output output = Output::Value;
+};
+struct AminDef {
+  static constexpr std::string_view name = "amin";
+  template <class T> using Fold = ExtremeFold<T, false>;
+  template <class T> using Out = T;
+  static constexpr Output output = Output::Value;
+};
+struct ArgmaxDef {
+  static constexpr std::string_view name = "argmax";
+  template <class T> using Fold = ExtremeFold<T, true>;
+  template <class T> using Out = int64_t;
+  static constexpr Output output = Output::Index;
+};
+struct ArgminDef {
+  static constexpr std::string_view name = "argmin";
+  template <class T> using Fold = ExtremeFold<T, false>;
+  template <class T> using Out = int64_t;
+  static constexpr Output output = Output::Index;
+};
+struct AnyDef {
+  static constexpr std::string_view name = "any";
+  template <class T> using Fold = LogicalFold<T, true>;
+  template <class T> using Out = logical_out_t<T>;
+  static constexpr Output output = Output::Value;
+};
+struct AllDef {
+  static constexpr std::string_view name = "all";
+  template <class T> using Fold = LogicalFold<T, false>;
+  template <class T> using Out = logical_out_t<T>;
+  static constexpr Output output = Output::Value;
+};
+
+/// Which dims are reduced: `dims` wrapped and deduplicated, all of them when empty.
+std::vector<bool> reduced_mask(const Tensor& x, IntArrayRef dims, std::string_view op) {
+  std::vector<bool> mask(static_cast<size_t>(x.dim()), dims.empty());
+  for (int64_t d : dims) {
+    const int64_t w = maybe_wrap_dim(d, x.dim());
+    if (x.dim() == 0) continue;
+    TALLY_CHECK(!mask[w], "dim ", w, " appears multiple times in the list of dims");
+    mask[w] = true;
+  }
+  return mask;
+}
+
+template <class Def>
+struct Reduce {
+  static constexpr std::string_view name = Def::name;
+  static Tensor forward(const Tensor& x, IntArrayRef dims, bool keepdim, Dtype in_dtype) {
+    TALLY_CHECK_TYPE_ERROR(!is_float8(x.dtype()), "\"", Def::name, "\" not implemented for '", dtype_name(x.dtype()), "'");
+    Tensor src = x.to(in_dtype);
+    const auto mask = reduced_mask(src, dims, Def::name);
+    std::vector<int64_t> kept, reduced, out_sizes;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < src.dim(); ++d) {
+      if (mask[d]) {
+        reduced.push_back(d);
+        inner *= src.size(d);
+        if (keepdim) out_sizes.push_back(1);
+      } else {
+        kept.push_back(d);
+        outer *= src.size(d);
+        out_sizes.push_back(src.size(d));
+      }
+    }
+    if constexpr (std::is_same_v<Def, AmaxDef> || std::is_same_v<Def, AminDef> || std::is_same_v<Def, ArgmaxDef> ||
+                  std::is_same_v<Def, ArgminDef>) {
+      TALLY_CHECK_INDEX(inner > 0 || outer == 0, Def::name, "(): Expected reduction dim to be specified for input.numel() == 0. "
+                        "Specify the reduction dim with the 'dim' argument (input sizes ", x.sizes(), ")");
+    }
+    const Dtype out_dtype = dispatch(src.dtype(), Def::name, [&]<class T>() { return dtype_of<typename Def::template Out<T>>(); });
+    Tensor out = empty(out_sizes, out_dtype);
+    if (outer == 0) return out;
+    dispatch(src.dtype(), Def::name, [&]<class T>() {
+      using Fold = typename Def::template Fold<T>;
+      Fold fold;
+      {
+        using TO = typename Def::template Out<T>;
+        TO* po = out.data_ptr<TO>();
+        auto store = [&](int64_t o, typename Fold::Acc acc) {
+          if constexpr (Def::output == Output::Index) po[o] = static_cast<TO>(acc.index);
+          else if constexpr (requires { acc.value; }) po[o] = cast_to<TO>(acc.value);
+          else po[o] = cast_to<TO>(acc);
+        };
+        if (inner == 0) {
+          for (int64_t o = 0; o < outer; ++o) store(o, fold.init());
+          return;
+        }
+        std::vector<int64_t> order = kept;
+        order.insert(order.end(), reduced.begin(), reduced.end());
+        Tensor rows = src.permute(order);
+        // Rows: each result's inputs contiguous.
+        if (auto s = geometry::view_strides(rows.sizes(), rows.strides(), {outer, inner}); s && (inner == 1 || (*s)[1] == 1)) {
+          kernels::reduce_rows(static_cast<const T*>(rows.data_ptr()), outer, (*s)[0], inner, fold, store);
+          return;
+        }
+        // Columns: the results contiguous, inputs strided (a sum over dim 0).
+        std::vector<int64_t> corder = reduced;
+        corder.insert(corder.end(), kept.begin(), kept.end());
+        Tensor cols = src.permute(corder);
+        if (auto s = geometry::view_strides(cols.sizes(), cols.strides(), {inner, outer}); s && (*s)[1] == 1) {
+          kernels::reduce_columns(static_cast<const T*>(cols.data_ptr()), inner, (*s)[0], outer, fold, store);
+          return;
+        }
+        Tensor packed = rows.contiguous();
+        kernels::reduce_rows(static_cast<const T*>(packed.data_ptr()), outer, inner, inner, fold, store);
+      }
+    });
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, IntArrayRef, bool, Dtype) {
+    return {x.numel(), x.nbytes(), out.nbytes()};
+  }
+};
+
+template <class Def>
+Tensor reduce(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype = std::nullopt) {
+  return ops::apply<Reduce<Def>>(x, dims, keepdim, dtype.value_or(x.dtype()));
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, std::optional<Dtype> dtype) { return reduce<SumDef>(x, {}, false, dtype); }
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) {
+  return reduce<SumDef>(x, dims, keepdim, dtype);
+}
+
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  TALLY_CHECK_TYPE_ERROR(x.is_floating_point(), "mean(): could not infer output dtype. Input dtype must be either a floating "
+                         "point or complex dtype. Got: ", dtype_name(x.dtype()));
+  Tensor s = sum(x, dims, keepdim);
+  const int64_t n = x.numel() / std::max<int64_t>(s.numel(), 1);
+  return s / (x.numel() == 0 ? 0.0 : static_cast<double>(s.numel() == 0 ? 0 : n));
+}
+
+Tensor prod(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<ProdDef>(x, dims, keepdim); }
+Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<AmaxDef>(x, dims, keepdim); }
+Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<AminDef>(x, dims, keepdim); }
+Tensor any(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<AnyDef>(x, dims, keepdim); }
+Tensor all(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<AllDef>(x, dims, keepdim); }
+
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) return reduce<ArgmaxDef>(x.reshape({-1}), {0}, false);
+  return reduce<ArgmaxDef>(x, {*dim}, keepdim);
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  if (!dim) return reduce<ArgminDef>(x.reshape({-1}), {0}, false);
+  return reduce<ArgminDef>(x, {*dim}, keepdim);
+}
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return {reduce<AmaxDef>(x, {dim}, keepdim), reduce<ArgmaxDef>(x, {dim}, keepdim)};
+}
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  return {reduce<AminDef>(x, {dim}, keepdim), reduce<ArgminDef>(x, {dim}, keepdim)};
+}
+
+Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  TALLY_CHECK_TYPE_ERROR(x.is_floating_point(), "std and var only support floating point and complex dtypes, got ",
+                         dtype_name(x.dtype()));
+  // Two passes, composed of ops so the ledger sees each: deviations from the mean, then their squares' sum.
+  Tensor centered = x - mean(x, dims, true);
+  Tensor ss = sum(square(centered), dims, keepdim);
+  const int64_t n = x.numel() / std::max<int64_t>(ss.numel(), 1);
+  return ss / static_cast<double>(std::max<int64_t>(n - correction, 0));
+}
+
+Tensor Tensor::sum() const { return tally::sum(*this); }
+Tensor Tensor::sum(IntArrayRef dims, bool keepdim) const { return tally::sum(*this, dims, keepdim); }
+Tensor Tensor::mean() const { return tally::mean(*this); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim) const { return tally::mean(*this, dims, keepdim); }
+Tensor Tensor::prod() const { return tally::prod(*this); }
+Tensor Tensor::prod(int64_t dim, bool keepdim) const { return tally::prod(*this, {dim}, keepdim); }
+Tensor Tensor::max() const {
+  TALLY_CHECK(numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+  return tally::amax(*this);
+}
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return tally::max(*this, dim, keepdim); }
+Tensor Tensor::min() const {
+  TALLY_CHECK(numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+  return tally::amin(*this);
+}
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return tally::min(*this, dim, keepdim); }
+Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return tally::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return tally::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return tally::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return tally::argmin(*this, dim, keepdim); }
+Tensor Tensor::any() const { return tally::any(*this); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { return tally::any(*this, {dim}, keepdim); }
+Tensor Tensor::all() const { return tally::all(*this); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { return tally::all(*this, {dim}, keepdim); }
+Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const { return tally::var(*this, dims, correction, keepdim); }
+
+}  // namespace tally

@@ -1,0 +1,340 @@
+// Unary elementwise ops. Each op is a definition (name, FLOPs per element as arithmetic steps,
+// whether integers compute in float32, scalar function, optional AVX-512 form); Unary<Def>
+// turns it into an op run by apply().
+
+#include <cmath>
+
+#include "tally/ops/elementwise.h"
+#include "tally/ops/elementwise_common.h"
+
+namespace tally {
+
+namespace {
+
+template <class C> C sigmoid_of(C x) { return C(1) / (C(1) + std::exp(-x)); }
+
+struct NegDef {
+  static constexpr std::string_view name = "neg";
+  static constexpr int64_t flops = 1;
+  static constexpr bool int_to_float = false;
+  template <class C> static C f(C x) { return static_cast<C>(-x); }
+};
+struct AbsDef {
+  static constexpr std::string_view name = "abs";
+  static constexpr int64_t flops = 1;
+  static constexpr bool int_to_float = false;
+  template <class C> static C f(C x) {
+    if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>) return x;
+    else return x < 0 ? static_cast<C>(-x) : x;
+  }
+};
+struct SqrtDef {
+  static constexpr std::string_view name = "sqrt";
+  static constexpr int64_t flops = 1;
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) { return std::sqrt(x); }
+};
+struct RsqrtDef {
+  static constexpr std::string_view name = "rsqrt";
+  static constexpr int64_t flops = 2;  // sqrt, reciprocal
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) { return C(1) / std::sqrt(x); }
+};
+struct ExpDef {
+  static constexpr std::string_view name = "exp";
+  static constexpr int64_t flops = 1;
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) { return std::exp(x); }
+  static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::exp(x); }
+};
+struct LogDef {
+  static constexpr std::string_view name = "log";
+  static constexpr int64_t flops = 1;
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) { return std::log(x); }
+};
+struct TanhDef {
+  static constexpr std::string_view name = "tanh";
+  static constexpr int64_t flops = 1;
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) { return std::tanh(x); }
+};
+struct SigmoidDef {
+  static constexpr std::string_view name = "sigmoid";
+  static constexpr int64_t flops = 4;  // negate, exp, add, divide
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) { return sigmoid_of(x); }
+  static kernels::Vec16f vec(kernels::Vec16f x) {
+    using namespace kernels;
+    return div(splat(1.0f), add(splat(1.0f), kernels::exp(sub(splat(0.0f), x))));
+  }
+};
+struct SiluDef {
+  static constexpr std::string_view name = "silu";
+  static constexpr int64_t flops = 5;  // sigmoid (4), multiply
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) { return x * sigmoid_of(x); }
+  static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, SigmoidDef::vec(x)); }
+};
+struct ReluDef {
+  static constexpr std::string_view name = "relu";
+  static constexpr int64_t flops = 1;
+  static constexpr bool int_to_float = false;
+  template <class C> static C f(C x) {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    return x > C(0) ? x : C(0);
+  }
+};
+struct SquareDef {
+  static constexpr std::string_view name = "square";
+  static constexpr int64_t flops = 1;
+  static constexpr bool int_to_float = false;
+  template <class C> static C f(C x) { return static_cast<C>(x * x); }
+};
+struct GeluErfDef {
+  static constexpr std::string_view name = "gelu";
+  static constexpr int64_t flops = 5;  // x/√2, erf, +1, ×x, ×0.5
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); }
+};
+struct GeluTanhDef {
+  static constexpr std::string_view name = "gelu";
+  static constexpr int64_t flops = 9;  // x³ (2), ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5
+  static constexpr bool int_to_float = true;
+  template <class C> static C f(C x) {
+    const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
+    return C(0.5) * x * (C(1) + std::tanh(inner));
+  }
+};
+
+template <class Def>
+Dtype unary_result_dtype(Dtype in) {
+  if constexpr (Def::int_to_float) return is_floating_point(in) ? in : kFloat32;
+  return in;
+}
+
+template <class Def>
+struct Unary {
+  static constexpr std::string_view name = Def::name;
+  static Tensor forward(const Tensor& x) {
+    if constexpr (std::is_same_v<Def, NegDef>) {
+      TALLY_CHECK_TYPE_ERROR(x.dtype() != kBool, "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                             "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+    }
+    const Dtype dt = unary_result_dtype<Def>(x.dtype());
+    Tensor in = x.to(dt);
+    Tensor out = empty(x.sizes(), dt);
+    if (out.numel() == 0) return out;
+    auto loop = ops::make_loop<2>(out, {&in});
+    dispatch_arith(dt, Def::name, [&]<class T>() {
+      using C = compute_t<T>;
+      if constexpr (Def::int_to_float && !std::is_floating_point_v<C>) {
+        TALLY_INTERNAL_ASSERT(false, "integer input reached a float-only kernel");
+      } else if constexpr (requires { Def::vec(kernels::Vec16f{}); }) {
+        struct F {
+          C operator()(C v) const { return Def::template f<C>(v); }
+          kernels::Vec16f vec(kernels::Vec16f v) const { return Def::vec(v); }
+        };
+        kernels::unary_kernel<T, T>(loop, F{});
+      } else {
+        kernels::unary_kernel<T, T>(loop, [](C v) { return Def::template f<C>(v); });
+      }
+    });
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x) { return ops::elementwise_cost(out, {&x}, Def::flops); }
+};
+
+/// x ** exponent for a number exponent; the common exponents get exact fast forms.
+struct PowScalar {
+  static constexpr std::string_view name = "pow";
+  static Tensor forward(const Tensor& x, Scalar exponent) {
+    const Dtype dt = result_type(x, exponent);
+    if (is_integral(dt) || dt == kBool) {
+      TALLY_CHECK(exponent.to_long() >= 0 || exponent.is_floating_point(), "Integers to negative integer powers are not allowed.");
+    }
+    Tensor in = x.to(dt);
+    Tensor out = empty(x.sizes(), dt);
+    if (out.numel() == 0) return out;
+    auto loop = ops::make_loop<2>(out, {&in});
+    dispatch_arith(dt, "pow", [&]<class T>() {
+      using C = compute_t<T>;
+      const double e = exponent.to_double();
+      if constexpr (std::is_integral_v<C>) {
+        const int64_t n = exponent.to_long();
+        kernels::unary_kernel<T, T>(loop, [n](C v) {
+          C r = 1, b = v;
+          for (int64_t k = n; k > 0; k >>= 1) {
+            if (k & 1) r = static_cast<C>(r * b);
+            b = static_cast<C>(b * b);
+          }
+          return r;
+        });
+      } else if (e == 2.0) {
+        kernels::unary_kernel<T, T>(loop, [](C v) { return v * v; });
+      } else if (e == 0.5) {
+        kernels::unary_kernel<T, T>(loop, [](C v) { return std::sqrt(v); });
+      } else {
+        const C ce = static_cast<C>(e);
+        kernels::unary_kernel<T, T>(loop, [ce](C v) { return std::pow(v, ce); });
+      }
+    });
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, Scalar) { return ops::elementwise_cost(out, {&x}, 1); }
+};
+
+struct Clamp {
+  static constexpr std::string_view name = "clamp";
+  static Tensor forward(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    TALLY_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    Dtype dt = x.dtype();
+    if (lo) dt = result_type(x.to(dt), *lo);
+    if (hi) dt = result_type(x.to(dt), *hi);
+    Tensor in = x.to(dt);
+    Tensor out = empty(x.sizes(), dt);
+    if (out.numel() == 0) return out;
+    auto loop = ops::make_loop<2>(out, {&in});
+    dispatch_arith(dt, "clamp", [&]<class T>() {
+      using C = compute_t<T>;
+      const C l = lo ? lo->to<C>() : C(0), h = hi ? hi->to<C>() : C(0);
+      const bool has_l = lo.has_value(), has_h = hi.has_value();
+      kernels::unary_kernel<T, T>(loop, [=](C v) {
+        if constexpr (std::is_floating_point_v<C>) {
+          if (std::isnan(v)) return v;
+        }
+        if (has_l && v < l) v = l;
+        if (has_h && v > h) v = h;
+        return v;
+      });
+    });
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    return ops::elementwise_cost(out, {&x}, int64_t{lo.has_value()} + int64_t{hi.has_value()});
+  }
+};
+
+struct Where {
+  static constexpr std::string_view name = "where";
+  static Tensor forward(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    TALLY_CHECK_TYPE_ERROR(cond.dtype() == kBool || cond.dtype() == kUInt8, "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+                           dtype_name(cond.dtype()));
+    const Dtype dt = result_type(a, b);
+    auto shape = geometry::broadcast_shapes(geometry::broadcast_shapes(cond.sizes(), a.sizes()), b.sizes());
+    Tensor out = empty(shape, dt);
+    if (out.numel() == 0) return out;
+    Tensor ca = a.to(dt), cb = b.to(dt), cc = cond.to(kBool);
+    auto loop = ops::make_loop<4>(out, {&cc, &ca, &cb});
+    dispatch(dt, "where", [&]<class T>() {
+      kernels::ternary_kernel<T, bool, T, T>(loop, [](bool c, T x, T y) { return c ? x : y; });
+    });
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& c, const Tensor& a, const Tensor& b) {
+    return ops::elementwise_cost(out, {&c, &a, &b}, 0);
+  }
+};
+
+struct Triangle {
+  static constexpr std::string_view name = "triu_tril";
+  static Tensor forward(const Tensor& x, int64_t diagonal, bool upper) {
+    TALLY_CHECK(x.dim() >= 2, upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions, got ", x.dim());
+    Tensor out = x.clone();
+    const int64_t rows = x.size(-2), cols = x.size(-1);
+    Tensor mat = out.reshape({-1, rows, cols});
+    // Zero the part outside the triangle one row at a time, through views.
+    for (int64_t r = 0; r < rows; ++r) {
+      Tensor row = mat.select(1, r);
+      if (upper) {
+        const int64_t stop = std::clamp<int64_t>(r + diagonal, 0, cols);
+        if (stop > 0) row.slice(1, 0, stop).fill_(0);
+      } else {
+        const int64_t start = std::clamp<int64_t>(r + diagonal + 1, 0, cols);
+        if (start < cols) row.slice(1, start, cols).fill_(0);
+      }
+    }
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {0, x.nbytes(), out.nbytes()}; }
+};
+
+}  // namespace
+
+Tensor neg(const Tensor& x) { return ops::apply<Unary<NegDef>>(x); }
+Tensor abs(const Tensor& x) { return ops::apply<Unary<AbsDef>>(x); }
+Tensor sqrt(const Tensor& x) { return ops::apply<Unary<SqrtDef>>(x); }
+Tensor rsqrt(const Tensor& x) { return ops::apply<Unary<RsqrtDef>>(x); }
+Tensor exp(const Tensor& x) { return ops::apply<Unary<ExpDef>>(x); }
+Tensor log(const Tensor& x) { return ops::apply<Unary<LogDef>>(x); }
+Tensor tanh(const Tensor& x) { return ops::apply<Unary<TanhDef>>(x); }
+Tensor sigmoid(const Tensor& x) { return ops::apply<Unary<SigmoidDef>>(x); }
+Tensor relu(const Tensor& x) { return ops::apply<Unary<ReluDef>>(x); }
+Tensor silu(const Tensor& x) { return ops::apply<Unary<SiluDef>>(x); }
+Tensor square(const Tensor& x) { return ops::apply<Unary<SquareDef>>(x); }
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  if (approximate == "none") return ops::apply<Unary<GeluErfDef>>(x);
+  TALLY_CHECK(approximate == "tanh", "approximate argument must be either none or tanh, got '", approximate, "'");
+  return ops::apply<Unary<GeluTanhDef>>(x);
+}
+Tensor pow(const Tensor& a, Scalar exponent) { return ops::apply<PowScalar>(a, exponent); }
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  return ops::apply<Clamp>(x, min, max);
+}
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) { return ops::apply<Where>(condition, a, b); }
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  TALLY_CHECK_TYPE_ERROR(mask.dtype() == kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+                         dtype_name(mask.dtype()));
+  const auto shape = geometry::broadcast_shapes(x.sizes(), mask.sizes());
+  TALLY_CHECK(IntArrayRef(shape) == x.sizes(), "masked_fill: mask of shape ", mask.sizes(),
+              " does not broadcast to the input's shape ", x.sizes());
+  return where(mask, scalar_tensor(value, x.dtype()), x);
+}
+Tensor triu(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, diagonal, true); }
+Tensor tril(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, diagonal, false); }
+
+Tensor operator-(const Tensor& x) { return neg(x); }
+
+Tensor Tensor::pow(Scalar exponent) const { return tally::pow(*this, exponent); }
+Tensor Tensor::sqrt() const { return tally::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return tally::rsqrt(*this); }
+Tensor Tensor::exp() const { return tally::exp(*this); }
+Tensor Tensor::log() const { return tally::log(*this); }
+Tensor Tensor::neg() const { return tally::neg(*this); }
+Tensor Tensor::abs() const { return tally::abs(*this); }
+Tensor Tensor::tanh() const { return tally::tanh(*this); }
+Tensor Tensor::sigmoid() const { return tally::sigmoid(*this); }
+Tensor Tensor::relu() const { return tally::relu(*this); }
+Tensor Tensor::square() const { return tally::square(*this); }
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const { return tally::clamp(*this, min, max); }
+Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const { return tally::masked_fill(*this, mask, value); }
+Tensor Tensor::triu(int64_t diagonal) const { return tally::triu(*this, diagonal); }
+Tensor Tensor::tril(int64_t diagonal) const { return tally::tril(*this, diagonal); }
+
+bool equal(const Tensor& a, const Tensor& b) {
+  if (!(a.sizes() == b.sizes())) return false;
+  return (a == b).all().item<bool>();
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  Tensor x = a.to(kFloat64).contiguous(), y = b.to(kFloat64).expand(a.sizes()).contiguous();
+  const double* px = x.data_ptr<double>();
+  const double* py = y.data_ptr<double>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (std::isnan(px[i]) || std::isnan(py[i])) {
+      if (!(equal_nan && std::isnan(px[i]) && std::isnan(py[i]))) return false;
+      continue;
+    }
+    if (px[i] == py[i]) continue;  // equal infinities
+    if (!(std::abs(px[i] - py[i]) <= atol + rtol * std::abs(py[i]))) return false;
+  }
+  return true;
+}
+bool Tensor::equal(const Tensor& other) const { return tally::equal(*this, other); }
+bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return tally::allclose(*this, other, rtol, atol, equal_nan);
+}
+
+}  // namespace tally

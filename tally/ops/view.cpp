@@ -1,0 +1,285 @@
+// View ops: each is a geometry rule over the same storage. They go through apply() like every
+// op (so autograd can attach its rule later); their cost is zero FLOPs and zero bytes.
+
+#include <algorithm>
+#include <numeric>
+
+#include "tally/core/geometry.h"
+#include "tally/ops/apply.h"
+
+namespace tally {
+
+namespace {
+
+using geometry::Geometry;
+
+Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.storage();
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->storage_offset = offset;
+  impl->dtype = base.dtype();
+  return Tensor(std::move(impl));
+}
+
+/// An op that computes a view from (base, args...) with `rule`.
+struct ViewCost {
+  template <class... A>
+  static ops::Cost cost(const Tensor&, const A&...) { return {}; }
+};
+
+struct View : ViewCost {
+  static constexpr std::string_view name = "view";
+  static Tensor forward(const Tensor& x, IntArrayRef sizes) {
+    std::vector<int64_t> shape = geometry::infer_size(sizes, x.numel());
+    auto strides = geometry::view_strides(x.sizes(), x.strides(), shape);
+    TALLY_CHECK(strides.has_value(),
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+                "two contiguous subspaces). Use .reshape(...) instead. (input sizes ",
+                x.sizes(), ", strides ", x.strides(), ", requested ", sizes, ")");
+    return make_view(x, std::move(shape), std::move(*strides), x.storage_offset());
+  }
+};
+
+struct AsStrided : ViewCost {
+  static constexpr std::string_view name = "as_strided";
+  static Tensor forward(const Tensor& x, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+    TALLY_CHECK(sizes.size() == strides.size(), "as_strided: mismatch in length of strides and shape (", sizes, " vs ",
+                strides, ")");
+    geometry::check_sizes(sizes, "as_strided");
+    TALLY_CHECK(offset >= 0, "as_strided: negative storage offset ", offset);
+    int64_t last = offset;
+    bool empty = false;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      TALLY_CHECK(strides[i] >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ", strides);
+      if (sizes[i] == 0) empty = true;
+      else last += (sizes[i] - 1) * strides[i];
+    }
+    const int64_t available = x.storage()->nbytes() / x.element_size();
+    TALLY_CHECK(empty || last < available, "setStorage: sizes ", sizes, ", strides ", strides, ", storage offset ",
+                offset, " require ", (last + 1) * x.element_size(), " bytes but the storage has only ",
+                x.storage()->nbytes(), " bytes");
+    return make_view(x, sizes.vec(), strides.vec(), offset);
+  }
+};
+
+struct Permute : ViewCost {
+  static constexpr std::string_view name = "permute";
+  static Tensor forward(const Tensor& x, IntArrayRef dims) {
+    const int64_t nd = x.dim();
+    TALLY_CHECK(static_cast<int64_t>(dims.size()) == nd, "permute(sparse_coo): number of dimensions in the tensor input does not "
+                "match the length of the desired ordering of dimensions i.e. input.dim() = ", nd, " is not equal to len(dims) = ",
+                dims.size());
+    std::vector<int64_t> sizes(nd), strides(nd);
+    std::vector<bool> seen(nd, false);
+    for (int64_t i = 0; i < nd; ++i) {
+      int64_t d = maybe_wrap_dim(dims[i], nd, false);
+      TALLY_CHECK(!seen[d], "permute(): duplicate dims are not allowed (dims ", dims, ")");
+      seen[d] = true;
+      sizes[i] = x.sizes()[d];
+      strides[i] = x.strides()[d];
+    }
+    return make_view(x, std::move(sizes), std::move(strides), x.storage_offset());
+  }
+};
+
+struct Expand : ViewCost {
+  static constexpr std::string_view name = "expand";
+  static Tensor forward(const Tensor& x, IntArrayRef sizes) {
+    const int64_t nd = static_cast<int64_t>(sizes.size()), xd = x.dim();
+    TALLY_CHECK(nd >= xd, "expand(", x.dtype(), "{", x.sizes(), "}, size=", sizes,
+                "): the number of sizes provided (", nd, ") must be greater or equal to the number of dimensions in the tensor (",
+                xd, ")");
+    std::vector<int64_t> out_sizes(nd), out_strides(nd);
+    for (int64_t i = nd - 1; i >= 0; --i) {
+      const int64_t j = i - (nd - xd);  // matching dim of x, or negative for a new leading dim
+      int64_t want = sizes[i];
+      if (j < 0) {
+        TALLY_CHECK(want >= 0, "expand: the expanded size of the tensor (", want, ") isn't allowed in a leading, non-existing dimension ", i);
+        out_sizes[i] = want;
+        out_strides[i] = 0;
+        continue;
+      }
+      const int64_t have = x.sizes()[j];
+      if (want == -1) want = have;
+      TALLY_CHECK(have == want || have == 1, "The expanded size of the tensor (", want,
+                  ") must match the existing size (", have, ") at non-singleton dimension ", i,
+                  ".  Target sizes: ", sizes, ".  Tensor sizes: ", x.sizes());
+      out_sizes[i] = want;
+      out_strides[i] = (have == want) ? x.strides()[j] : 0;
+    }
+    return make_view(x, std::move(out_sizes), std::move(out_strides), x.storage_offset());
+  }
+};
+
+struct Slice : ViewCost {
+  static constexpr std::string_view name = "slice";
+  static Tensor forward(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+    TALLY_CHECK_INDEX(x.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
+    dim = maybe_wrap_dim(dim, x.dim(), false);
+    TALLY_CHECK(step > 0, "slice step must be positive (got ", step, ")");
+    const int64_t n = x.sizes()[dim];
+    int64_t s = start.value_or(0), e = end.value_or(n);
+    if (s < 0) s += n;
+    if (e < 0) e += n;
+    s = std::clamp<int64_t>(s, 0, n);
+    e = std::clamp<int64_t>(e, s, n);
+    std::vector<int64_t> sizes = x.sizes().vec(), strides = x.strides().vec();
+    sizes[dim] = (e - s + step - 1) / step;
+    strides[dim] *= step;
+    return make_view(x, std::move(sizes), std::move(strides), x.storage_offset() + s * x.strides()[dim]);
+  }
+};
+
+struct Select : ViewCost {
+  static constexpr std::string_view name = "select";
+  static Tensor forward(const Tensor& x, int64_t dim, int64_t index) {
+    TALLY_CHECK_INDEX(x.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
+    dim = maybe_wrap_dim(dim, x.dim(), false);
+    const int64_t n = x.sizes()[dim];
+    TALLY_CHECK_INDEX(index >= -n && index < n, "index ", index, " is out of bounds for dimension ", dim, " with size ", n);
+    if (index < 0) index += n;
+    std::vector<int64_t> sizes = x.sizes().vec(), strides = x.strides().vec();
+    const int64_t offset = x.storage_offset() + index * strides[dim];
+    sizes.erase(sizes.begin() + dim);
+    strides.erase(strides.begin() + dim);
+    return make_view(x, std::move(sizes), std::move(strides), offset);
+  }
+};
+
+struct Unsqueeze : ViewCost {
+  static constexpr std::string_view name = "unsqueeze";
+  static Tensor forward(const Tensor& x, int64_t dim) {
+    dim = maybe_wrap_dim(dim, x.dim() + 1, false);
+    std::vector<int64_t> sizes = x.sizes().vec(), strides = x.strides().vec();
+    const int64_t stride = dim < x.dim() ? sizes[dim] * strides[dim] : 1;
+    sizes.insert(sizes.begin() + dim, 1);
+    strides.insert(strides.begin() + dim, stride);
+    return make_view(x, std::move(sizes), std::move(strides), x.storage_offset());
+  }
+};
+
+struct Squeeze : ViewCost {
+  static constexpr std::string_view name = "squeeze";
+  /// dim < 0 after wrapping is impossible; std::nullopt squeezes every size-1 dim.
+  static Tensor forward(const Tensor& x, std::optional<int64_t> dim) {
+    std::vector<int64_t> sizes, strides;
+    std::optional<int64_t> d;
+    if (dim) d = maybe_wrap_dim(*dim, x.dim());
+    for (int64_t i = 0; i < x.dim(); ++i) {
+      const bool drop = x.sizes()[i] == 1 && (!d || *d == i);
+      if (!drop) {
+        sizes.push_back(x.sizes()[i]);
+        strides.push_back(x.strides()[i]);
+      }
+    }
+    return make_view(x, std::move(sizes), std::move(strides), x.storage_offset());
+  }
+};
+
+}  // namespace
+
+Tensor Tensor::view(IntArrayRef sizes) const { return ops::apply<View>(*this, sizes); }
+
+Tensor Tensor::reshape(IntArrayRef sizes) const {
+  std::vector<int64_t> shape = geometry::infer_size(sizes, numel());
+  if (geometry::view_strides(this->sizes(), strides(), shape)) return view(shape);
+  return contiguous().view(shape);
+}
+
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  if (dim() == 0) return reshape({1});
+  start_dim = maybe_wrap_dim(start_dim, dim());
+  end_dim = maybe_wrap_dim(end_dim, dim());
+  TALLY_CHECK(start_dim <= end_dim, "flatten() has invalid args: start_dim cannot come after end_dim");
+  std::vector<int64_t> shape(sizes().begin(), sizes().begin() + start_dim);
+  int64_t merged = 1;
+  for (int64_t i = start_dim; i <= end_dim; ++i) merged *= sizes()[i];
+  shape.push_back(merged);
+  shape.insert(shape.end(), sizes().begin() + end_dim + 1, sizes().end());
+  return reshape(shape);
+}
+
+Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> storage_offset) const {
+  return ops::apply<AsStrided>(*this, sizes, strides, storage_offset.value_or(this->storage_offset()));
+}
+
+Tensor Tensor::permute(IntArrayRef dims) const { return ops::apply<Permute>(*this, dims); }
+
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  const int64_t nd = dim();
+  if (nd == 0) {
+    maybe_wrap_dim(dim0, 0);
+    maybe_wrap_dim(dim1, 0);
+    return permute({});
+  }
+  dim0 = maybe_wrap_dim(dim0, nd);
+  dim1 = maybe_wrap_dim(dim1, nd);
+  std::vector<int64_t> order(nd);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::swap(order[dim0], order[dim1]);
+  return permute(order);
+}
+
+Tensor Tensor::t() const {
+  TALLY_CHECK(dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
+  return dim() < 2 ? transpose(0, 0) : transpose(0, 1);
+}
+
+Tensor Tensor::expand(IntArrayRef sizes) const { return ops::apply<Expand>(*this, sizes); }
+Tensor Tensor::squeeze() const { return ops::apply<Squeeze>(*this, std::optional<int64_t>{}); }
+Tensor Tensor::squeeze(int64_t dim) const { return ops::apply<Squeeze>(*this, std::optional<int64_t>{dim}); }
+Tensor Tensor::unsqueeze(int64_t dim) const { return ops::apply<Unsqueeze>(*this, dim); }
+Tensor Tensor::select(int64_t dim, int64_t index) const { return ops::apply<Select>(*this, dim, index); }
+
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
+  return ops::apply<Slice>(*this, dim, start, end, step);
+}
+
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  TALLY_CHECK_INDEX(this->dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
+  const int64_t d = maybe_wrap_dim(dim, this->dim());
+  const int64_t n = sizes()[d];
+  TALLY_CHECK_INDEX(start >= -n && start <= n, "start out of range (expected to be in range of [", -n, ", ", n, "], but got ", start, ")");
+  if (start < 0) start += n;
+  TALLY_CHECK(length >= 0 && start + length <= n, "start (", start, ") + length (", length, ") exceeds dimension size (", n, ").");
+  return slice(d, start, start + length, 1);
+}
+
+Tensor Tensor::index(std::initializer_list<indexing::TensorIndex> indices) const {
+  return index(std::vector<indexing::TensorIndex>(indices));
+}
+
+Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
+  using K = indexing::TensorIndex::Kind;
+  int64_t consumed = 0, ellipses = 0;
+  for (const auto& i : indices) {
+    if (i.kind() == K::Integer || i.kind() == K::Slice) ++consumed;
+    if (i.kind() == K::Ellipsis) ++ellipses;
+  }
+  TALLY_CHECK_INDEX(ellipses <= 1, "an index can only have a single ellipsis ('...')");
+  TALLY_CHECK_INDEX(consumed <= dim(), "too many indices for tensor of dimension ", dim());
+  Tensor out = *this;
+  int64_t d = 0;  // current dim of `out`
+  for (const auto& i : indices) {
+    switch (i.kind()) {
+      case K::Integer: out = out.select(d, i.integer()); break;
+      case K::Slice: {
+        const auto& s = i.slice();
+        out = out.slice(d, s.start, s.stop, s.step.value_or(1));
+        ++d;
+        break;
+      }
+      case K::None: out = out.unsqueeze(d); ++d; break;
+      case K::Ellipsis: d += dim() - consumed; break;
+    }
+  }
+  return out;
+}
+
+Tensor Tensor::detach() const {
+  return make_view(*this, sizes().vec(), strides().vec(), storage_offset());
+}
+
+}  // namespace tally

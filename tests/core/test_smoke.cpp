@@ -1,0 +1,18 @@
+#include <gtest/gtest.h>
+
+#include "tally/tally.h"
+
+using namespace tally;
+
+TEST(Smoke, BasicOps) {
+  Tensor x = tensor({{1., 2, 3}, {4, 5, 6}});
+  EXPECT_EQ(x.dtype(), kFloat32);
+  EXPECT_EQ(x.stride(0), 3);
+  Tensor y = x + x * 2;
+  EXPECT_FLOAT_EQ(y.index({1, 2}).item<float>(), 18.f);
+  EXPECT_FLOAT_EQ(x.sum().item<float>(), 21.f);
+  EXPECT_EQ(x.t().is_contiguous(), false);
+  EXPECT_EQ(x.to_string(), "tensor([[1., 2., 3.],\n        [4., 5., 6.]])");
+  Tensor m = matmul(x, x.t());
+  EXPECT_FLOAT_EQ(m.index({0, 1}).item<float>(), 32.f);
+}

@@ -7,6 +7,7 @@
 #include "tally/core/tensor.h"
 #include "tally/dtype/dtype.h"
 #include "tally/dtype/finfo.h"
+#include "tally/accounting/memory_tracker.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/join.h"

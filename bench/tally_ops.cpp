@@ -1,0 +1,115 @@
+// The tally half of bench/compare.py: times the foundation issue's targets the way a user writes them
+// (`Tensor z = x + y;` in a loop, allocation included) and prints one JSON object per measurement, so
+// that compare.py can run it between its own PyTorch measurements and compute ratios on one machine
+// state. The ceilings (FMA peak, STREAM) are measured here too, by the library's own probes.
+//
+// Usage: tally_ops GROUP [--iters N]
+//   GROUP is one of: peak, matmul_f32, matmul_bf16, memory.
+// Output lines: {"name": ..., "seconds": [per-iteration times], "flops": F, "bytes": B}
+//   (peak lines carry "value" in FLOP/s or bytes/s instead of times.)
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tally/accounting/cpu_info.h"
+#include "tally/accounting/peak_probe.h"
+#include "tally/tally.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Prints the per-iteration times of fn (after one untimed warm-up call) with the work it does.
+template <class Fn>
+void time_op(const std::string& name, int iters, double flops, double bytes, Fn&& fn) {
+  fn();  // warm-up: creates oneDNN primitives and fills the caching allocator
+  std::string times;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = Clock::now();
+    fn();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    times += (i ? "," : "") + std::to_string(s);
+  }
+  std::printf("{\"name\": \"%s\", \"seconds\": [%s], \"flops\": %.0f, \"bytes\": %.0f}\n", name.c_str(),
+              times.c_str(), flops, bytes);
+  std::fflush(stdout);
+}
+
+void print_value(const std::string& name, double value) {
+  std::printf("{\"name\": \"%s\", \"value\": %.6e}\n", name.c_str(), value);
+  std::fflush(stdout);
+}
+
+void run_peak() {
+  namespace acc = tally::accounting;
+  const int threads = acc::cpu_info().usable_cores;
+  print_value("peak_fma_f32", acc::measure_fma_peak_flops(threads, 0.5));
+  // 256 MiB per array, like the tensors of the memory group: DRAM, not the last-level cache.
+  const acc::StreamResult s = acc::measure_stream(int64_t{256} << 20, threads, 5);
+  print_value("stream_read", s.read_bytes_per_sec);
+  print_value("stream_copy", s.copy_bytes_per_sec);
+  print_value("stream_scale", s.scale_bytes_per_sec);
+  print_value("stream_add", s.add_bytes_per_sec);
+  print_value("stream_triad", s.triad_bytes_per_sec);
+}
+
+// Square sizes plus the lecture's (1024×256)·(256×64).
+void run_matmul(tally::Dtype dtype, const char* tag, const std::vector<int64_t>& sizes, int iters) {
+  struct Shape { int64_t m, k, n; };
+  std::vector<Shape> shapes;
+  for (int64_t s : sizes) shapes.push_back({s, s, s});
+  if (dtype == tally::kFloat32) shapes.push_back({1024, 256, 64});
+  for (const Shape& sh : shapes) {
+    const tally::Tensor a = tally::randn({sh.m, sh.k}).to(dtype), b = tally::randn({sh.k, sh.n}).to(dtype);
+    const double flops = 2.0 * sh.m * sh.n * sh.k;
+    const double bytes = static_cast<double>((sh.m * sh.k + sh.k * sh.n + sh.m * sh.n) * a.element_size());
+    // Fewer iterations where one call already takes ~0.5 s.
+    const int n = flops > 1e11 ? std::max(2, iters / 2) : iters;
+    const std::string name = std::string("matmul_") + tag + "_" + std::to_string(sh.m) + "x" + std::to_string(sh.k) +
+                             "x" + std::to_string(sh.n);
+    time_op(name, n, flops, bytes, [&] { tally::Tensor c = tally::matmul(a, b); });
+  }
+}
+
+// 256 MiB float32 operands (64M elements); softmax over rows of 4096.
+void run_memory(int iters) {
+  constexpr int64_t kRows = 16384, kCols = 4096;
+  const tally::Tensor x = tally::randn({kRows, kCols}), y = tally::randn({kRows, kCols});
+  const double tensor_bytes = static_cast<double>(x.nbytes()), n = static_cast<double>(x.numel());
+  time_op("add", iters, n, 3 * tensor_bytes, [&] { tally::Tensor z = x + y; });
+  time_op("mul_scalar", iters, n, 2 * tensor_bytes, [&] { tally::Tensor z = x * 2; });
+  time_op("sum", iters, n, tensor_bytes + 4, [&] { tally::Tensor z = x.sum(); });
+  // FLOPs as an estimate only (max, sub, exp, add, div per element); bytes are one read and one write.
+  time_op("softmax", iters, 5 * n, 2 * tensor_bytes, [&] { tally::Tensor z = tally::softmax(x, -1); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s peak|matmul_f32|matmul_bf16|memory [--iters N]\n", argv[0]);
+    return 2;
+  }
+  const std::string group = argv[1];
+  int iters = 5;
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--iters") iters = std::atoi(argv[i + 1]);
+  try {
+    if (group == "peak") run_peak();
+    else if (group == "matmul_f32") run_matmul(tally::kFloat32, "f32", {256, 512, 1024, 2048, 4096}, iters);
+    else if (group == "matmul_bf16") run_matmul(tally::kBFloat16, "bf16", {512, 1024, 2048}, iters);
+    else if (group == "memory") run_memory(iters);
+    else {
+      std::fprintf(stderr, "unknown group '%s'\n", group.c_str());
+      return 2;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tally_ops: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,52 @@
+#pragma once
+// Memory accounting, the lecture's second question: how many bytes, of which kind, live and at
+// peak. Bytes held by live tensors ("allocated") are reported apart from bytes the caching
+// allocator holds ("reserved"), as torch.cuda.memory_allocated / memory_reserved do.
+
+#include <string>
+
+#include "tally/core/allocator.h"
+#include "tally/core/tensor.h"
+
+namespace tally::accounting {
+
+/// A scope over the process's memory counters: peaks restart when it is created, and
+/// allocated_since_start() measures what the scope added.
+class MemoryTracker {
+ public:
+  /// Start tracking: remember the current allocation and restart the peaks.
+  MemoryTracker();
+
+  /// Live bytes of one category.
+  int64_t allocated_bytes(MemoryCategory c) const;
+  /// Live bytes of all categories.
+  int64_t allocated_bytes() const;
+  /// Highest live bytes of one category since the tracker started.
+  int64_t peak_allocated_bytes(MemoryCategory c) const;
+  /// Highest live bytes in total since the tracker started.
+  int64_t peak_allocated_bytes() const;
+  /// Bytes taken from the OS: live tensors plus the allocator's cache.
+  int64_t reserved_bytes() const;
+  /// Highest reserved bytes since the tracker started.
+  int64_t peak_reserved_bytes() const;
+  /// Live bytes now minus live bytes when the tracker started.
+  int64_t allocated_since_start() const;
+  /// A table: category, live, peak; then allocated vs reserved.
+  std::string report() const;
+
+ private:
+  int64_t start_allocated_;
+};
+
+/// Account a tensor's storage under `category` (parameters, gradients, ...).
+void set_memory_category(const Tensor& t, MemoryCategory category);
+
+/// Bytes held by live tensors now (torch.cuda.memory_allocated).
+inline int64_t memory_allocated() { return CpuAllocator::get().stats().total_allocated_bytes; }
+/// Bytes taken from the OS now, including the cache (torch.cuda.memory_reserved).
+inline int64_t memory_reserved() { return CpuAllocator::get().stats().reserved_bytes; }
+
+/// "2304.0 MiB", "128 B", ... for printing byte counts.
+std::string format_bytes(int64_t bytes);
+
+}  // namespace tally::accounting

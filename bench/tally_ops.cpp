@@ -4,7 +4,7 @@
 // state. The ceilings (FMA peak, STREAM) are measured here too, by the library's own probes.
 //
 // Usage: tally_ops GROUP [--iters N]
-//   GROUP is one of: peak, matmul_f32, matmul_bf16, memory.
+//   GROUP is one of: info, peak, matmul_f32, matmul_bf16, memory.
 // Output lines: {"name": ..., "seconds": [per-iteration times], "flops": F, "bytes": B}
 //   (peak lines carry "value" in FLOP/s or bytes/s instead of times.)
 
@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tally/accounting/cpu_info.h"
@@ -42,6 +43,19 @@ void time_op(const std::string& name, int iters, double flops, double bytes, Fn&
 void print_value(const std::string& name, double value) {
   std::printf("{\"name\": \"%s\", \"value\": %.6e}\n", name.c_str(), value);
   std::fflush(stdout);
+}
+
+// The machine, as cpu_info() sees it, for the report's header.
+void run_info() {
+  const tally::accounting::CpuInfo& c = tally::accounting::cpu_info();
+  std::string features;
+  const std::pair<const char*, bool> flags[] = {{"avx2", c.avx2},           {"fma", c.fma},
+                                                {"avx512f", c.avx512f},     {"avx512_bf16", c.avx512_bf16},
+                                                {"avx512_fp16", c.avx512_fp16}, {"amx_tile", c.amx_tile},
+                                                {"amx_bf16", c.amx_bf16},   {"amx_int8", c.amx_int8}};
+  for (const auto& [name, present] : flags) features += std::string(features.empty() ? "" : " ") + name + (present ? "+" : "-");
+  std::printf("{\"name\": \"info\", \"model\": \"%s\", \"usable_cores\": %d, \"clock_ghz\": %.2f, \"features\": \"%s\"}\n",
+              c.model_name.c_str(), c.usable_cores, c.clock_ghz, features.c_str());
 }
 
 void run_peak() {
@@ -91,7 +105,7 @@ void run_memory(int iters) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s peak|matmul_f32|matmul_bf16|memory [--iters N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s info|peak|matmul_f32|matmul_bf16|memory [--iters N]\n", argv[0]);
     return 2;
   }
   const std::string group = argv[1];
@@ -99,7 +113,8 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--iters") iters = std::atoi(argv[i + 1]);
   try {
-    if (group == "peak") run_peak();
+    if (group == "info") run_info();
+    else if (group == "peak") run_peak();
     else if (group == "matmul_f32") run_matmul(tally::kFloat32, "f32", {256, 512, 1024, 2048, 4096}, iters);
     else if (group == "matmul_bf16") run_matmul(tally::kBFloat16, "bf16", {512, 1024, 2048}, iters);
     else if (group == "memory") run_memory(iters);

@@ -9,7 +9,7 @@ namespace tally::geometry {
 int64_t numel(IntArrayRef sizes) {
   int64_t n = 1;
   for (int64_t s : sizes) {
-    TALLY_CHECK(!__builtin_mul_overflow(n, s, &n), "numel: integer multiplication overflow for sizes ", sizes);
+    TALLY_CHECK(!__builtin_mul_overflow(n, s, &n), "Storage size calculation overflowed with sizes=", sizes);
   }
   return n;
 }

@@ -1,0 +1,133 @@
+// Lecture 2, "PyTorch, resource accounting", told by tally. Read it top to bottom: each section
+// builds tensors the way the lecture does and prints what tally measures about them — sizes,
+// strides, bytes, which tensors share storage, and for a matmul its FLOPs, time and FLOP/s.
+
+#include <fmt/core.h>
+
+#include <chrono>
+
+#include "tally/accounting/cpu_info.h"
+#include "tally/tally.h"
+
+using namespace tally;
+using namespace tally::indexing;
+using accounting::format_bytes;
+
+namespace {
+
+std::string shape(const Tensor& t) {
+  std::string s = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + "]";
+}
+
+void section(const char* name) { fmt::print("\n=== {} ===\n", name); }
+
+void tensors_basics() {
+  section("tensors_basics");
+  Tensor x = tensor({{1., 2, 3}, {4, 5, 6}});
+  fmt::print("x = tensor({{{{1., 2, 3}}, {{4, 5, 6}}}}) ->\n{}\n", x.to_string());
+  fmt::print("zeros({{4, 8}}) sum = {}, ones({{4, 8}}) sum = {}\n", zeros({4, 8}).sum().item<float>(), ones({4, 8}).sum().item<float>());
+  manual_seed(0);
+  Tensor r = randn({4, 8});
+  fmt::print("randn({{4, 8}}): mean {:.3f}, var {:.3f} (32 samples of N(0, 1))\n", r.mean().item<float>(), r.var().item<float>());
+  Tensor w = empty({256, 64});
+  nn::init::trunc_normal_(w, 0.0, 1.0 / 16, -3, 3);
+  fmt::print("trunc_normal_(std=1/sqrt(256), a=-3, b=3): min {:.3f}, max {:.3f}\n", w.min().item<float>(), w.max().item<float>());
+}
+
+void tensors_memory() {
+  section("tensors_memory");
+  for (Dtype dt : {kFloat32, kFloat16, kBFloat16, kFloat8_e4m3fn, kFloat8_e5m2}) {
+    Tensor x = zeros({4, 8}, dt);
+    const FInfo f = finfo(dt);
+    fmt::print("{:<14} element_size {}  memory_usage(4x8) = {:>4} bytes  max {:<12g} eps {:<10g} tiny {:g}\n",
+               dtype_name(dt), x.element_size(), memory_usage(x), f.max, f.eps, f.tiny);
+  }
+  fmt::print("float16 1e-8 -> {}   (underflow)\n", tensor({1e-8}, kFloat16).item<float>());
+  fmt::print("bfloat16 1e-8 -> {:g} (float32's range, coarser steps)\n", tensor({1e-8}, kBFloat16).item<float>());
+  fmt::print("float8_e4m3fn: 448 -> {}, 500 -> {} (no infinity), saturating 500 -> {}\n",
+             static_cast<float>(Float8_e4m3fn(448.f)), static_cast<float>(Float8_e4m3fn(500.f)),
+             static_cast<float>(Float8_e4m3fn::saturate(500.f)));
+
+  accounting::MemoryTracker tracker;
+  Tensor big = empty({12288 * 4, 12288});
+  fmt::print("GPT-3 feedforward matrix empty({{12288 * 4, 12288}}): memory_usage = {} MiB, tracker sees +{} MiB\n",
+             memory_usage(big) >> 20, tracker.allocated_since_start() >> 20);
+  fmt::print("its pages are not touched until written: reserved bytes {} are address space, not RAM\n",
+             format_bytes(tracker.reserved_bytes()));
+}
+
+void tensor_storage() {
+  section("tensor_storage");
+  Tensor x = arange(16, kFloat32).view({4, 4});
+  fmt::print("x = arange(16).view({{4, 4}}): strides ({}, {})\n", x.stride(0), x.stride(1));
+  const int64_t r = 1, c = 2, index = r * x.stride(0) + c * x.stride(1);
+  fmt::print("element [1, 2] lives at storage index 1*{} + 2*{} = {} and holds {}\n", x.stride(0), x.stride(1), index,
+             x.data_ptr<float>()[index]);
+}
+
+void tensor_slicing() {
+  section("tensor_slicing");
+  Tensor x = tensor({{1., 2, 3}, {4, 5, 6}});
+  accounting::MemoryTracker tracker;
+  struct V { const char* what; Tensor t; };
+  for (const V& v : {V{"x[0]", x.index({0})}, V{"x[:, 1]", x.index({Slice(), 1})}, V{"x.view(3, 2)", x.view({3, 2})},
+                     V{"x.transpose(1, 0)", x.transpose(1, 0)}}) {
+    fmt::print("{:<18} shape {:<7} strides ({}) offset {}  shares x's storage: {}  contiguous: {}\n", v.what, shape(v.t),
+               [&] { std::string s; for (int64_t i = 0; i < v.t.dim(); ++i) s += (i ? ", " : "") + std::to_string(v.t.stride(i)); return s; }(),
+               v.t.storage_offset(), v.t.is_same_storage(x), v.t.is_contiguous());
+  }
+  fmt::print("bytes allocated by those four views: {}\n", tracker.allocated_since_start());
+  Tensor y = x.transpose(1, 0);
+  x.index_put_({0, 0}, 100);
+  fmt::print("after x[0][0] = 100, y[0][0] = {}\n", y.index({0, 0}).item<float>());
+  try {
+    y.view({2, 3});
+  } catch (const Error& e) {
+    fmt::print("y.view(2, 3) raises: {}\n", std::string(e.what()).substr(0, 66));
+  }
+  Tensor z = y.contiguous();
+  fmt::print("y.contiguous() copies: shares storage {}, +{} bytes allocated\n", z.is_same_storage(x), tracker.allocated_since_start());
+}
+
+void tensor_elementwise() {
+  section("tensor_elementwise");
+  Tensor x = tensor({1, 4, 9});
+  fmt::print("x.pow(2) = {}\nx.sqrt() = {}\nx.rsqrt() = {}\nx * 2 = {}\nx / 0.5 = {}\n", x.pow(2).to_string(),
+             x.sqrt().to_string(), x.rsqrt().to_string(), (x * 2).to_string(), (x / 0.5).to_string());
+  fmt::print("ones({{3, 3}}).triu() =\n{}\n", ones({3, 3}).triu().to_string());
+}
+
+void tensor_matmul() {
+  section("tensor_matmul");
+  Tensor x = ones({4, 8, 16, 32}), w = ones({32, 2});
+  fmt::print("(4, 8, 16, 32) @ (32, 2) -> {}\n", shape(matmul(x, w)));
+  const auto& cpu = accounting::cpu_info();
+  const double peak = accounting::promised_cpu_peaks(cpu).front().flops_per_sec;
+  // The lecture's linear model: B data points of dimension D mapped to K outputs costs 2·B·D·K FLOPs.
+  for (auto [B, D, K] : {std::tuple<int64_t, int64_t, int64_t>{1024, 256, 64}, {1024, 1024, 1024}, {2048, 2048, 2048}}) {
+    Tensor a = randn({B, D}), b = randn({D, K});
+    Tensor out = matmul(a, b);  // warm-up: creates and caches the oneDNN primitive
+    const int reps = 5;
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) out = matmul(a, b);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
+    const double flops = 2.0 * B * D * K;
+    fmt::print("({} x {}) @ ({} x {}): {:.3g} FLOPs in {:.3f} ms = {:.1f} GFLOP/s, MFU {:.0f}% of the promised float32 {:.0f} GFLOP/s\n",
+               B, D, D, K, flops, seconds * 1e3, flops / seconds / 1e9, 100 * flops / seconds / peak, peak / 1e9);
+  }
+}
+
+}  // namespace
+
+int main() {
+  fmt::print("tally — lecture 2, resource accounting, measured on this machine\n");
+  tensors_basics();
+  tensors_memory();
+  tensor_storage();
+  tensor_slicing();
+  tensor_elementwise();
+  tensor_matmul();
+  return 0;
+}

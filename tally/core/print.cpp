@@ -12,6 +12,7 @@ namespace {
 
 constexpr int64_t kSummarizeThreshold = 1000;  // torch's print options: threshold, edgeitems
 constexpr int64_t kEdgeItems = 3;
+constexpr size_t kLineWidth = 80;
 
 struct Formatter {
   bool floating = false, is_bool = false, int_mode = true, sci_mode = false;
@@ -76,24 +77,33 @@ void render(const Tensor& t, std::vector<int64_t>& idx, bool summarize, const Fo
     os << f.padded(value_at(t, idx));
     return;
   }
-  os << '[';
   const auto items = shown(t.sizes()[d], summarize);
-  const bool last_dim = static_cast<int64_t>(d) == t.dim() - 1;
-  for (size_t k = 0; k < items.size(); ++k) {
-    if (k > 0) {
-      os << ',';
-      if (last_dim) os << ' ';
-      else {
-        os << std::string(static_cast<size_t>(t.dim()) - d - 1, '\n');
-        os << std::string(indent + d + 1, ' ');
+  if (static_cast<int64_t>(d) == t.dim() - 1) {
+    // The innermost dim wraps at torch's line width of 80, as many elements per line as fit.
+    const size_t per_line = std::max<size_t>(1, (kLineWidth - indent) / (f.width + 2));
+    os << '[';
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (k > 0) os << (k % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ");
+      if (items[k] < 0) {
+        os << " ...";
+        continue;
       }
+      idx.push_back(items[k]);
+      os << f.padded(value_at(t, idx));
+      idx.pop_back();
     }
+    os << ']';
+    return;
+  }
+  os << '[';
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (k > 0) os << ',' << std::string(static_cast<size_t>(t.dim()) - d - 1, '\n') << std::string(indent + 1, ' ');
     if (items[k] < 0) {
       os << "...";
       continue;
     }
     idx.push_back(items[k]);
-    render(t, idx, summarize, f, indent, os);
+    render(t, idx, summarize, f, indent + 1, os);
     idx.pop_back();
   }
   os << ']';
@@ -123,8 +133,8 @@ std::string Tensor::to_string() const {
       }
     }
     if (min_abs != INFINITY) {
-      if (f.int_mode) f.sci_mode = max_abs > 1e8;
-      else f.sci_mode = max_abs / min_abs > 1000 || max_abs > 1e8 || min_abs < 1e-4;
+      // torch's rule: integer-valued tensors too switch to scientific notation on a wide range.
+      f.sci_mode = max_abs / min_abs > 1000 || max_abs > 1e8 || (!f.int_mode && min_abs < 1e-4);
     }
   }
   for (double v : values) f.width = std::max(f.width, f.format(v).size());

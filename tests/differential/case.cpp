@@ -1,0 +1,73 @@
+// Case naming, serialisation for reference.py, and the C++ half of the layout rules (the Python
+// half is make_view in reference.py; the two must build the same view from the same base).
+
+#include "differential/case.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace tally::difftest {
+
+std::string layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Transposed: return "transposed";
+    case Layout::Sliced: return "sliced";
+    case Layout::Expanded: return "expanded";
+  }
+  return "?";
+}
+
+static std::string shape_str(const std::vector<int64_t>& shape) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+std::string Case::name() const {
+  std::ostringstream os;
+  os << op << "(";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputSpec& in = inputs[i];
+    os << (i ? ", " : "") << dtype_name(in.dtype) << shape_str(in.shape);
+    if (in.layout != Layout::Contiguous) os << "/" << layout_name(in.layout);
+  }
+  os << ")";
+  if (!args.empty()) os << " " << args.dump();
+  return os.str();
+}
+
+nlohmann::json to_json(const Case& c, const std::string& id) {
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const InputSpec& in : c.inputs)
+    inputs.push_back({{"shape", in.shape}, {"dtype", std::string(dtype_name(in.dtype))},
+                      {"domain", in.domain}, {"layout", layout_name(in.layout)}});
+  return {{"id", id}, {"name", c.name()}, {"op", c.op}, {"args", c.args}, {"inputs", inputs}};
+}
+
+Tensor make_view(const Tensor& base, const InputSpec& spec) {
+  Tensor view = base;
+  const int64_t nd = base.dim();
+  switch (spec.layout) {
+    case Layout::Contiguous: break;
+    case Layout::Transposed: view = base.transpose(nd - 2, nd - 1); break;
+    case Layout::Sliced: view = base.slice(nd - 1, 1, std::nullopt, 2); break;
+    case Layout::Expanded: view = base.expand(spec.shape); break;
+  }
+  if (view.sizes().vec() != spec.shape)
+    throw std::runtime_error("make_view: " + layout_name(spec.layout) + " view of the base has shape " +
+                             shape_str(view.sizes().vec()) + ", expected " +
+                             shape_str(spec.shape));
+  return view;
+}
+
+Dtype dtype_from_name(std::string name) {
+  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+  for (int i = 0; i < kNumDtypes; ++i)
+    if (dtype_name(static_cast<Dtype>(i)) == name) return static_cast<Dtype>(i);
+  throw std::runtime_error("unknown dtype name " + name);
+}
+
+}  // namespace tally::difftest

@@ -1,0 +1,287 @@
+"""PyTorch reference for tally's differential tests.
+
+Usage: reference.py CASES_JSON OUT_DIR
+
+For every case in CASES_JSON (written by the C++ harness, see case.h) this script draws the base
+tensor of each input from a generator seeded by the case's name, saves it as OUT_DIR/<id>_in<k>.npy,
+builds the same strided view tally will build (transposed, sliced with step 2, expanded), runs the
+operator in torch and saves each output as OUT_DIR/<id>_out<k>.npy. OUT_DIR/results.json maps each
+case id to {"status": "ok" | "upcast" | "error", "error": text, "outputs": [{"dtype": name}]}.
+
+bfloat16 has no NumPy dtype: its arrays are stored as uint16 bit patterns; the dtype name in the
+case (inputs) or in results.json (outputs) says how to read them.
+
+"upcast": torch 1.13 has no CPU kernel for this op in float16 (or bfloat16), so the reference is
+the op computed on float32 copies of the inputs with the result rounded back to the half dtype,
+which is how tally defines arithmetic on half types.
+"""
+
+import json
+import math
+import os
+import sys
+import zlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+
+DTYPES = {
+    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64,
+    "uint8": torch.uint8, "bool": torch.bool,
+}
+HALF_TYPES = (torch.float16, torch.bfloat16)
+
+# Integer ranges [lo, hi) per domain for signed types; uint8 clips lo at 0.
+INT_RANGES = {
+    "normal": (-5, 6), "positive": (1, 6), "nonzero": (1, 6), "small_int": (-3, 4),
+    "exponent": (0, 4), "near_one": (-1, 3), "wide": (-100, 101), "special": (-5, 6),
+    "unsigned_wide": (0, 256),
+}
+
+
+def base_shape(spec):
+    shape = list(spec["shape"])
+    layout = spec["layout"]
+    if layout == "transposed":
+        shape[-2], shape[-1] = shape[-1], shape[-2]
+    elif layout == "sliced":
+        shape[-1] = 2 * shape[-1] + 1
+    elif layout == "expanded":
+        shape[0] = 1
+    return shape
+
+
+def make_view(base, spec):
+    layout = spec["layout"]
+    if layout == "transposed":
+        return base.transpose(-2, -1)
+    if layout == "sliced":
+        return base[..., 1::2]
+    if layout == "expanded":
+        return base.expand(spec["shape"])
+    return base
+
+
+def draw_float(domain, shape, gen):
+    if domain in ("normal", "special"):
+        t = torch.randn(shape, generator=gen, dtype=torch.float64)
+        if domain == "special" and t.numel() > 0:
+            flat = t.view(-1)
+            values = torch.tensor([math.nan, math.inf, -math.inf, 0.0, -0.0], dtype=torch.float64)
+            picks = torch.randint(0, 5 * len(values), (flat.numel(),), generator=gen)
+            hit = picks < len(values)
+            flat[hit] = values[picks[hit]]
+        return t
+    if domain == "positive":
+        return torch.rand(shape, generator=gen, dtype=torch.float64) * 2 + 0.5
+    if domain == "nonzero":
+        sign = torch.randint(0, 2, shape, generator=gen).double() * 2 - 1
+        return sign * (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 + 0.5)
+    if domain == "small_int":
+        return torch.randint(-3, 4, shape, generator=gen).double()
+    if domain == "exponent":
+        return torch.rand(shape, generator=gen, dtype=torch.float64) * 4 - 2
+    if domain == "near_one":
+        return torch.rand(shape, generator=gen, dtype=torch.float64) + 0.5
+    if domain == "wide":
+        return torch.randn(shape, generator=gen, dtype=torch.float64) * 50
+    if domain == "unsigned_wide":
+        return torch.rand(shape, generator=gen, dtype=torch.float64) * 255
+    raise ValueError("unknown domain " + domain)
+
+
+def draw(spec, gen):
+    shape = base_shape(spec)
+    dtype = DTYPES[spec["dtype"]]
+    domain = spec["domain"]
+    numel = math.prod(shape)
+    if domain.startswith("index:"):
+        return torch.randint(0, int(domain[6:]), shape, generator=gen).to(dtype)
+    if domain == "distinct":
+        # No ties, so argmax/argmin/max indices are unambiguous; |values| <= 128 are exact in bfloat16.
+        perm = torch.randperm(numel, generator=gen).view(shape)
+        return (perm % 256 if dtype == torch.uint8 else perm - numel // 2).to(dtype)
+    if dtype == torch.bool:
+        if domain == "nonzero":
+            return torch.ones(shape, dtype=torch.bool)
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    if dtype.is_floating_point:
+        return draw_float(domain, shape, gen).to(dtype)
+    lo, hi = INT_RANGES[domain]
+    if dtype == torch.uint8:
+        lo = max(lo, 0)
+    t = torch.randint(lo, hi, shape, generator=gen)
+    if domain == "nonzero" and dtype != torch.uint8:
+        t = t * (torch.randint(0, 2, shape, generator=gen) * 2 - 1)
+    return t.to(dtype)
+
+
+def dims_arg(args):
+    d = args.get("dims")
+    return tuple(d) if isinstance(d, list) else d
+
+
+def reduction(fn_all, fn_dims):
+    def run(v, b, a):
+        if a.get("dims") is None:
+            return [fn_all(v[0], a)]
+        return [fn_dims(v[0], dims_arg(a), a)]
+    return run
+
+
+def pair(name):
+    return lambda v, b, a: list(getattr(torch, name)(v[0], a["dim"], keepdim=a.get("keepdim", False)))
+
+
+def in_place(method, scalar):
+    def run(v, b, a):
+        getattr(v[0], method)(a["scalar"] if scalar else v[1])
+        return [v[0], b[0]]
+    return run
+
+
+OPS = {
+    # elementwise, tensor ∘ tensor
+    "add": lambda v, b, a: [torch.add(v[0], v[1], alpha=a.get("alpha", 1))],
+    "sub": lambda v, b, a: [torch.sub(v[0], v[1], alpha=a.get("alpha", 1))],
+    "mul": lambda v, b, a: [v[0] * v[1]],
+    "div": lambda v, b, a: [v[0] / v[1]],
+    "pow": lambda v, b, a: [torch.pow(v[0], v[1])],
+    "maximum": lambda v, b, a: [torch.maximum(v[0], v[1])],
+    "minimum": lambda v, b, a: [torch.minimum(v[0], v[1])],
+    "eq": lambda v, b, a: [v[0] == v[1]],
+    "ne": lambda v, b, a: [v[0] != v[1]],
+    "lt": lambda v, b, a: [v[0] < v[1]],
+    "le": lambda v, b, a: [v[0] <= v[1]],
+    "gt": lambda v, b, a: [v[0] > v[1]],
+    "ge": lambda v, b, a: [v[0] >= v[1]],
+    # elementwise, tensor ∘ number and number ∘ tensor
+    "add_scalar": lambda v, b, a: [v[0] + a["scalar"]],
+    "sub_scalar": lambda v, b, a: [v[0] - a["scalar"]],
+    "mul_scalar": lambda v, b, a: [v[0] * a["scalar"]],
+    "div_scalar": lambda v, b, a: [v[0] / a["scalar"]],
+    "scalar_add": lambda v, b, a: [a["scalar"] + v[0]],
+    "scalar_sub": lambda v, b, a: [a["scalar"] - v[0]],
+    "scalar_mul": lambda v, b, a: [a["scalar"] * v[0]],
+    "scalar_div": lambda v, b, a: [a["scalar"] / v[0]],
+    "pow_scalar": lambda v, b, a: [v[0].pow(a["scalar"])],
+    "eq_scalar": lambda v, b, a: [v[0] == a["scalar"]],
+    "ne_scalar": lambda v, b, a: [v[0] != a["scalar"]],
+    "lt_scalar": lambda v, b, a: [v[0] < a["scalar"]],
+    "le_scalar": lambda v, b, a: [v[0] <= a["scalar"]],
+    "gt_scalar": lambda v, b, a: [v[0] > a["scalar"]],
+    "ge_scalar": lambda v, b, a: [v[0] >= a["scalar"]],
+    # in place: outputs are the written view and the whole base it belongs to
+    "add_": in_place("add_", False), "sub_": in_place("sub_", False),
+    "mul_": in_place("mul_", False), "div_": in_place("div_", False),
+    "add_scalar_": in_place("add_", True), "sub_scalar_": in_place("sub_", True),
+    "mul_scalar_": in_place("mul_", True), "div_scalar_": in_place("div_", True),
+    # unary
+    "sqrt": lambda v, b, a: [torch.sqrt(v[0])],
+    "rsqrt": lambda v, b, a: [torch.rsqrt(v[0])],
+    "exp": lambda v, b, a: [torch.exp(v[0])],
+    "log": lambda v, b, a: [torch.log(v[0])],
+    "neg": lambda v, b, a: [torch.neg(v[0])],
+    "abs": lambda v, b, a: [torch.abs(v[0])],
+    "tanh": lambda v, b, a: [torch.tanh(v[0])],
+    "sigmoid": lambda v, b, a: [torch.sigmoid(v[0])],
+    "relu": lambda v, b, a: [torch.relu(v[0])],
+    "gelu": lambda v, b, a: [F.gelu(v[0], approximate=a["approximate"])],
+    "silu": lambda v, b, a: [F.silu(v[0])],
+    "square": lambda v, b, a: [torch.square(v[0])],
+    # selection
+    "clamp": lambda v, b, a: [torch.clamp(v[0], a.get("min"), a.get("max"))],
+    "where": lambda v, b, a: [torch.where(v[0], v[1], v[2])],
+    "masked_fill": lambda v, b, a: [v[0].masked_fill(v[1], a["value"])],
+    # reductions
+    "sum": reduction(lambda x, a: x.sum(), lambda x, d, a: x.sum(d, keepdim=a["keepdim"])),
+    "mean": reduction(lambda x, a: x.mean(), lambda x, d, a: x.mean(d, keepdim=a["keepdim"])),
+    "prod": reduction(lambda x, a: x.prod(), lambda x, d, a: x.prod(d, keepdim=a["keepdim"])),
+    "amax": reduction(lambda x, a: x.amax(), lambda x, d, a: x.amax(d, keepdim=a["keepdim"])),
+    "amin": reduction(lambda x, a: x.amin(), lambda x, d, a: x.amin(d, keepdim=a["keepdim"])),
+    "any": reduction(lambda x, a: x.any(), lambda x, d, a: x.any(d, keepdim=a["keepdim"])),
+    "all": reduction(lambda x, a: x.all(), lambda x, d, a: x.all(d, keepdim=a["keepdim"])),
+    "var": reduction(lambda x, a: torch.var(x, correction=a["correction"]),
+                     lambda x, d, a: torch.var(x, d, correction=a["correction"], keepdim=a["keepdim"])),
+    "argmax": reduction(lambda x, a: x.argmax(), lambda x, d, a: x.argmax(d, keepdim=a["keepdim"])),
+    "argmin": reduction(lambda x, a: x.argmin(), lambda x, d, a: x.argmin(d, keepdim=a["keepdim"])),
+    "max": lambda v, b, a: [v[0].max()],
+    "min": lambda v, b, a: [v[0].min()],
+    "max_dim": pair("max"),
+    "min_dim": pair("min"),
+    "softmax": lambda v, b, a: [torch.softmax(v[0], a["dim"])],
+    "log_softmax": lambda v, b, a: [torch.log_softmax(v[0], a["dim"])],
+    # structure
+    "cat": lambda v, b, a: [torch.cat(v, a["dim"])],
+    "stack": lambda v, b, a: [torch.stack(v, a["dim"])],
+    "index_select": lambda v, b, a: [torch.index_select(v[0], a["dim"], v[1])],
+    "matmul": lambda v, b, a: [torch.matmul(v[0], v[1])],
+    "triu": lambda v, b, a: [torch.triu(v[0], a["diagonal"])],
+    "tril": lambda v, b, a: [torch.tril(v[0], a["diagonal"])],
+    "reshape": lambda v, b, a: [v[0].reshape(a["shape"])],
+    "flatten": lambda v, b, a: [v[0].flatten(a["start"], a["end"])],
+    "permute": lambda v, b, a: [v[0].permute(a["dims"])],
+    "contiguous": lambda v, b, a: [v[0].contiguous()],
+    "to": lambda v, b, a: [v[0].to(DTYPES[a["dtype"]])],
+}
+
+
+def save(path, t):
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        arr = t.view(torch.int16).numpy().view(np.uint16)
+    else:
+        arr = t.numpy()
+    np.save(path, arr)
+
+
+def upcast_dtype(views, error):
+    """The half dtype to compute in float32 for, if `error` is torch lacking a half CPU kernel."""
+    halves = {t.dtype for t in views if t.dtype in HALF_TYPES}
+    lacks = "not implemented for 'Half'" in error or "not implemented for 'BFloat16'" in error
+    return halves.pop() if lacks and len(halves) == 1 else None
+
+
+def run_case(case, out_dir):
+    gen = torch.Generator()
+    bases, views = [], []
+    for k, spec in enumerate(case["inputs"]):
+        gen.manual_seed(zlib.crc32(f"{case['name']}#{k}".encode()))
+        base = draw(spec, gen)
+        save(os.path.join(out_dir, f"{case['id']}_in{k}.npy"), base)
+        bases.append(base)
+        views.append(make_view(base, spec))
+    fn, args = OPS[case["op"]], case["args"]
+    status = "ok"
+    try:
+        outs = fn(views, bases, args)
+    except Exception as e:  # torch raises RuntimeError, TypeError, IndexError, ...
+        error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        half = upcast_dtype(views, error) if not case["op"].endswith("_") else None
+        if half is None:
+            return {"status": "error", "error": error}
+        up = [t.float() if t.dtype == half else t for t in views]
+        outs = [o.to(half) if o.dtype == torch.float32 else o for o in fn(up, up, args)]
+        status = "upcast"
+    for k, t in enumerate(outs):
+        save(os.path.join(out_dir, f"{case['id']}_out{k}.npy"), t)
+    return {"status": status, "outputs": [{"dtype": str(t.dtype).replace("torch.", "")} for t in outs]}
+
+
+def main():
+    cases_path, out_dir = sys.argv[1], sys.argv[2]
+    with open(cases_path) as f:
+        cases = json.load(f)
+    results = {case["id"]: run_case(case, out_dir) for case in cases}
+    tmp = os.path.join(out_dir, "results.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(results, f)
+    os.replace(tmp, os.path.join(out_dir, "results.json"))
+
+
+if __name__ == "__main__":
+    main()

@@ -33,7 +33,8 @@ void time_op(const std::string& name, int iters, double flops, double bytes, Fn&
     const auto t0 = Clock::now();
     fn();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    times += (i ? "," : "") + std::to_string(s);
+    if (i) times += ",";
+    times += std::to_string(s);
   }
   std::printf("{\"name\": \"%s\", \"seconds\": [%s], \"flops\": %.0f, \"bytes\": %.0f}\n", name.c_str(),
               times.c_str(), flops, bytes);
@@ -53,7 +54,11 @@ void run_info() {
                                                 {"avx512f", c.avx512f},     {"avx512_bf16", c.avx512_bf16},
                                                 {"avx512_fp16", c.avx512_fp16}, {"amx_tile", c.amx_tile},
                                                 {"amx_bf16", c.amx_bf16},   {"amx_int8", c.amx_int8}};
-  for (const auto& [name, present] : flags) features += std::string(features.empty() ? "" : " ") + name + (present ? "+" : "-");
+  for (const auto& [name, present] : flags) {
+    if (!features.empty()) features += " ";
+    features += name;
+    features += present ? "+" : "-";
+  }
   std::printf("{\"name\": \"info\", \"model\": \"%s\", \"usable_cores\": %d, \"clock_ghz\": %.2f, \"features\": \"%s\"}\n",
               c.model_name.c_str(), c.usable_cores, c.clock_ghz, features.c_str());
 }

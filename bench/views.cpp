@@ -53,7 +53,8 @@ void run_case(const ViewCase& c, const Tensor& x, int batches) {
       sink += v.storage_offset() + v.size(0);
     }
     const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kCallsPerBatch;
-    times += (b ? "," : "") + std::to_string(ns);
+    if (b) times += ",";
+    times += std::to_string(ns);
   }
   last = c.fn(x);  // held while the counters are read: a copying "view" would show up as live bytes
   const tally::MemoryStats after = alloc.stats();

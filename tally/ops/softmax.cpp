@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/kernels/cpu/vec_math.h"
@@ -17,9 +18,18 @@ namespace tally {
 
 namespace {
 
-/// One contiguous float32 row.
-void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
+/// Outputs above this size are written with streaming stores (bigger than this CPU's caches).
+constexpr int64_t kStreamingBytes = int64_t{64} << 20;
+
+/// One contiguous float32 row, three passes while the row sits in cache: max; exp(x - max) into
+/// a per-thread scratch row with its sum; then y = scratch / sum (or x - max - log sum). y is
+/// written once and never read, so with `stream` set its stores bypass the cache and save the
+/// read-for-ownership of every output line.
+void softmax_row_f32(const float* x, float* y, int64_t n, bool log, bool stream) {
   using namespace kernels;
+  thread_local std::vector<float> scratch;
+  if (static_cast<int64_t>(scratch.size()) < n) scratch.resize(static_cast<size_t>(n));
+  float* e = scratch.data();
   int64_t i = 0;
   Vec16f vmax = splat(-std::numeric_limits<float>::infinity());
   for (; i + 16 <= n; i += 16) vmax = kernels::max(vmax, load(x + i));
@@ -28,33 +38,29 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
   if (std::isinf(m) && m < 0) m = 0;  // an all -inf row gives NaN as in PyTorch (0/0), not a crash
   const Vec16f vm = splat(m);
   Vec16f vsum = splat(0.0f);
-  i = 0;
-  if (log) {
-    for (; i + 16 <= n; i += 16) vsum = add(vsum, kernels::exp(sub(load(x + i), vm)));
-  } else {
-    for (; i + 16 <= n; i += 16) {
-      Vec16f e = kernels::exp(sub(load(x + i), vm));
-      store(y + i, e);
-      vsum = add(vsum, e);
-    }
+  for (i = 0; i + 16 <= n; i += 16) {
+    // Fetch the next row while this one is computed, so its max pass does not wait on memory.
+    _mm_prefetch(reinterpret_cast<const char*>(x + n + i), _MM_HINT_T0);
+    const Vec16f v = kernels::exp(sub(load(x + i), vm));
+    store(e + i, v);
+    vsum = add(vsum, v);
   }
   double s = reduce_add(vsum);
-  for (; i < n; ++i) {
-    float e = std::exp(x[i] - m);
-    if (!log) y[i] = e;
-    s += e;
-  }
+  for (; i < n; ++i) s += (e[i] = std::exp(x[i] - m));
+  const float shift = m + static_cast<float>(std::log(s));
+  const float inv = static_cast<float>(1.0 / s);
+  const Vec16f vshift = splat(shift), vinv = splat(inv);
+  auto value = [&](int64_t k) { return log ? sub(load(x + k), vshift) : mul(load(e + k), vinv); };
   i = 0;
-  if (log) {
-    const float shift = m + static_cast<float>(std::log(s));
-    const Vec16f vs = splat(shift);
-    for (; i + 16 <= n; i += 16) store(y + i, sub(load(x + i), vs));
-    for (; i < n; ++i) y[i] = x[i] - shift;
+  // Streaming stores need 64-byte aligned addresses: do the unaligned head with plain stores.
+  const int64_t head = stream ? std::min<int64_t>(n, ((64 - reinterpret_cast<uintptr_t>(y) % 64) % 64) / 4) : 0;
+  for (; i < head; ++i) y[i] = log ? x[i] - shift : e[i] * inv;
+  if (stream && reinterpret_cast<uintptr_t>(y + i) % 64 == 0) {
+    for (; i + 16 <= n; i += 16) _mm512_stream_ps(y + i, value(i));
   } else {
-    const Vec16f inv = splat(static_cast<float>(1.0 / s));
-    for (; i + 16 <= n; i += 16) store(y + i, mul(load(y + i), inv));
-    for (; i < n; ++i) y[i] = y[i] * static_cast<float>(1.0 / s);
+    for (; i + 16 <= n; i += 16) store(y + i, value(i));
   }
+  for (; i < n; ++i) y[i] = log ? x[i] - shift : e[i] * inv;
 }
 
 /// One contiguous row of any floating type, computed in double.
@@ -84,15 +90,18 @@ struct Softmax {
     Tensor out = empty(src.sizes(), x.dtype());
     const int64_t n = src.dim() == 0 ? 1 : src.size(-1);
     const int64_t rows = n == 0 ? 0 : src.numel() / n;
+    // Outputs larger than the last-level cache go straight to memory (Note in softmax_row_f32).
+    const bool stream = out.nbytes() > kStreamingBytes;
     dispatch_floating(x.dtype(), "softmax", [&]<class T>() {
       const T* px = static_cast<const T*>(src.data_ptr());
       T* py = static_cast<T*>(out.data_ptr());
       kernels::parallel_for(rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)),
                             [&](int64_t b, int64_t e) {
                               for (int64_t r = b; r < e; ++r) {
-                                if constexpr (std::is_same_v<T, float>) softmax_row_f32(px + r * n, py + r * n, n, log);
+                                if constexpr (std::is_same_v<T, float>) softmax_row_f32(px + r * n, py + r * n, n, log, stream);
                                 else softmax_row(px + r * n, py + r * n, n, log);
                               }
+                              if (stream) _mm_sfence();  // streamed stores visible before the op returns
                             });
     });
     if (x.dim() == 0) return out.reshape({});

@@ -41,6 +41,14 @@ void check_sizes(IntArrayRef sizes, const char* op) {
   numel(sizes);
 }
 
+void check_no_internal_overlap(IntArrayRef sizes, IntArrayRef strides) {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    TALLY_CHECK(!(sizes[i] > 1 && strides[i] == 0),
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation. (sizes ", sizes, ", strides ", strides, ")");
+  }
+}
+
 std::vector<int64_t> infer_size(IntArrayRef shape, int64_t numel) {
   std::vector<int64_t> out = shape.vec();
   int64_t known = 1;

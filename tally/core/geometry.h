@@ -30,6 +30,9 @@ std::vector<int64_t> infer_size(IntArrayRef shape, int64_t numel);
 std::optional<std::vector<int64_t>> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes);
 /// Broadcast two shapes (numpy rules); raises ValueError naming both shapes.
 std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b);
+/// Raise if several elements of a tensor with this geometry share one memory location (an
+/// expanded view): writing to it in place would be ill-defined.
+void check_no_internal_overlap(IntArrayRef sizes, IntArrayRef strides);
 /// Check that every size is non-negative; `op` names the caller in the message.
 void check_sizes(IntArrayRef sizes, const char* op);
 

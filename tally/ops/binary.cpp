@@ -40,6 +40,10 @@ namespace {
 
 enum class ResultRule { Promote, PromoteToFloat, Compare };
 
+constexpr const char* kBoolSubtractionMessage =
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the "
+    "`~` or `logical_not()` operator instead.";
+
 struct AddDef {
   static constexpr std::string_view name = "add";
   static constexpr int64_t flops = 1;
@@ -134,11 +138,10 @@ Dtype compute_dtype(Dtype common) {
 template <class Def>
 void check_operands(const Tensor& a, const Tensor& b, Dtype common) {
   if constexpr (std::is_same_v<Def, SubDef>) {
-    TALLY_CHECK_TYPE_ERROR(!(a.dtype() == kBool && b.dtype() == kBool),
-                           "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                           "`logical_xor()` operator instead.");
+    TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
   }
   if constexpr (std::is_same_v<Def, PowDef>) {
+    TALLY_CHECK_TYPE_ERROR(common != kBool, "\"pow\" not implemented for 'Bool'");
     if (is_integral(common) && is_integral(b.dtype())) {
       bool negative = false;
       dispatch(b.dtype(), "pow", [&]<class T>() {
@@ -196,6 +199,7 @@ struct BinaryInplace {
     const auto shape = geometry::broadcast_shapes(self.sizes(), other.sizes());
     TALLY_CHECK(IntArrayRef(shape) == self.sizes(), "output with shape ", self.sizes(),
                 " doesn't match the broadcast shape ", IntArrayRef(shape));
+    geometry::check_no_internal_overlap(self.sizes(), self.strides());
     Tensor b = other.to(common);
     if (common != self.dtype()) {
       // Computed in the wider dtype, then rounded into self (float32 += float64).
@@ -213,18 +217,35 @@ struct BinaryInplace {
   }
 };
 
-/// A number as the 0-d tensor it joins the op as (PyTorch's wrapped number).
+/// A number as the 0-d tensor it joins the op as (PyTorch's wrapped number), in the dtype the
+/// op will compute in so that its value is not wrapped around first (uint8 / -3).
 Tensor wrap(Scalar s, const Tensor& like) { return scalar_tensor(s, result_type(like, s)); }
+Tensor wrap_for_division(Scalar s, const Tensor& like) {
+  return scalar_tensor(s, compute_dtype<DivDef>(result_type(like, s)));
+}
+
+void check_bool_subtraction(const Tensor& t, Scalar s) {
+  TALLY_CHECK_TYPE_ERROR(t.dtype() != kBool && s.kind() != Scalar::Kind::Bool, kBoolSubtractionMessage);
+}
+
+/// alpha · b in the dtype of the sum, as PyTorch scales `other` in add/sub.
+Tensor scaled(const Tensor& a, const Tensor& b, Scalar alpha) {
+  const Dtype dt = result_type(a, b);
+  TALLY_CHECK_TYPE_ERROR(is_floating_point(dt) || !alpha.is_floating_point(),
+                         "For integral input tensors, argument alpha must not be a floating point number.");
+  return mul(b, scalar_tensor(alpha, dt));
+}
 
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   if (alpha.to_double() == 1.0) return ops::apply<Binary<AddDef>>(a, b);
-  return ops::apply<Binary<AddDef>>(a, mul(b, wrap(alpha, b)));
+  return ops::apply<Binary<AddDef>>(a, scaled(a, b, alpha));
 }
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   if (alpha.to_double() == 1.0) return ops::apply<Binary<SubDef>>(a, b);
-  return ops::apply<Binary<SubDef>>(a, mul(b, wrap(alpha, b)));
+  TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
+  return ops::apply<Binary<SubDef>>(a, scaled(a, b, alpha));
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return ops::apply<Binary<MulDef>>(a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return ops::apply<Binary<DivDef>>(a, b); }
@@ -243,13 +264,19 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator+(const Tensor& a, Scalar b) { return add(a, wrap(b, a)); }
-Tensor operator-(const Tensor& a, Scalar b) { return sub(a, wrap(b, a)); }
+Tensor operator-(const Tensor& a, Scalar b) {
+  check_bool_subtraction(a, b);
+  return sub(a, wrap(b, a));
+}
 Tensor operator*(const Tensor& a, Scalar b) { return mul(a, wrap(b, a)); }
-Tensor operator/(const Tensor& a, Scalar b) { return div(a, wrap(b, a)); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, wrap_for_division(b, a)); }
 Tensor operator+(Scalar a, const Tensor& b) { return add(wrap(a, b), b); }
-Tensor operator-(Scalar a, const Tensor& b) { return sub(wrap(a, b), b); }
+Tensor operator-(Scalar a, const Tensor& b) {
+  check_bool_subtraction(b, a);
+  return sub(wrap(a, b), b);
+}
 Tensor operator*(Scalar a, const Tensor& b) { return mul(wrap(a, b), b); }
-Tensor operator/(Scalar a, const Tensor& b) { return div(wrap(a, b), b); }
+Tensor operator/(Scalar a, const Tensor& b) { return div(wrap_for_division(a, b), b); }
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
 Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
 Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
@@ -277,19 +304,23 @@ Tensor Tensor::ge(const Tensor& other) const { return tally::ge(*this, other); }
 Tensor Tensor::eq(Scalar other) const { return *this == other; }
 
 Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
-  ops::apply<BinaryInplace<AddDef>>(*this, alpha.to_double() == 1.0 ? other : tally::mul(other, wrap(alpha, other)));
+  ops::apply<BinaryInplace<AddDef>>(*this, alpha.to_double() == 1.0 ? other : scaled(*this, other, alpha));
   return *this;
 }
 Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
-  ops::apply<BinaryInplace<SubDef>>(*this, alpha.to_double() == 1.0 ? other : tally::mul(other, wrap(alpha, other)));
+  TALLY_CHECK_TYPE_ERROR(dtype() != kBool && other.dtype() != kBool, kBoolSubtractionMessage);
+  ops::apply<BinaryInplace<SubDef>>(*this, alpha.to_double() == 1.0 ? other : scaled(*this, other, alpha));
   return *this;
 }
 Tensor& Tensor::mul_(const Tensor& other) { ops::apply<BinaryInplace<MulDef>>(*this, other); return *this; }
 Tensor& Tensor::div_(const Tensor& other) { ops::apply<BinaryInplace<DivDef>>(*this, other); return *this; }
 Tensor& Tensor::add_(Scalar other) { return add_(wrap(other, *this)); }
-Tensor& Tensor::sub_(Scalar other) { return sub_(wrap(other, *this)); }
+Tensor& Tensor::sub_(Scalar other) {
+  check_bool_subtraction(*this, other);
+  return sub_(wrap(other, *this));
+}
 Tensor& Tensor::mul_(Scalar other) { return mul_(wrap(other, *this)); }
-Tensor& Tensor::div_(Scalar other) { return div_(wrap(other, *this)); }
+Tensor& Tensor::div_(Scalar other) { return div_(wrap_for_division(other, *this)); }
 
 Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
 Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }

@@ -37,6 +37,7 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
 struct Copy {
   static constexpr std::string_view name = "copy_";
   static Tensor forward(const Tensor& dst, const Tensor& src) {
+    geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
     Tensor s = src;
     if (!(src.sizes() == dst.sizes())) {
       auto shape = geometry::broadcast_shapes(dst.sizes(), src.sizes());

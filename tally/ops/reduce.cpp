@@ -195,6 +195,7 @@ struct Reduce {
   static constexpr std::string_view name = Def::name;
   static Tensor forward(const Tensor& x, IntArrayRef dims, bool keepdim, Dtype in_dtype) {
     TALLY_CHECK_TYPE_ERROR(!is_float8(x.dtype()), "\"", Def::name, "\" not implemented for '", dtype_name(x.dtype()), "'");
+
     Tensor src = x.to(in_dtype);
     const auto mask = reduced_mask(src, dims, Def::name);
     std::vector<int64_t> kept, reduced, out_sizes;
@@ -287,10 +288,13 @@ Tensor any(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<AnyD
 Tensor all(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<AllDef>(x, dims, keepdim); }
 
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  // PyTorch refuses bool here, though max(x, dim) on bool returns indices.
+  TALLY_CHECK_TYPE_ERROR(x.dtype() != kBool, "\"argmax_cpu\" not implemented for 'Bool'");
   if (!dim) return reduce<ArgmaxDef>(x.reshape({-1}), {0}, false);
   return reduce<ArgmaxDef>(x, {*dim}, keepdim);
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  TALLY_CHECK_TYPE_ERROR(x.dtype() != kBool, "\"argmin_cpu\" not implemented for 'Bool'");
   if (!dim) return reduce<ArgminDef>(x.reshape({-1}), {0}, false);
   return reduce<ArgminDef>(x, {*dim}, keepdim);
 }

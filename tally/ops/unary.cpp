@@ -11,18 +11,28 @@ namespace tally {
 
 namespace {
 
+/// Which input dtypes an op takes, and the dtype of its result (PyTorch's rules).
+enum class InputRule {
+  Any,         // every arithmetic dtype, result of the input's dtype
+  Negatable,   // as Any, but bool is refused (neg)
+  NoBool,      // as Any, but bool is refused with "not implemented for 'Bool'" (abs, relu)
+  IntToFloat,  // integers and bool compute in float32 (exp, log, ...)
+  FloatOnly,   // floating dtypes only (gelu, silu)
+  BoolToLong,  // bool becomes int64 (square, which PyTorch computes as pow(x, 2))
+};
+
 template <class C> C sigmoid_of(C x) { return C(1) / (C(1) + std::exp(-x)); }
 
 struct NegDef {
   static constexpr std::string_view name = "neg";
   static constexpr int64_t flops = 1;
-  static constexpr bool int_to_float = false;
+  static constexpr InputRule input = InputRule::Negatable;
   template <class C> static C f(C x) { return static_cast<C>(-x); }
 };
 struct AbsDef {
   static constexpr std::string_view name = "abs";
   static constexpr int64_t flops = 1;
-  static constexpr bool int_to_float = false;
+  static constexpr InputRule input = InputRule::NoBool;
   template <class C> static C f(C x) {
     if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>) return x;
     else return x < 0 ? static_cast<C>(-x) : x;
@@ -31,38 +41,38 @@ struct AbsDef {
 struct SqrtDef {
   static constexpr std::string_view name = "sqrt";
   static constexpr int64_t flops = 1;
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::sqrt(x); }
 };
 struct RsqrtDef {
   static constexpr std::string_view name = "rsqrt";
   static constexpr int64_t flops = 2;  // sqrt, reciprocal
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return C(1) / std::sqrt(x); }
 };
 struct ExpDef {
   static constexpr std::string_view name = "exp";
   static constexpr int64_t flops = 1;
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::exp(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::exp(x); }
 };
 struct LogDef {
   static constexpr std::string_view name = "log";
   static constexpr int64_t flops = 1;
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::log(x); }
 };
 struct TanhDef {
   static constexpr std::string_view name = "tanh";
   static constexpr int64_t flops = 1;
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::tanh(x); }
 };
 struct SigmoidDef {
   static constexpr std::string_view name = "sigmoid";
   static constexpr int64_t flops = 4;  // negate, exp, add, divide
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return sigmoid_of(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) {
     using namespace kernels;
@@ -72,14 +82,14 @@ struct SigmoidDef {
 struct SiluDef {
   static constexpr std::string_view name = "silu";
   static constexpr int64_t flops = 5;  // sigmoid (4), multiply
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return x * sigmoid_of(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, SigmoidDef::vec(x)); }
 };
 struct ReluDef {
   static constexpr std::string_view name = "relu";
   static constexpr int64_t flops = 1;
-  static constexpr bool int_to_float = false;
+  static constexpr InputRule input = InputRule::NoBool;
   template <class C> static C f(C x) {
     if constexpr (std::is_floating_point_v<C>) {
       if (std::isnan(x)) return x;
@@ -90,28 +100,44 @@ struct ReluDef {
 struct SquareDef {
   static constexpr std::string_view name = "square";
   static constexpr int64_t flops = 1;
-  static constexpr bool int_to_float = false;
+  static constexpr InputRule input = InputRule::BoolToLong;
   template <class C> static C f(C x) { return static_cast<C>(x * x); }
 };
 struct GeluErfDef {
   static constexpr std::string_view name = "gelu";
   static constexpr int64_t flops = 5;  // x/√2, erf, +1, ×x, ×0.5
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); }
 };
 struct GeluTanhDef {
   static constexpr std::string_view name = "gelu";
   static constexpr int64_t flops = 9;  // x³ (2), ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5
-  static constexpr bool int_to_float = true;
+  static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) {
     const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
     return C(0.5) * x * (C(1) + std::tanh(inner));
   }
 };
 
+/// The result dtype of Def on `in`, raising for inputs Def does not take.
 template <class Def>
 Dtype unary_result_dtype(Dtype in) {
-  if constexpr (Def::int_to_float) return is_floating_point(in) ? in : kFloat32;
+  switch (Def::input) {
+    case InputRule::Any: return in;
+    case InputRule::Negatable:
+      TALLY_CHECK_TYPE_ERROR(in != kBool, "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                             "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+      return in;
+    case InputRule::NoBool:
+      TALLY_CHECK_TYPE_ERROR(in != kBool, "\"", Def::name, "\" not implemented for 'Bool': boolean inputs are not supported");
+      return in;
+    case InputRule::IntToFloat: return is_floating_point(in) ? in : kFloat32;
+    case InputRule::FloatOnly:
+      TALLY_CHECK_TYPE_ERROR(is_floating_point(in), "\"", Def::name, "\" not implemented for '", dtype_name(in),
+                             "': floating-point input required");
+      return in;
+    case InputRule::BoolToLong: return in == kBool ? kInt64 : in;
+  }
   return in;
 }
 
@@ -119,10 +145,6 @@ template <class Def>
 struct Unary {
   static constexpr std::string_view name = Def::name;
   static Tensor forward(const Tensor& x) {
-    if constexpr (std::is_same_v<Def, NegDef>) {
-      TALLY_CHECK_TYPE_ERROR(x.dtype() != kBool, "Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                             "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-    }
     const Dtype dt = unary_result_dtype<Def>(x.dtype());
     Tensor in = x.to(dt);
     Tensor out = empty(x.sizes(), dt);
@@ -130,7 +152,8 @@ struct Unary {
     auto loop = ops::make_loop<2>(out, {&in});
     dispatch_arith(dt, Def::name, [&]<class T>() {
       using C = compute_t<T>;
-      if constexpr (Def::int_to_float && !std::is_floating_point_v<C>) {
+      if constexpr ((Def::input == InputRule::IntToFloat || Def::input == InputRule::FloatOnly) &&
+                    !std::is_floating_point_v<C>) {
         TALLY_INTERNAL_ASSERT(false, "integer input reached a float-only kernel");
       } else if constexpr (requires { Def::vec(kernels::Vec16f{}); }) {
         struct F {

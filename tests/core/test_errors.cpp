@@ -110,7 +110,7 @@ TEST(Errors, UnsupportedDtype) {
   msg = message_of<TypeError>([] { -ones({3}, kBool); });
   expect_contains(msg, "Negation, the `-` operator, on a bool tensor is not supported");
   msg = message_of<TypeError>([] { ones({2}, kBool) - ones({2}, kBool); });
-  expect_contains(msg, "Subtraction, the `-` operator, with two bool tensors is not supported");
+  expect_contains(msg, "Subtraction, the `-` operator, with a bool tensor is not supported");
   Tensor i = ones({2}, kInt64);
   msg = message_of<TypeError>([&] { i += ones({2}); });
   expect_contains(msg, "result type float32 can't be cast to the desired output type int64");

@@ -33,6 +33,7 @@ std::string Case::name() const {
     const InputSpec& in = inputs[i];
     os << (i ? ", " : "") << dtype_name(in.dtype) << shape_str(in.shape);
     if (in.layout != Layout::Contiguous) os << "/" << layout_name(in.layout);
+    if (in.domain != "normal" && in.domain != "mask") os << ":" << in.domain;
   }
   os << ")";
   if (!args.empty()) os << " " << args.dump();
@@ -44,7 +45,8 @@ nlohmann::json to_json(const Case& c, const std::string& id) {
   for (const InputSpec& in : c.inputs)
     inputs.push_back({{"shape", in.shape}, {"dtype", std::string(dtype_name(in.dtype))},
                       {"domain", in.domain}, {"layout", layout_name(in.layout)}});
-  return {{"id", id}, {"name", c.name()}, {"op", c.op}, {"args", c.args}, {"inputs", inputs}};
+  return {{"id", id}, {"name", c.name()}, {"op", c.op}, {"args", c.args}, {"inputs", inputs},
+          {"float32_reference", c.float32_reference}};
 }
 
 Tensor make_view(const Tensor& base, const InputSpec& spec) {

@@ -38,8 +38,12 @@ struct Case {
   std::vector<InputSpec> inputs;
   nlohmann::json args = nlohmann::json::object();
   bool accumulates = false;       ///< sums many terms: absolute tolerance scales with the result
-  /// A readable, stable identity: op, inputs (dtype[shape]/layout) and args. Used in messages
-  /// and in the known-failure list.
+  bool exact = false;             ///< only moves, picks or converts values: must match bit for bit
+  /// Compare with torch computed on float32 copies and rounded back to the half dtype, even
+  /// though torch has a half kernel: for ops whose torch half kernel rounds intermediates.
+  bool float32_reference = false;
+  /// A readable, stable identity: op, inputs (dtype[shape]/layout:domain) and args. Used in
+  /// messages, in the known-failure list and to seed the reference's random inputs.
   std::string name() const;
 };
 

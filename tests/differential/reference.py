@@ -6,14 +6,16 @@ For every case in CASES_JSON (written by the C++ harness, see case.h) this scrip
 tensor of each input from a generator seeded by the case's name, saves it as OUT_DIR/<id>_in<k>.npy,
 builds the same strided view tally will build (transposed, sliced with step 2, expanded), runs the
 operator in torch and saves each output as OUT_DIR/<id>_out<k>.npy. OUT_DIR/results.json maps each
-case id to {"status": "ok" | "upcast" | "error", "error": text, "outputs": [{"dtype": name}]}.
+case id to {"status": "ok" | "upcast" | "error" | "harness_error", "error": text,
+"outputs": [{"dtype": name}]}; "harness_error" means this script called torch wrongly.
 
 bfloat16 has no NumPy dtype: its arrays are stored as uint16 bit patterns; the dtype name in the
 case (inputs) or in results.json (outputs) says how to read them.
 
-"upcast": torch 1.13 has no CPU kernel for this op in float16 (or bfloat16), so the reference is
-the op computed on float32 copies of the inputs with the result rounded back to the half dtype,
-which is how tally defines arithmetic on half types.
+"upcast": torch 1.13 has no CPU kernel for this op in float16 (or bfloat16), or the case asks for
+"float32_reference" because torch's half kernel rounds intermediates; the reference is then the op
+computed on float32 copies of the inputs with the result rounded back to the half dtype, which is
+how tally defines arithmetic on half types.
 """
 
 import json
@@ -205,7 +207,7 @@ OPS = {
     "amin": reduction(lambda x, a: x.amin(), lambda x, d, a: x.amin(d, keepdim=a["keepdim"])),
     "any": reduction(lambda x, a: x.any(), lambda x, d, a: x.any(d, keepdim=a["keepdim"])),
     "all": reduction(lambda x, a: x.all(), lambda x, d, a: x.all(d, keepdim=a["keepdim"])),
-    "var": reduction(lambda x, a: torch.var(x, correction=a["correction"]),
+    "var": reduction(lambda x, a: torch.var(x, None, correction=a["correction"]),
                      lambda x, d, a: torch.var(x, d, correction=a["correction"], keepdim=a["keepdim"])),
     "argmax": reduction(lambda x, a: x.argmax(), lambda x, d, a: x.argmax(d, keepdim=a["keepdim"])),
     "argmin": reduction(lambda x, a: x.argmin(), lambda x, d, a: x.argmin(d, keepdim=a["keepdim"])),
@@ -256,14 +258,20 @@ def run_case(case, out_dir):
         bases.append(base)
         views.append(make_view(base, spec))
     fn, args = OPS[case["op"]], case["args"]
-    status = "ok"
+    status, half = "ok", None
     try:
-        outs = fn(views, bases, args)
+        if case["float32_reference"]:
+            half = next(t.dtype for t in views if t.dtype in HALF_TYPES)
+        else:
+            outs = fn(views, bases, args)
     except Exception as e:  # torch raises RuntimeError, TypeError, IndexError, ...
         error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        if "invalid combination of arguments" in error or "unexpected keyword" in error:
+            return {"status": "harness_error", "error": error}  # this script called torch wrongly
         half = upcast_dtype(views, error) if not case["op"].endswith("_") else None
         if half is None:
             return {"status": "error", "error": error}
+    if half is not None:
         up = [t.float() if t.dtype == half else t for t in views]
         outs = [o.to(half) if o.dtype == torch.float32 else o for o in fn(up, up, args)]
         status = "upcast"

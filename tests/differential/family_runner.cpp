@@ -1,0 +1,134 @@
+// A case passes when tally and torch agree on the outcome: both raise, or both return results
+// of the same dtype, shape and (within tolerance) values. An "upcast" reference (torch lacks the
+// half-precision CPU kernel) is compared the same way; it is float32 math rounded to the half type.
+
+#include "differential/family_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "differential/compare.h"
+#include "differential/known_failures.h"
+#include "differential/npy.h"
+#include "differential/ops_table.h"
+#include "differential/reference_run.h"
+
+namespace tally::difftest {
+namespace {
+
+// How NumPy describes the bytes reference.py stores for each dtype (bfloat16 as uint16 bits).
+std::string npy_descr(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::Float32: return "<f4";
+    case Dtype::Float64: return "<f8";
+    case Dtype::Float16: return "<f2";
+    case Dtype::BFloat16: return "<u2";
+    case Dtype::Int32: return "<i4";
+    case Dtype::Int64: return "<i8";
+    case Dtype::UInt8: return "|u1";
+    case Dtype::Bool: return "|b1";
+    default: return "?";
+  }
+}
+
+NpyArray load(const std::string& dir, const std::string& file, Dtype dtype) {
+  NpyArray a = read_npy(dir + "/" + file);
+  if (a.descr != npy_descr(dtype))
+    throw std::runtime_error(file + " holds " + a.descr + ", expected " + npy_descr(dtype) + " for " +
+                             std::string(dtype_name(dtype)));
+  return a;
+}
+
+// A fresh contiguous tally tensor with exactly the bytes torch's input had.
+Tensor to_tensor(const NpyArray& a, Dtype dtype) {
+  Tensor t = empty(a.shape, dtype);
+  std::memcpy(t.data_ptr(), a.bytes.data(), a.bytes.size());
+  return t;
+}
+
+// Why the case fails, or nullopt when tally agrees with torch.
+std::optional<std::string> check(const ReferencedCase& rc, const std::string& dir) {
+  const std::string status = rc.result.at("status");
+  if (status == "harness_error") return "reference.py called torch wrongly: " + rc.result.at("error").get<std::string>();
+  std::vector<Tensor> bases, views;
+  for (size_t k = 0; k < rc.c.inputs.size(); ++k) {
+    const InputSpec& spec = rc.c.inputs[k];
+    bases.push_back(to_tensor(load(dir, rc.id + "_in" + std::to_string(k) + ".npy", spec.dtype), spec.dtype));
+    views.push_back(make_view(bases.back(), spec));
+  }
+  std::vector<Tensor> outs;
+  try {
+    outs = run_tally_op(rc.c.op, views, bases, rc.c.args);
+  } catch (const Error& e) {
+    if (status == "error") return std::nullopt;
+    return "tally raised \"" + std::string(e.what()) + "\" but torch returned a result";
+  } catch (const std::exception& e) {
+    return "unexpected non-tally exception: " + std::string(e.what());
+  }
+  if (status == "error") {
+    std::string got = "tally returned a result";
+    if (!outs.empty()) got += " of dtype " + std::string(dtype_name(outs[0].dtype()));
+    return "torch raises \"" + rc.result.at("error").get<std::string>() + "\" but " + got;
+  }
+  const nlohmann::json& want = rc.result.at("outputs");
+  if (outs.size() != want.size())
+    return "tally returned " + std::to_string(outs.size()) + " outputs, torch " + std::to_string(want.size());
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const Dtype want_dtype = dtype_from_name(want[k].at("dtype"));
+    const NpyArray expected = load(dir, rc.id + "_out" + std::to_string(k) + ".npy", want_dtype);
+    if (auto why = compare(outs[k], expected, want_dtype, rc.c.accumulates, rc.c.exact))
+      return (outs.size() > 1 ? "output " + std::to_string(k) + ": " : "") + *why +
+             (status == "upcast" ? " [reference: float32 math rounded to the half type]" : "");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void run_family(const std::string& family) {
+  const ReferenceRun& run = reference_run();
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  const char* verbose_env = std::getenv("TALLY_DIFF_VERBOSE");
+  const bool verbose = verbose_env && std::string(verbose_env) == "1";
+  const std::vector<KnownFailure>& known = known_failures();
+  std::vector<int> matched(known.size(), 0), matched_failing(known.size(), 0);
+  int total = 0, passed = 0, raised = 0, upcast = 0, known_count = 0;
+  for (const ReferencedCase& rc : run.cases) {
+    if (rc.c.family != family) continue;
+    ++total;
+    std::optional<std::string> problem;
+    try {
+      problem = check(rc, run.dir);
+    } catch (const std::exception& e) {
+      problem = std::string("harness error: ") + e.what();
+    }
+    const std::string name = rc.c.name();
+    size_t entry = known.size();
+    for (size_t i = 0; i < known.size() && entry == known.size(); ++i)
+      if (std::regex_search(name, known[i].re)) entry = i;
+    if (entry < known.size()) ++matched[entry];
+    if (!problem) {
+      ++passed;
+      raised += rc.result.at("status") == "error";
+      upcast += rc.result.at("status") == "upcast";
+    } else if (entry < known.size()) {
+      ++known_count;
+      ++matched_failing[entry];
+      if (verbose) std::printf("[differential] known failure: %s\n    %s\n", name.c_str(), problem->c_str());
+    } else {
+      ADD_FAILURE() << name << "\n    " << *problem;
+    }
+  }
+  for (size_t i = 0; i < known.size(); ++i)
+    if (matched[i] > 0 && matched_failing[i] == 0)
+      std::printf("[differential] known failure /%s/ now passes in %s: remove it from known_failures.cpp\n",
+                  known[i].pattern.c_str(), family.c_str());
+  EXPECT_GT(total, 0) << "no cases for family " << family;
+  std::printf("[differential] %s: %d cases, %d passed (%d both raise, %d vs float32 reference), %d known failures\n",
+              family.c_str(), total, passed, raised, upcast, known_count);
+}
+
+}  // namespace tally::difftest

@@ -1,0 +1,12 @@
+#pragma once
+// Running one family's cases in tally and checking them against the reference results.
+
+#include <string>
+
+namespace tally::difftest {
+
+/// Runs every case of `family`, reports each unexpected mismatch as a GoogleTest failure naming
+/// the case, and prints a one-line summary.
+void run_family(const std::string& family);
+
+}  // namespace tally::difftest

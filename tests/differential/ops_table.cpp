@@ -1,0 +1,167 @@
+// One line per op: the same names as OPS in reference.py, calling tally's public API the way a
+// user would (free functions, methods and operators), so the operator overloads are covered too.
+
+#include "differential/ops_table.h"
+
+#include "differential/case.h"
+
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+namespace tally::difftest {
+namespace {
+
+using Json = nlohmann::json;
+using Outs = std::vector<Tensor>;
+using OpFn = std::function<Outs(std::vector<Tensor>& v, std::vector<Tensor>& b, const Json& a)>;
+
+// A JSON number or bool as a Scalar of the same kind (the kind drives type promotion).
+Scalar scalar(const Json& j) {
+  if (j.is_boolean()) return Scalar(j.get<bool>());
+  if (j.is_number_integer()) return Scalar(j.get<int64_t>());
+  return Scalar(j.get<double>());
+}
+
+std::optional<Scalar> optional_scalar(const Json& a, const char* key) {
+  if (!a.contains(key) || a[key].is_null()) return std::nullopt;
+  return scalar(a[key]);
+}
+
+Scalar alpha(const Json& a) { return a.contains("alpha") ? scalar(a["alpha"]) : Scalar(1); }
+bool keepdim(const Json& a) { return a.value("keepdim", false); }
+bool all_dims(const Json& a) { return !a.contains("dims") || a["dims"].is_null(); }
+
+// "dims" may be one int or a list.
+std::vector<int64_t> dims(const Json& a) {
+  if (a["dims"].is_number_integer()) return {a["dims"].get<int64_t>()};
+  return a["dims"].get<std::vector<int64_t>>();
+}
+
+// A reduction called with no dims (full) or with `dims`, for fns taking (x, dims, keepdim).
+template <class Fn>
+OpFn reduction(Fn fn) {
+  return [fn](auto& v, auto&, const Json& a) -> Outs {
+    return {all_dims(a) ? fn(v[0], std::vector<int64_t>{}, false) : fn(v[0], dims(a), keepdim(a))};
+  };
+}
+
+// argmax / argmin take one optional dim.
+template <class Fn>
+OpFn index_reduction(Fn fn) {
+  return [fn](auto& v, auto&, const Json& a) -> Outs {
+    if (all_dims(a)) return {fn(v[0], std::nullopt, false)};
+    return {fn(v[0], dims(a).at(0), keepdim(a))};
+  };
+}
+
+const std::map<std::string, OpFn>& table() {
+  static const std::map<std::string, OpFn> ops = {
+      // elementwise, tensor ∘ tensor
+      {"add", [](auto& v, auto&, const Json& a) -> Outs { return {add(v[0], v[1], alpha(a))}; }},
+      {"sub", [](auto& v, auto&, const Json& a) -> Outs { return {sub(v[0], v[1], alpha(a))}; }},
+      {"mul", [](auto& v, auto&, const Json&) -> Outs { return {v[0] * v[1]}; }},
+      {"div", [](auto& v, auto&, const Json&) -> Outs { return {v[0] / v[1]}; }},
+      {"pow", [](auto& v, auto&, const Json&) -> Outs { return {pow(v[0], v[1])}; }},
+      {"maximum", [](auto& v, auto&, const Json&) -> Outs { return {maximum(v[0], v[1])}; }},
+      {"minimum", [](auto& v, auto&, const Json&) -> Outs { return {minimum(v[0], v[1])}; }},
+      {"eq", [](auto& v, auto&, const Json&) -> Outs { return {v[0] == v[1]}; }},
+      {"ne", [](auto& v, auto&, const Json&) -> Outs { return {v[0] != v[1]}; }},
+      {"lt", [](auto& v, auto&, const Json&) -> Outs { return {v[0] < v[1]}; }},
+      {"le", [](auto& v, auto&, const Json&) -> Outs { return {v[0] <= v[1]}; }},
+      {"gt", [](auto& v, auto&, const Json&) -> Outs { return {v[0] > v[1]}; }},
+      {"ge", [](auto& v, auto&, const Json&) -> Outs { return {v[0] >= v[1]}; }},
+      // elementwise, tensor ∘ number and number ∘ tensor
+      {"add_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] + scalar(a["scalar"])}; }},
+      {"sub_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] - scalar(a["scalar"])}; }},
+      {"mul_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] * scalar(a["scalar"])}; }},
+      {"div_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] / scalar(a["scalar"])}; }},
+      {"scalar_add", [](auto& v, auto&, const Json& a) -> Outs { return {scalar(a["scalar"]) + v[0]}; }},
+      {"scalar_sub", [](auto& v, auto&, const Json& a) -> Outs { return {scalar(a["scalar"]) - v[0]}; }},
+      {"scalar_mul", [](auto& v, auto&, const Json& a) -> Outs { return {scalar(a["scalar"]) * v[0]}; }},
+      {"scalar_div", [](auto& v, auto&, const Json& a) -> Outs { return {scalar(a["scalar"]) / v[0]}; }},
+      {"pow_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].pow(scalar(a["scalar"]))}; }},
+      {"eq_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] == scalar(a["scalar"])}; }},
+      {"ne_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] != scalar(a["scalar"])}; }},
+      {"lt_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] < scalar(a["scalar"])}; }},
+      {"le_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] <= scalar(a["scalar"])}; }},
+      {"gt_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] > scalar(a["scalar"])}; }},
+      {"ge_scalar", [](auto& v, auto&, const Json& a) -> Outs { return {v[0] >= scalar(a["scalar"])}; }},
+      // in place: the written view and the base it belongs to
+      {"add_", [](auto& v, auto& b, const Json&) -> Outs { v[0].add_(v[1]); return {v[0], b[0]}; }},
+      {"sub_", [](auto& v, auto& b, const Json&) -> Outs { v[0].sub_(v[1]); return {v[0], b[0]}; }},
+      {"mul_", [](auto& v, auto& b, const Json&) -> Outs { v[0].mul_(v[1]); return {v[0], b[0]}; }},
+      {"div_", [](auto& v, auto& b, const Json&) -> Outs { v[0].div_(v[1]); return {v[0], b[0]}; }},
+      {"add_scalar_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].add_(scalar(a["scalar"])); return {v[0], b[0]}; }},
+      {"sub_scalar_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].sub_(scalar(a["scalar"])); return {v[0], b[0]}; }},
+      {"mul_scalar_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].mul_(scalar(a["scalar"])); return {v[0], b[0]}; }},
+      {"div_scalar_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].div_(scalar(a["scalar"])); return {v[0], b[0]}; }},
+      // unary
+      {"sqrt", [](auto& v, auto&, const Json&) -> Outs { return {sqrt(v[0])}; }},
+      {"rsqrt", [](auto& v, auto&, const Json&) -> Outs { return {rsqrt(v[0])}; }},
+      {"exp", [](auto& v, auto&, const Json&) -> Outs { return {exp(v[0])}; }},
+      {"log", [](auto& v, auto&, const Json&) -> Outs { return {log(v[0])}; }},
+      {"neg", [](auto& v, auto&, const Json&) -> Outs { return {-v[0]}; }},
+      {"abs", [](auto& v, auto&, const Json&) -> Outs { return {abs(v[0])}; }},
+      {"tanh", [](auto& v, auto&, const Json&) -> Outs { return {tanh(v[0])}; }},
+      {"sigmoid", [](auto& v, auto&, const Json&) -> Outs { return {sigmoid(v[0])}; }},
+      {"relu", [](auto& v, auto&, const Json&) -> Outs { return {relu(v[0])}; }},
+      {"gelu", [](auto& v, auto&, const Json& a) -> Outs { return {gelu(v[0], a["approximate"].get<std::string>())}; }},
+      {"silu", [](auto& v, auto&, const Json&) -> Outs { return {silu(v[0])}; }},
+      {"square", [](auto& v, auto&, const Json&) -> Outs { return {square(v[0])}; }},
+      // selection
+      {"clamp", [](auto& v, auto&, const Json& a) -> Outs { return {clamp(v[0], optional_scalar(a, "min"), optional_scalar(a, "max"))}; }},
+      {"where", [](auto& v, auto&, const Json&) -> Outs { return {where(v[0], v[1], v[2])}; }},
+      {"masked_fill", [](auto& v, auto&, const Json& a) -> Outs { return {masked_fill(v[0], v[1], scalar(a["value"]))}; }},
+      // reductions
+      {"sum", reduction([](const Tensor& x, IntArrayRef d, bool k) { return sum(x, d, k); })},
+      {"mean", reduction([](const Tensor& x, IntArrayRef d, bool k) { return mean(x, d, k); })},
+      {"prod", reduction([](const Tensor& x, IntArrayRef d, bool k) { return prod(x, d, k); })},
+      {"amax", reduction([](const Tensor& x, IntArrayRef d, bool k) { return amax(x, d, k); })},
+      {"amin", reduction([](const Tensor& x, IntArrayRef d, bool k) { return amin(x, d, k); })},
+      {"any", reduction([](const Tensor& x, IntArrayRef d, bool k) { return any(x, d, k); })},
+      {"all", reduction([](const Tensor& x, IntArrayRef d, bool k) { return all(x, d, k); })},
+      {"var", [](auto& v, auto&, const Json& a) -> Outs {
+         const int64_t c = a["correction"].get<int64_t>();
+         return {all_dims(a) ? var(v[0], {}, c, false) : var(v[0], dims(a), c, keepdim(a))};
+       }},
+      {"argmax", index_reduction([](const Tensor& x, std::optional<int64_t> d, bool k) { return argmax(x, d, k); })},
+      {"argmin", index_reduction([](const Tensor& x, std::optional<int64_t> d, bool k) { return argmin(x, d, k); })},
+      {"max", [](auto& v, auto&, const Json&) -> Outs { return {v[0].max()}; }},
+      {"min", [](auto& v, auto&, const Json&) -> Outs { return {v[0].min()}; }},
+      {"max_dim", [](auto& v, auto&, const Json& a) -> Outs {
+         auto [values, indices] = max(v[0], a["dim"].get<int64_t>(), keepdim(a));
+         return {values, indices};
+       }},
+      {"min_dim", [](auto& v, auto&, const Json& a) -> Outs {
+         auto [values, indices] = min(v[0], a["dim"].get<int64_t>(), keepdim(a));
+         return {values, indices};
+       }},
+      {"softmax", [](auto& v, auto&, const Json& a) -> Outs { return {softmax(v[0], a["dim"].get<int64_t>())}; }},
+      {"log_softmax", [](auto& v, auto&, const Json& a) -> Outs { return {log_softmax(v[0], a["dim"].get<int64_t>())}; }},
+      // structure
+      {"cat", [](auto& v, auto&, const Json& a) -> Outs { return {cat(v, a["dim"].get<int64_t>())}; }},
+      {"stack", [](auto& v, auto&, const Json& a) -> Outs { return {stack(v, a["dim"].get<int64_t>())}; }},
+      {"index_select", [](auto& v, auto&, const Json& a) -> Outs { return {index_select(v[0], a["dim"].get<int64_t>(), v[1])}; }},
+      {"matmul", [](auto& v, auto&, const Json&) -> Outs { return {matmul(v[0], v[1])}; }},
+      {"triu", [](auto& v, auto&, const Json& a) -> Outs { return {triu(v[0], a["diagonal"].get<int64_t>())}; }},
+      {"tril", [](auto& v, auto&, const Json& a) -> Outs { return {tril(v[0], a["diagonal"].get<int64_t>())}; }},
+      {"reshape", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].reshape(a["shape"].get<std::vector<int64_t>>())}; }},
+      {"flatten", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].flatten(a["start"].get<int64_t>(), a["end"].get<int64_t>())}; }},
+      {"permute", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].permute(a["dims"].get<std::vector<int64_t>>())}; }},
+      {"contiguous", [](auto& v, auto&, const Json&) -> Outs { return {v[0].contiguous()}; }},
+      {"to", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].to(dtype_from_name(a["dtype"].get<std::string>()))}; }},
+  };
+  return ops;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_tally_op(const std::string& op, std::vector<Tensor>& views, std::vector<Tensor>& bases,
+                                 const nlohmann::json& args) {
+  auto it = table().find(op);
+  if (it == table().end()) throw std::out_of_range("differential op table has no op '" + op + "'");
+  return it->second(views, bases, args);
+}
+
+}  // namespace tally::difftest

@@ -45,7 +45,7 @@ NpyArray load(const std::string& dir, const std::string& file, Dtype dtype) {
 // A fresh contiguous tally tensor with exactly the bytes torch's input had.
 Tensor to_tensor(const NpyArray& a, Dtype dtype) {
   Tensor t = empty(a.shape, dtype);
-  std::memcpy(t.data_ptr(), a.bytes.data(), a.bytes.size());
+  if (!a.bytes.empty()) std::memcpy(t.data_ptr(), a.bytes.data(), a.bytes.size());  // memcpy from null is UB
   return t;
 }
 

@@ -2,6 +2,7 @@
 // The umbrella header: everything a tally program uses.
 
 #include "tally/core/allocator.h"
+#include "tally/core/autograd_meta.h"
 #include "tally/core/generator.h"
 #include "tally/core/indexing.h"
 #include "tally/core/tensor.h"

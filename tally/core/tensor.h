@@ -131,6 +131,25 @@ class Tensor {
   /// Returns a new handle to the same data with no autograd history.
   Tensor detach() const;
 
+  // ---- autograd (tally/autograd) ----
+  /// Whether gradients flow to this tensor.
+  bool requires_grad() const;
+  /// Mark a leaf as needing gradients; returns *this.
+  Tensor& requires_grad_(bool requires_grad = true);
+  /// The accumulated gradient: populated on leaves, and on non-leaves after retain_grad(); else undefined.
+  const Tensor& grad() const;
+  /// Replace the accumulated gradient (an undefined tensor clears it, as optimizers' zero_grad(set_to_none) do).
+  void set_grad(const Tensor& grad);
+  /// Whether this tensor was created by the user rather than by an op that records history.
+  bool is_leaf() const;
+  /// The node that produced this tensor, or null for leaves.
+  std::shared_ptr<struct Node> grad_fn() const;
+  /// Keep .grad() for this non-leaf after backward.
+  void retain_grad();
+  /// Compute gradients of this tensor with respect to the leaves; `gradient` is required unless
+  /// this is a single-element tensor. The graph is freed unless retain_graph.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+
   // ---- copies and writes ----
   /// This tensor if contiguous, otherwise a contiguous copy.
   Tensor contiguous() const;

@@ -16,8 +16,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 
+#include "tally/core/autograd_meta.h"
 #include "tally/core/tensor.h"
 
 namespace tally::ops {
@@ -59,16 +63,119 @@ struct OpDepthGuard {
 };
 }  // namespace detail
 
-/// Run op `Op` on `args`: forward, then report its cost and time to the observer.
+/// What a backward rule receives besides the op's own arguments.
+struct BackwardContext {
+  const Tensor& grad;               ///< gradient of the op's output
+  const Tensor& out;                ///< the op's output (saved without history)
+  const std::vector<bool>& needs;   ///< per tensor input, in argument order: whether its gradient is wanted
+  /// Whether tensor input `i` needs a gradient (no work for gradients nobody needs).
+  bool needs_grad(size_t i) const { return i < needs.size() && needs[i]; }
+};
+
+namespace detail {
+
+/// How an argument is kept in a graph node: views of caller memory become owned copies.
+template <class T> struct stored { using type = std::decay_t<T>; };
+template <> struct stored<IntArrayRef> { using type = std::vector<int64_t>; };
+template <class T> using stored_t = typename stored<std::decay_t<T>>::type;
+template <class T> stored_t<T> store(const T& v) {
+  if constexpr (std::is_same_v<T, IntArrayRef>) return v.vec();
+  else return v;
+}
+
+/// The tensors among an op's arguments, in order (a TensorList contributes each element).
+template <class... Args>
+std::vector<const Tensor*> tensor_args(const Args&... args) {
+  std::vector<const Tensor*> out;
+  auto add = [&](const auto& a) {
+    using A = std::decay_t<decltype(a)>;
+    if constexpr (std::is_same_v<A, Tensor>) out.push_back(&a);
+    else if constexpr (std::is_same_v<A, TensorList>) for (const Tensor& t : a) out.push_back(&t);
+  };
+  (add(args), ...);
+  return out;
+}
+
+/// "softmax" -> "SoftmaxBackward0", PyTorch's naming of grad_fn.
+std::string backward_node_name(std::string_view op);
+
+/// A recorded call of Op: its arguments, output and the backward rule Op::backward.
+template <class Op, class... Stored>
+struct OpNode final : Node {
+  std::tuple<Stored...> args;
+  Tensor out;
+  std::vector<bool> needs;
+  std::string name() const override {
+    static const std::string n = backward_node_name(Op::name);
+    return n;
+  }
+  TensorList apply(const Tensor& grad_output) override {
+    BackwardContext ctx{grad_output, out, needs};
+    return std::apply([&](const auto&... a) { return Op::backward(ctx, a...); }, args);
+  }
+  void release() override {
+    args = {};
+    out = Tensor();
+    released = true;
+  }
+};
+
+/// Whether Op has a backward rule callable with these (stored) arguments.
+template <class Op, class... Args>
+concept Differentiable = requires(const BackwardContext& c, const stored_t<Args>&... a) {
+  { Op::backward(c, a...) } -> std::same_as<TensorList>;
+};
+
+/// Attach a node recording Op(args) -> out when some tensor argument requires grad.
+template <class Op, class... Args>
+void record_autograd(Tensor& out, const Args&... args) {
+  const std::vector<const Tensor*> inputs = tensor_args(args...);
+  std::vector<bool> needs(inputs.size());
+  bool any = false;
+  for (size_t i = 0; i < inputs.size(); ++i) any |= (needs[i] = inputs[i]->defined() && inputs[i]->requires_grad());
+  if (!any) return;
+  auto node = std::make_shared<OpNode<Op, stored_t<Args>...>>();
+  node->args = std::tuple<stored_t<Args>...>(store(args)...);
+  node->out = out.detach();  // saved without history: the node must not own itself
+  node->needs = std::move(needs);
+  node->sequence_nr = autograd::next_sequence_nr();
+  for (const Tensor* t : inputs) node->next_edges.push_back(autograd::gradient_edge(*t));
+  auto meta = std::make_shared<AutogradMeta>();
+  meta->requires_grad = true;
+  meta->grad_fn = std::move(node);
+  out.impl().autograd = std::move(meta);
+}
+
+/// In-place ops cannot be recorded: refuse them on tensors that take part in a graph.
+template <class... Args>
+void check_inplace_allowed(std::string_view op, const Tensor& self, const Args&...) {
+  if (!GradMode::is_enabled() || !self.requires_grad()) return;
+  TALLY_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation (", op,
+              "). Wrap the update in tally::NoGradGuard.");
+  throw NotImplementedError(::tally::detail::str_cat("in-place ", op, " on a tensor that is part of an autograd graph is not supported; use the out-of-place op"));
+}
+
+}  // namespace detail
+
+/// Run op `Op` on `args`: forward; then, for a top-level call, report its cost and time to the
+/// observer and attach its backward node when an input requires grad.
 template <class Op, class... Args>
 auto apply(const Args&... args) {
-  const bool observed = detail::tls_observer != nullptr && detail::tls_op_depth == 0;
+  const bool top_level = detail::tls_op_depth == 0;
+  if constexpr (requires { Op::inplace; }) {
+    if (top_level) detail::check_inplace_allowed(Op::name, args...);
+  }
   detail::OpDepthGuard guard;
-  if (!observed) return Op::forward(args...);
-  auto start = std::chrono::steady_clock::now();
+  const bool observed = top_level && detail::tls_observer != nullptr;
+  auto start = observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   auto out = Op::forward(args...);
-  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  detail::tls_observer->on_op(Op::name, Op::cost(out, args...), took.count());
+  if (observed) {
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    detail::tls_observer->on_op(Op::name, Op::cost(out, args...), took.count());
+  }
+  if constexpr (detail::Differentiable<Op, Args...>) {
+    if (top_level && GradMode::is_enabled()) detail::record_autograd<Op>(out, args...);
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
+#include "tally/ops/reduce.h"
 
 namespace tally {
 
@@ -49,12 +50,17 @@ struct AddDef {
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) { return static_cast<C>(a + b); }
+  // d(a+b) = da + db
+  static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
+  static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
 };
 struct SubDef {
   static constexpr std::string_view name = "sub";
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) { return static_cast<C>(a - b); }
+  static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
+  static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return -g; }
 };
 struct MulDef {
   static constexpr std::string_view name = "mul";
@@ -64,12 +70,17 @@ struct MulDef {
     if constexpr (std::is_same_v<C, bool>) return a && b;
     else return static_cast<C>(a * b);
   }
+  static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor& b, const Tensor&) { return g * b; }
+  static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor&, const Tensor&) { return g * a; }
 };
 struct DivDef {
   static constexpr std::string_view name = "div";
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::PromoteToFloat;
   template <class C> static C f(C a, C b) { return a / b; }
+  static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor& b, const Tensor&) { return g / b; }
+  // d(a/b)/db = -a/b² = -out/b
+  static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor& b, const Tensor& out) { return -(g * out / b); }
 };
 struct PowDef {
   static constexpr std::string_view name = "pow";
@@ -89,6 +100,9 @@ struct PowDef {
       return std::pow(a, b);
     }
   }
+  // d(a^b)/da = b·a^(b-1); d(a^b)/db = a^b·ln a
+  static Tensor grad_a(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return g * b * pow(a, b - 1); }
+  static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor&, const Tensor& out) { return g * out * log(a); }
 };
 struct MaximumDef {
   static constexpr std::string_view name = "maximum";
@@ -100,6 +114,12 @@ struct MaximumDef {
     }
     return a > b ? a : b;
   }
+  // The larger input takes the gradient; a tie splits it evenly (PyTorch's rule).
+  static Tensor grad_a(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return tie_split(g, a, b); }
+  static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return tie_split(g, b, a); }
+  static Tensor tie_split(const Tensor& g, const Tensor& self, const Tensor& other) {
+    return where(self == other, g / 2, g).masked_fill(self < other, 0);
+  }
 };
 struct MinimumDef {
   static constexpr std::string_view name = "minimum";
@@ -110,6 +130,11 @@ struct MinimumDef {
       if (std::isnan(a) || std::isnan(b)) return a + b;
     }
     return a < b ? a : b;
+  }
+  static Tensor grad_a(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return tie_split(g, a, b); }
+  static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return tie_split(g, b, a); }
+  static Tensor tie_split(const Tensor& g, const Tensor& self, const Tensor& other) {
+    return where(self == other, g / 2, g).masked_fill(self > other, 0);
   }
 };
 
@@ -183,12 +208,22 @@ struct Binary {
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b) {
     return ops::elementwise_cost(out, {&a, &b}, Def::flops);
   }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& a, const Tensor& b)
+    requires requires { &Def::grad_a; }
+  {
+    TensorList grads(2);
+    // Each gradient is reduced over the dims its input was broadcast along, in the input's dtype.
+    if (c.needs_grad(0)) grads[0] = sum_to_size(Def::grad_a(c.grad, a, b, c.out), a.sizes()).to(a.dtype());
+    if (c.needs_grad(1)) grads[1] = sum_to_size(Def::grad_b(c.grad, a, b, c.out), b.sizes()).to(b.dtype());
+    return grads;
+  }
 };
 
 /// In-place form: self = Def(self, other), self keeps its shape and dtype.
 template <class Def>
 struct BinaryInplace {
   static constexpr std::string_view name = Def::name;
+  static constexpr bool inplace = true;
   static Tensor forward(const Tensor& self, const Tensor& other) {
     const Dtype common = compute_dtype<Def>(result_type(self, other));
     check_operands<Def>(self, other, common);

@@ -36,6 +36,7 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
 
 struct Copy {
   static constexpr std::string_view name = "copy_";
+  static constexpr bool inplace = true;
   static Tensor forward(const Tensor& dst, const Tensor& src) {
     geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
     Tensor s = src;
@@ -55,6 +56,7 @@ struct Copy {
 
 struct Fill {
   static constexpr std::string_view name = "fill_";
+  static constexpr bool inplace = true;
   static Tensor forward(const Tensor& dst, Scalar value) {
     if (dst.numel() == 0) return dst;
     dispatch(dst.dtype(), "fill_", [&]<class T>() {
@@ -78,6 +80,8 @@ struct Clone {
     return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Dtype) { return {0, x.nbytes(), out.nbytes()}; }
+  // A copy (or dtype conversion) passes the gradient through, converted back to x's dtype.
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Dtype) { return {c.grad.to(x.dtype())}; }
 };
 
 }  // namespace

@@ -44,6 +44,7 @@ Tensor sigmoid(const Tensor& x);  ///< 1/(1+e⁻ˣ)
 Tensor relu(const Tensor& x);     ///< max(x, 0)
 Tensor silu(const Tensor& x);     ///< x·sigmoid(x)
 Tensor square(const Tensor& x);   ///< x²
+Tensor erf(const Tensor& x);      ///< the error function
 /// GELU: "none" is x·Φ(x) with erf, "tanh" the tanh approximation (torch.nn.functional.gelu).
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 /// Upper triangle (elements with col - row >= diagonal), zeros elsewhere, over the last two dims.

@@ -46,6 +46,18 @@ struct Cat {
     for (const Tensor& t : tensors) c.bytes_read += t.nbytes();
     return c;
   }
+  // Each input gets its slice of the gradient.
+  static TensorList backward(const ops::BackwardContext& c, const TensorList& tensors, int64_t dim) {
+    dim = maybe_wrap_dim(dim, c.grad.dim());
+    TensorList grads(tensors.size());
+    int64_t offset = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const int64_t n = tensors[i].size(dim);
+      if (c.needs_grad(i)) grads[i] = c.grad.narrow(dim, offset, n).to(tensors[i].dtype());
+      offset += n;
+    }
+    return grads;
+  }
 };
 
 struct IndexSelect {
@@ -86,6 +98,45 @@ struct IndexSelect {
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index) {
     return {0, out.nbytes() + index.nbytes(), out.nbytes()};
   }
+  // The gathered rows' gradients are added back at their indices (repeated indices accumulate).
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, const Tensor& index) {
+    return {index_add(zeros(x.sizes(), c.grad.dtype()), dim, index, c.grad), Tensor()};
+  }
+};
+
+struct IndexAdd {
+  static constexpr std::string_view name = "index_add";
+  static Tensor forward(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
+    TALLY_CHECK_TYPE_ERROR(index.dtype() == kInt64 || index.dtype() == kInt32,
+                           "index_add_(): Expected dtype int32/int64 for index but got: ", dtype_name(index.dtype()));
+    TALLY_CHECK_TYPE_ERROR(x.dtype() == source.dtype(), "index_add_(): self (", dtype_name(x.dtype()), ") and source (",
+                           dtype_name(source.dtype()), ") must have the same scalar type");
+    dim = maybe_wrap_dim(dim, x.dim());
+    Tensor idx = index.to(kInt64).contiguous().reshape({-1});
+    std::vector<int64_t> expected = x.sizes().vec();
+    expected[dim] = idx.numel();
+    TALLY_CHECK(source.sizes() == IntArrayRef(expected), "index_add_(): source of shape ", source.sizes(), " does not match ",
+                IntArrayRef(expected), " (self ", x.sizes(), " with ", idx.numel(), " indices along dim ", dim, ")");
+    Tensor out = x.clone();
+    const int64_t n = x.size(dim);
+    const int64_t* ids = idx.data_ptr<int64_t>();
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      TALLY_CHECK_INDEX(ids[i] >= -n && ids[i] < n, "index_add_(): index ", ids[i], " is out of bounds for dimension ", dim,
+                        " with size ", n);
+      Tensor row = out.select(dim, ids[i] < 0 ? ids[i] + n : ids[i]);
+      row.add_(source.select(dim, i));
+    }
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index, const Tensor& source) {
+    return {source.numel(), x.nbytes() + source.nbytes() + index.nbytes(), out.nbytes()};
+  }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor&, int64_t dim, const Tensor& index, const Tensor&) {
+    TensorList grads(3);
+    if (c.needs_grad(0)) grads[0] = c.grad;
+    if (c.needs_grad(2)) grads[2] = index_select(c.grad, dim, index);
+    return grads;
+  }
 };
 
 }  // namespace
@@ -105,6 +156,9 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return ops::apply<IndexSelect>(x, dim, index); }
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
+  return ops::apply<IndexAdd>(x, dim, index, source);
+}
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   TALLY_CHECK(weight.dim() == 2, "embedding: weight must be 2-D, got ", weight.sizes());

@@ -11,6 +11,8 @@ Tensor cat(const TensorList& tensors, int64_t dim = 0);
 Tensor stack(const TensorList& tensors, int64_t dim = 0);
 /// The entries of x at `index` (1-D int32/int64) along `dim`.
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/// A copy of x with source's slices added at `index` along `dim` (repeats accumulate).
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source);
 /// Rows of `weight` for each id in `indices` (any shape): out[..., :] = weight[indices[...], :].
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 

@@ -6,6 +6,7 @@
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
+#include "tally/ops/reduce.h"
 
 namespace tally {
 
@@ -66,6 +67,20 @@ struct Matmul {
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b) {
     const int64_t k = a.size(-1);
     return {2 * out.numel() * k, a.nbytes() + b.nbytes(), out.nbytes()};
+  }
+  // C = A·B: dA = dC·Bᵀ, dB = Aᵀ·dC — two matmuls, so backward costs twice the forward's FLOPs
+  // (the lecture's 2 : 4 rule); each is skipped when its input needs no gradient.
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& a, const Tensor& b) {
+    Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+    Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+    std::vector<int64_t> out_sizes = c.grad.sizes().vec();  // the product's shape with the vector dims restored
+    if (a.dim() == 1) out_sizes.insert(out_sizes.end() - (b.dim() == 1 ? 0 : 1), 1);
+    if (b.dim() == 1) out_sizes.push_back(1);
+    Tensor g = c.grad.reshape(out_sizes);
+    TensorList grads(2);
+    if (c.needs_grad(0)) grads[0] = sum_to_size(matmul(g, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes());
+    if (c.needs_grad(1)) grads[1] = sum_to_size(matmul(a2.transpose(-1, -2), g), b2.sizes()).reshape(b.sizes());
+    return grads;
   }
 };
 

@@ -51,6 +51,7 @@ void fill_with(Tensor& t, Generator* gen, F value_at) {
 
 struct RandomFill {
   static constexpr std::string_view name = "random_";
+  static constexpr bool inplace = true;
   template <class F>
   static Tensor forward(const Tensor& t, Generator* gen, const F& value_at) {
     Tensor out = t;
@@ -89,16 +90,19 @@ Tensor randint(int64_t high, IntArrayRef sizes, Dtype dtype, Generator* gen) { r
 namespace nn::init {
 
 Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
+  NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
   random_fill(t, gen, [=](const Generator& g, uint64_t c) { return mean + std * normal_at(g, c); });
   return t;
 }
 
 Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
+  NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
   random_fill(t, gen, [=](const Generator& g, uint64_t c) { return a + (b - a) * uniform01(g.bits(c)); });
   return t;
 }
 
 Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Generator* gen) {
+  NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
   TALLY_CHECK(std > 0 && a < b, "trunc_normal_: need std > 0 and a < b, got std=", std, ", a=", a, ", b=", b);
   // Inverse-CDF sampling, as PyTorch does: uniform between the CDF values of the (absolute)
   // bounds, mapped back through the normal's inverse CDF; exact for any bounds.

@@ -129,29 +129,41 @@ template <class T> using widened_int_t = std::conditional_t<std::is_integral_v<T
 /// any/all give bool, except on uint8 (PyTorch keeps uint8 there).
 template <class T> using logical_out_t = std::conditional_t<std::is_same_v<T, uint8_t>, uint8_t, bool>;
 
+/// amax/amin send the gradient to the extreme elements, split evenly among ties (PyTorch's rule).
+Tensor split_among_ties(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) {
+  Tensor hit = (x == out).to(g.dtype());
+  return g * hit / sum(hit, dims, true);
+}
+
 struct SumDef {
   static constexpr std::string_view name = "sum";
   template <class T> using Fold = SumFold<T>;
   template <class T> using Out = widened_int_t<T>;
   static constexpr Output output = Output::Value;
+  // Every summed element receives the result's gradient.
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor&, IntArrayRef) { return g; }
 };
 struct ProdDef {
   static constexpr std::string_view name = "prod";
   template <class T> using Fold = ProdFold<T>;
   template <class T> using Out = widened_int_t<T>;
   static constexpr Output output = Output::Value;
+  // d Πx / dx_i = Π / x_i (inputs are assumed nonzero: a zero makes this NaN; see the closing note)
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef) { return g * out / x; }
 };
 struct AmaxDef {
   static constexpr std::string_view name = "amax";
   template <class T> using Fold = ExtremeFold<T, true>;
   template <class T> using Out = T;
   static constexpr Output output = Output::Value;
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) { return split_among_ties(g, x, out, dims); }
 };
 struct AminDef {
   static constexpr std::string_view name = "amin";
   template <class T> using Fold = ExtremeFold<T, false>;
   template <class T> using Out = T;
   static constexpr Output output = Output::Value;
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) { return split_among_ties(g, x, out, dims); }
 };
 struct ArgmaxDef {
   static constexpr std::string_view name = "argmax";
@@ -259,6 +271,23 @@ struct Reduce {
   static ops::Cost cost(const Tensor& out, const Tensor& x, IntArrayRef, bool, Dtype) {
     return {x.numel(), x.nbytes(), out.nbytes()};
   }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, IntArrayRef dims, bool keepdim, Dtype)
+    requires requires { &Def::grad; }
+  {
+    // Put the reduced dims back as size 1, then broadcast over them.
+    const auto mask = reduced_mask(x, dims, Def::name);
+    Tensor g = c.grad, out = c.out;
+    std::vector<int64_t> reduced;
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (!mask[d]) continue;
+      reduced.push_back(d);
+      if (!keepdim) {
+        g = g.unsqueeze(d);
+        out = out.unsqueeze(d);
+      }
+    }
+    return {Def::grad(g.expand(x.sizes()), x, out.expand(x.sizes()), reduced).to(x.dtype())};
+  }
 };
 
 template <class Def>
@@ -313,6 +342,20 @@ Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
   Tensor ss = sum(square(centered), dims, keepdim);
   const int64_t n = x.numel() / std::max<int64_t>(ss.numel(), 1);
   return ss / static_cast<double>(std::max<int64_t>(n - correction, 0));
+}
+
+Tensor sum_to_size(const Tensor& x, IntArrayRef sizes) {
+  if (x.sizes() == sizes) return x;
+  const int64_t lead = x.dim() - static_cast<int64_t>(sizes.size());
+  TALLY_CHECK(lead >= 0, "sum_to_size: size ", sizes, " is not expandable to size ", x.sizes());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < lead) dims.push_back(d);
+    else if (sizes[d - lead] == 1 && x.size(d) != 1) dims.push_back(d);
+    else TALLY_CHECK(sizes[d - lead] == x.size(d), "sum_to_size: size ", sizes, " is not expandable to size ", x.sizes());
+  }
+  Tensor s = dims.empty() ? x : sum(x, dims, true);
+  return s.view(sizes);
 }
 
 Tensor Tensor::sum() const { return tally::sum(*this); }

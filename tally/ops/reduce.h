@@ -32,6 +32,9 @@ std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = fals
 Tensor any(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 /// Whether every element is nonzero, over `dims` (all when empty).
 Tensor all(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+/// Sum `x` down to `sizes` over the dims it was broadcast along (Tensor.sum_to_size): how a
+/// gradient returns to an operand that was broadcast.
+Tensor sum_to_size(const Tensor& x, IntArrayRef sizes);
 /// Variance over `dims` (all when empty) with Bessel's `correction` (1 = unbiased).
 Tensor var(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
 

@@ -13,6 +13,8 @@
 #include "tally/kernels/cpu/vec_math.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+#include "tally/ops/reduce.h"
 
 namespace tally {
 
@@ -108,6 +110,11 @@ struct Softmax {
     return out.transpose(dim, -1).contiguous();
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {5 * x.numel(), x.nbytes(), out.nbytes()}; }
+  // softmax: dx = y·(g - Σ g·y); log_softmax: dx = g - softmax(x)·Σ g
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, bool log) {
+    if (log) return {c.grad - exp(c.out) * sum(c.grad, {dim}, true)};
+    return {c.out * (c.grad - sum(c.grad * c.out, {dim}, true))};
+  }
 };
 
 }  // namespace

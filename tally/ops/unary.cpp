@@ -6,6 +6,7 @@
 
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
+#include "tally/ops/reduce.h"
 
 namespace tally {
 
@@ -28,6 +29,7 @@ struct NegDef {
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::Negatable;
   template <class C> static C f(C x) { return static_cast<C>(-x); }
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor&) { return -g; }
 };
 struct AbsDef {
   static constexpr std::string_view name = "abs";
@@ -37,18 +39,23 @@ struct AbsDef {
     if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>) return x;
     else return x < 0 ? static_cast<C>(-x) : x;
   }
+  // d|x| = sign(x), 0 at 0 as in PyTorch
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * ((x > 0).to(g.dtype()) - (x < 0).to(g.dtype())); }
 };
 struct SqrtDef {
   static constexpr std::string_view name = "sqrt";
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::sqrt(x); }
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g / (2 * out); }
 };
 struct RsqrtDef {
   static constexpr std::string_view name = "rsqrt";
   static constexpr int64_t flops = 2;  // sqrt, reciprocal
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return C(1) / std::sqrt(x); }
+  // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 out³
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out * out * out * -0.5; }
 };
 struct ExpDef {
   static constexpr std::string_view name = "exp";
@@ -56,18 +63,21 @@ struct ExpDef {
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::exp(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::exp(x); }
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out; }
 };
 struct LogDef {
   static constexpr std::string_view name = "log";
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::log(x); }
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / x; }
 };
 struct TanhDef {
   static constexpr std::string_view name = "tanh";
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::tanh(x); }
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (1 - out * out); }
 };
 struct SigmoidDef {
   static constexpr std::string_view name = "sigmoid";
@@ -78,6 +88,7 @@ struct SigmoidDef {
     using namespace kernels;
     return div(splat(1.0f), add(splat(1.0f), kernels::exp(sub(splat(0.0f), x))));
   }
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out * (1 - out); }
 };
 struct SiluDef {
   static constexpr std::string_view name = "silu";
@@ -85,6 +96,19 @@ struct SiluDef {
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return x * sigmoid_of(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, SigmoidDef::vec(x)); }
+  // d x·s(x) = s + x·s·(1 - s)
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) {
+    Tensor sg = sigmoid(x);
+    return g * (sg + x * sg * (1 - sg));
+  }
+};
+struct ErfDef {
+  static constexpr std::string_view name = "erf";
+  static constexpr int64_t flops = 1;
+  static constexpr InputRule input = InputRule::IntToFloat;
+  template <class C> static C f(C x) { return std::erf(x); }
+  // d erf(x) = 2/√π · e^(-x²)
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * exp(-(x * x)) * 1.1283791670955126; }
 };
 struct ReluDef {
   static constexpr std::string_view name = "relu";
@@ -96,18 +120,27 @@ struct ReluDef {
     }
     return x > C(0) ? x : C(0);
   }
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * (x > 0).to(g.dtype()); }
 };
 struct SquareDef {
   static constexpr std::string_view name = "square";
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::BoolToLong;
   template <class C> static C f(C x) { return static_cast<C>(x * x); }
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * 2 * x; }
 };
 struct GeluErfDef {
   static constexpr std::string_view name = "gelu";
   static constexpr int64_t flops = 5;  // x/√2, erf, +1, ×x, ×0.5
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); }
+  // d x·Φ(x) = Φ(x) + x·φ(x)
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) {
+    Tensor cdf = 0.5 * (1 + erf(x * M_SQRT1_2));
+    Tensor pdf = exp(-0.5 * x * x) * 0.3989422804014327;
+    return g * (cdf + x * pdf);
+  }
+
 };
 struct GeluTanhDef {
   static constexpr std::string_view name = "gelu";
@@ -116,6 +149,11 @@ struct GeluTanhDef {
   template <class C> static C f(C x) {
     const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
     return C(0.5) * x * (C(1) + std::tanh(inner));
+  }
+  // d ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): ½(1 + tanh u) + ½x(1 - tanh² u)·√(2/π)(1 + 3·0.044715x²)
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) {
+    Tensor t = tanh((x + x * x * x * 0.044715) * 0.7978845608028654);
+    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + x * x * (3 * 0.044715)));
   }
 };
 
@@ -168,6 +206,7 @@ struct Unary {
     return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x) { return ops::elementwise_cost(out, {&x}, Def::flops); }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x) { return {Def::grad(c.grad, x, c.out)}; }
 };
 
 /// x ** exponent for a number exponent; the common exponents get exact fast forms.
@@ -207,6 +246,12 @@ struct PowScalar {
     return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Scalar) { return ops::elementwise_cost(out, {&x}, 1); }
+  // d x^e = e·x^(e-1)
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Scalar exponent) {
+    const double e = exponent.to_double();
+    if (e == 0.0) return {zeros_like(x)};
+    return {c.grad * e * pow(x, e - 1)};
+  }
 };
 
 struct Clamp {
@@ -238,6 +283,13 @@ struct Clamp {
   static ops::Cost cost(const Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
     return ops::elementwise_cost(out, {&x}, int64_t{lo.has_value()} + int64_t{hi.has_value()});
   }
+  // The gradient passes where x was inside [min, max] (bounds included, as in PyTorch).
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    Tensor pass = ones_like(x, kBool);
+    if (lo) pass = where(x >= *lo, pass, zeros_like(pass));
+    if (hi) pass = where(x <= *hi, pass, zeros_like(pass));
+    return {c.grad * pass.to(c.grad.dtype())};
+  }
 };
 
 struct Where {
@@ -258,6 +310,14 @@ struct Where {
   }
   static ops::Cost cost(const Tensor& out, const Tensor& c, const Tensor& a, const Tensor& b) {
     return ops::elementwise_cost(out, {&c, &a, &b}, 0);
+  }
+  // Each branch gets the gradient where it was chosen, reduced to its own shape.
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& cond, const Tensor& a, const Tensor& b) {
+    TensorList grads(3);
+    Tensor zero = zeros({}, c.grad.dtype());
+    if (c.needs_grad(1)) grads[1] = sum_to_size(where(cond, c.grad, zero), a.sizes()).to(a.dtype());
+    if (c.needs_grad(2)) grads[2] = sum_to_size(where(cond, zero, c.grad), b.sizes()).to(b.dtype());
+    return grads;
   }
 };
 
@@ -282,6 +342,9 @@ struct Triangle {
     return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {0, x.nbytes(), out.nbytes()}; }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor&, int64_t diagonal, bool upper) {
+    return {upper ? triu(c.grad, diagonal) : tril(c.grad, diagonal)};
+  }
 };
 
 }  // namespace
@@ -297,6 +360,7 @@ Tensor sigmoid(const Tensor& x) { return ops::apply<Unary<SigmoidDef>>(x); }
 Tensor relu(const Tensor& x) { return ops::apply<Unary<ReluDef>>(x); }
 Tensor silu(const Tensor& x) { return ops::apply<Unary<SiluDef>>(x); }
 Tensor square(const Tensor& x) { return ops::apply<Unary<SquareDef>>(x); }
+Tensor erf(const Tensor& x) { return ops::apply<Unary<ErfDef>>(x); }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   if (approximate == "none") return ops::apply<Unary<GeluErfDef>>(x);
   TALLY_CHECK(approximate == "tanh", "approximate argument must be either none or tanh, got '", approximate, "'");

@@ -6,6 +6,8 @@
 
 #include "tally/core/geometry.h"
 #include "tally/ops/apply.h"
+#include "tally/ops/creation.h"
+#include "tally/ops/reduce.h"
 
 namespace tally {
 
@@ -40,6 +42,7 @@ struct View : ViewCost {
                 x.sizes(), ", strides ", x.strides(), ", requested ", sizes, ")");
     return make_view(x, std::move(shape), std::move(*strides), x.storage_offset());
   }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, IntArrayRef) { return {c.grad.reshape(x.sizes())}; }
 };
 
 struct AsStrided : ViewCost {
@@ -82,6 +85,12 @@ struct Permute : ViewCost {
     }
     return make_view(x, std::move(sizes), std::move(strides), x.storage_offset());
   }
+  // The inverse permutation carries the gradient back.
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, IntArrayRef dims) {
+    std::vector<int64_t> inverse(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) inverse[static_cast<size_t>(maybe_wrap_dim(dims[i], x.dim(), false))] = static_cast<int64_t>(i);
+    return {c.grad.permute(inverse)};
+  }
 };
 
 struct Expand : ViewCost {
@@ -111,6 +120,8 @@ struct Expand : ViewCost {
     }
     return make_view(x, std::move(out_sizes), std::move(out_strides), x.storage_offset());
   }
+  // Every broadcast copy sends its gradient back to the one element it read.
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, IntArrayRef) { return {sum_to_size(c.grad, x.sizes())}; }
 };
 
 struct Slice : ViewCost {
@@ -130,6 +141,12 @@ struct Slice : ViewCost {
     strides[dim] *= step;
     return make_view(x, std::move(sizes), std::move(strides), x.storage_offset() + s * x.strides()[dim]);
   }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, std::optional<int64_t> start,
+                             std::optional<int64_t> end, int64_t step) {
+    Tensor g = zeros(x.sizes(), c.grad.dtype());
+    g.slice(dim, start, end, step).copy_(c.grad);
+    return {g};
+  }
 };
 
 struct Select : ViewCost {
@@ -146,6 +163,11 @@ struct Select : ViewCost {
     strides.erase(strides.begin() + dim);
     return make_view(x, std::move(sizes), std::move(strides), offset);
   }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, int64_t index) {
+    Tensor g = zeros(x.sizes(), c.grad.dtype());
+    g.select(dim, index).copy_(c.grad);
+    return {g};
+  }
 };
 
 struct Unsqueeze : ViewCost {
@@ -158,6 +180,7 @@ struct Unsqueeze : ViewCost {
     strides.insert(strides.begin() + dim, stride);
     return make_view(x, std::move(sizes), std::move(strides), x.storage_offset());
   }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t) { return {c.grad.reshape(x.sizes())}; }
 };
 
 struct Squeeze : ViewCost {
@@ -175,6 +198,9 @@ struct Squeeze : ViewCost {
       }
     }
     return make_view(x, std::move(sizes), std::move(strides), x.storage_offset());
+  }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, std::optional<int64_t>) {
+    return {c.grad.reshape(x.sizes())};
   }
 };
 

@@ -1,0 +1,140 @@
+// The backward engine: walk the graph from the root in dependency order, sum the gradients
+// arriving at each node, run its rule, and free the graph unless asked to keep it.
+
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tally/core/autograd_meta.h"
+#include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+
+namespace tally {
+
+namespace {
+
+constexpr const char* kFreedGraphMessage =
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
+    "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
+    "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
+    "saved tensors after calling backward.";
+
+/// Number of graph edges into each node reachable from root.
+std::unordered_map<Node*, int> count_dependencies(Node* root) {
+  std::unordered_map<Node*, int> deps;
+  std::unordered_set<Node*> seen{root};
+  std::vector<Node*> stack{root};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.node) continue;
+      deps[e.node.get()]++;
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    }
+  }
+  return deps;
+}
+
+void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
+  std::shared_ptr<Node> root_node = autograd::gradient_edge(root).node;
+  auto deps = count_dependencies(root_node.get());
+  std::unordered_map<Node*, Tensor> pending;  // gradient summed so far for each node's output
+  pending[root_node.get()] = root_grad;
+  // Ready nodes, latest-created first (as PyTorch orders them).
+  auto later = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) { return a->sequence_nr < b->sequence_nr; };
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later)> ready(later);
+  ready.push(root_node);
+  NoGradGuard no_grad;
+  autograd::BackwardPhaseGuard phase;
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = ready.top();
+    ready.pop();
+    Tensor grad = std::move(pending[node.get()]);
+    pending.erase(node.get());
+    TALLY_CHECK(!node->released, kFreedGraphMessage);
+    if (auto retained = node->retained_output.lock()) {
+      retained->grad = retained->grad.defined() ? retained->grad + grad : grad.clone();
+    }
+    TensorList grads = node->apply(grad);
+    if (!retain_graph) node->release();
+    for (size_t i = 0; i < node->next_edges.size(); ++i) {
+      const Edge& e = node->next_edges[i];
+      if (!e.node) continue;
+      if (i < grads.size() && grads[i].defined()) {
+        Tensor& slot = pending[e.node.get()];
+        slot = slot.defined() ? slot + grads[i] : grads[i];
+      }
+      if (--deps[e.node.get()] == 0) {
+        if (pending.count(e.node.get())) ready.push(e.node);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool Tensor::requires_grad() const { return impl().autograd && impl().autograd->requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  auto& meta = impl().autograd;
+  if (!requires_grad) {
+    TALLY_CHECK(!meta || !meta->grad_fn, "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+    if (meta) meta->requires_grad = false;
+    return *this;
+  }
+  TALLY_CHECK_TYPE_ERROR(is_floating_point(), "only Tensors of floating point dtype can require gradients (got ",
+                         dtype_name(dtype()), ")");
+  if (!meta) meta = std::make_shared<AutogradMeta>();
+  meta->requires_grad = true;
+  return *this;
+}
+
+const Tensor& Tensor::grad() const {
+  static const Tensor undefined;
+  const auto& meta = impl().autograd;
+  return meta ? meta->grad : undefined;
+}
+
+void Tensor::set_grad(const Tensor& grad) {
+  auto& meta = impl().autograd;
+  if (!meta) meta = std::make_shared<AutogradMeta>();
+  if (grad.defined()) {
+    TALLY_CHECK(grad.sizes() == sizes(), "assigned grad has data of a different size: ", grad.sizes(), " vs ", sizes());
+  }
+  meta->grad = grad;
+}
+
+bool Tensor::is_leaf() const { return !impl().autograd || !impl().autograd->grad_fn; }
+
+std::shared_ptr<Node> Tensor::grad_fn() const { return impl().autograd ? impl().autograd->grad_fn : nullptr; }
+
+void Tensor::retain_grad() {
+  TALLY_CHECK(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+  if (is_leaf()) return;  // leaves keep their grad anyway
+  auto& meta = impl().autograd;
+  meta->retains_grad = true;
+  meta->grad_fn->retained_output = meta;
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  TALLY_CHECK(requires_grad(), "element 0 of tensors does not require grad and does not have a grad_fn");
+  Tensor g = gradient;
+  if (!g.defined()) {
+    TALLY_CHECK(numel() == 1, "grad can be implicitly created only for scalar outputs (got a tensor of shape ", sizes(), ")");
+    g = ones_like(*this);
+  } else {
+    TALLY_CHECK(g.sizes() == sizes(), "Mismatch in shape: grad_output[0] has a shape of ", g.sizes(),
+                " and output[0] has a shape of ", sizes(), ".");
+    g = g.to(dtype());
+  }
+  if (is_leaf()) {  // backward on a leaf: its gradient is the seed itself
+    autograd::gradient_edge(*this).node->apply(g);
+    return;
+  }
+  run_backward(*this, g, retain_graph);
+}
+
+}  // namespace tally

@@ -1,0 +1,53 @@
+// Grad mode, the backward phase flag, sequence numbers, and how a tensor joins a graph.
+
+#include <atomic>
+
+#include "tally/accounting/memory_tracker.h"
+#include "tally/autograd/accumulate_grad.h"
+#include "tally/ops/elementwise.h"
+
+namespace tally {
+
+namespace {
+thread_local bool tls_grad_enabled = true;
+thread_local bool tls_in_backward = false;
+std::atomic<uint64_t> sequence_counter{0};
+}  // namespace
+
+bool GradMode::is_enabled() { return tls_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { tls_grad_enabled = enabled; }
+
+namespace autograd {
+
+bool in_backward() { return tls_in_backward; }
+BackwardPhaseGuard::BackwardPhaseGuard() : previous_(tls_in_backward) { tls_in_backward = true; }
+BackwardPhaseGuard::~BackwardPhaseGuard() { tls_in_backward = previous_; }
+uint64_t next_sequence_nr() { return sequence_counter++; }
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined()) return {};
+  const auto& meta = t.impl().autograd;
+  if (!meta || !meta->requires_grad) return {};
+  if (meta->grad_fn) return {meta->grad_fn, 0};
+  // A leaf: every use shares one accumulator, made on first use.
+  std::shared_ptr<Node> acc = meta->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(meta);
+    meta->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+TensorList AccumulateGrad::apply(const Tensor& grad_output) {
+  if (!leaf_->grad.defined()) {
+    // A private copy: the incoming tensor may be shared with other gradients.
+    leaf_->grad = grad_output.clone();
+    accounting::set_memory_category(leaf_->grad, MemoryCategory::Gradients);
+  } else {
+    leaf_->grad.add_(grad_output);
+  }
+  return {};
+}
+
+}  // namespace autograd
+}  // namespace tally

@@ -1,0 +1,173 @@
+// Running an einsum plan: read the label sizes off the operands, then issue only tally ops
+// (sum, permute, reshape, expand, matmul), so autograd and the ledger see ordinary ops.
+
+#include "tally/einops/einsum.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "tally/einops/einsum_plan.h"
+#include "tally/einops/pattern.h"
+#include "tally/ops/matmul.h"
+#include "tally/ops/reduce.h"
+
+namespace tally::einops {
+namespace {
+
+using detail::EinsumPlan;
+using detail::PairStep;
+
+bool is_identity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+int64_t product(const std::vector<int>& labels, const std::vector<int64_t>& size) {
+  int64_t p = 1;
+  for (int l : labels) p *= size[l];
+  return p;
+}
+
+Tensor reshape_to(const Tensor& t, const std::vector<int64_t>& shape) {
+  return t.sizes() == IntArrayRef(shape) ? t : t.reshape(shape);
+}
+
+// The size of every label, checking that operands agree; "..." dims of size 1 broadcast, and
+// such operands are expanded (a stride-0 view) so the plan's lowering holds unchanged.
+std::vector<int64_t> label_sizes(const EinsumPlan& plan, std::vector<Tensor>& ops, std::string_view pattern) {
+  const detail::PatternContext ctx{"einsum", pattern};
+  std::vector<int64_t> size(plan.label_names.size(), -1);
+  std::vector<int> first(plan.label_names.size(), -1);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const std::vector<int>& labels = plan.operand_labels[k];
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const int l = labels[i];
+      const int64_t s = ops[k].size(static_cast<int64_t>(i));
+      if (size[l] == s) continue;
+      if (size[l] == -1 || (plan.is_ellipsis[l] && size[l] == 1)) {
+        size[l] = s;
+        first[l] = static_cast<int>(k);
+      } else if (!(plan.is_ellipsis[l] && s == 1)) {
+        const Tensor& f = ops[first[l]];
+        if (plan.is_ellipsis[l])
+          detail::fail(ctx, "the '...' dimensions of operand ", first[l], " (shape ", f.sizes(), ") and operand ", k,
+                       " (shape ", ops[k].sizes(), ") do not broadcast");
+        detail::fail(ctx, "'", plan.label_names[l], "' is ", size[l], " in operand ", first[l], " (shape ", f.sizes(),
+                     ") but ", s, " in operand ", k, " (shape ", ops[k].sizes(), ")");
+      }
+    }
+  }
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const std::vector<int>& labels = plan.operand_labels[k];
+    std::vector<int64_t> target;
+    bool broadcast = false;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      target.push_back(size[labels[i]]);
+      broadcast |= target.back() != ops[k].size(static_cast<int64_t>(i));
+    }
+    if (broadcast) ops[k] = ops[k].expand(target);
+  }
+  return size;
+}
+
+// The two operands become (batch, left, contracted) and (batch, contracted, right) and meet in
+// one matmul; the product is reshaped back to one dim per label.
+Tensor run_pair(const PairStep& s, Tensor a, Tensor b, const std::vector<int64_t>& size) {
+  if (!s.a_sum.empty()) a = tally::sum(a, s.a_sum, false, a.dtype());
+  if (!s.b_sum.empty()) b = tally::sum(b, s.b_sum, false, b.dtype());
+  if (!is_identity(s.a_perm)) a = a.permute(s.a_perm);
+  if (!is_identity(s.b_perm)) b = b.permute(s.b_perm);
+  const int64_t nb = product(s.batch, size), nl = product(s.left, size), nc = product(s.contracted, size),
+                nr = product(s.right, size);
+  Tensor out = tally::matmul(reshape_to(a, {nb, nl, nc}), reshape_to(b, {nb, nc, nr}));
+  std::vector<int64_t> shape;
+  shape.reserve(s.result.size());
+  for (int l : s.result) shape.push_back(size[l]);
+  return reshape_to(out, shape);
+}
+
+// Sum the labels the output lacks, then order the rest as the output does.
+Tensor finish(Tensor t, const std::vector<int>& labels, const std::vector<int>& output) {
+  std::vector<int64_t> summed;
+  std::vector<int> kept;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (std::find(output.begin(), output.end(), labels[i]) == output.end()) summed.push_back(static_cast<int64_t>(i));
+    else kept.push_back(labels[i]);
+  }
+  if (!summed.empty()) t = tally::sum(t, summed, false, t.dtype());
+  std::vector<int64_t> perm;
+  for (int l : output) perm.push_back(std::find(kept.begin(), kept.end(), l) - kept.begin());
+  return is_identity(perm) ? t : t.permute(perm);
+}
+
+// Three or more operands: repeatedly contract the pair whose matmul costs the fewest FLOPs.
+Tensor run_greedy(const EinsumPlan& plan, const std::vector<Tensor>& ops, const std::vector<int64_t>& size) {
+  struct Live {
+    Tensor t;
+    std::vector<int> labels;
+  };
+  std::vector<Live> live;
+  for (size_t k = 0; k < ops.size(); ++k) live.push_back({ops[k], plan.operand_labels[k]});
+  const size_t num_labels = plan.label_names.size();
+  auto keep_for = [&](size_t i, size_t j) {
+    std::vector<char> keep(num_labels, 0);
+    for (int l : plan.output_labels) keep[l] = 1;
+    for (size_t k = 0; k < live.size(); ++k)
+      if (k != i && k != j)
+        for (int l : live[k].labels) keep[l] = 1;
+    return keep;
+  };
+  while (live.size() > 1) {
+    double best = std::numeric_limits<double>::infinity();
+    size_t bi = 0, bj = 1;
+    for (size_t i = 0; i < live.size(); ++i) {
+      for (size_t j = i + 1; j < live.size(); ++j) {
+        const PairStep s = detail::plan_pair(live[i].labels, live[j].labels, keep_for(i, j), plan.output_labels);
+        double flops = 2;
+        for (const auto* role : {&s.batch, &s.left, &s.contracted, &s.right})
+          for (int l : *role) flops *= static_cast<double>(size[l]);
+        if (flops < best) {
+          best = flops;
+          bi = i;
+          bj = j;
+        }
+      }
+    }
+    const PairStep s = detail::plan_pair(live[bi].labels, live[bj].labels, keep_for(bi, bj), plan.output_labels);
+    Live merged{run_pair(s, live[bi].t, live[bj].t, size), s.result};
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(bj));
+    live[bi] = std::move(merged);
+  }
+  return finish(live[0].t, live[0].labels, plan.output_labels);
+}
+
+}  // namespace
+
+Tensor einsum(const std::vector<Tensor>& operands, std::string_view pattern) {
+  const auto plan = detail::einsum_plan(pattern, operands);
+  std::vector<Tensor> ops = operands;
+  const std::vector<int64_t> size = label_sizes(*plan, ops, pattern);
+  if (ops.size() == 1) {
+    Tensor t = ops[0];
+    if (!plan->single_sum.empty()) t = tally::sum(t, plan->single_sum, false, t.dtype());
+    return is_identity(plan->single_perm) ? t : t.permute(plan->single_perm);
+  }
+  if (ops.size() == 2) {
+    Tensor t = run_pair(plan->pair, ops[0], ops[1], size);
+    return is_identity(plan->pair_perm) ? t : t.permute(plan->pair_perm);
+  }
+  return run_greedy(*plan, ops, size);
+}
+
+Tensor einsum(const Tensor& a, std::string_view pattern) { return einsum(std::vector<Tensor>{a}, pattern); }
+
+Tensor einsum(const Tensor& a, const Tensor& b, std::string_view pattern) {
+  return einsum(std::vector<Tensor>{a, b}, pattern);
+}
+
+Tensor einsum(const Tensor& a, const Tensor& b, const Tensor& c, std::string_view pattern) {
+  return einsum(std::vector<Tensor>{a, b, c}, pattern);
+}
+
+}  // namespace tally::einops

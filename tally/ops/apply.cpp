@@ -1,6 +1,8 @@
 #include "tally/ops/apply.h"
 
 #include <cctype>
+#include <mutex>
+#include <set>
 
 namespace tally::ops {
 
@@ -18,6 +20,27 @@ std::string detail::backward_node_name(std::string_view op) {
     upper = false;
   }
   return n + "Backward0";
+}
+
+namespace {
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<std::string>& registry() {
+  static std::set<std::string> names;
+  return names;
+}
+}  // namespace
+
+void detail::register_differentiable(std::string_view name) {
+  std::lock_guard lock(registry_mutex());
+  registry().emplace(name);
+}
+
+std::vector<std::string> differentiable_ops() {
+  std::lock_guard lock(registry_mutex());
+  return {registry().begin(), registry().end()};
 }
 
 OpObserver* set_op_observer(OpObserver* observer) {

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "tally/core/autograd_meta.h"
 #include "tally/core/tensor.h"
@@ -46,6 +47,9 @@ class OpObserver {
   /// Called after op `name` ran, with its declared cost and measured wall time.
   virtual void on_op(std::string_view name, const Cost& cost, double seconds) = 0;
 };
+
+/// Names of every op with a backward rule, sorted (the registry gradcheck tests walk).
+std::vector<std::string> differentiable_ops();
 
 /// Install (or, with nullptr, remove) the observer for the calling thread; returns the previous one.
 OpObserver* set_op_observer(OpObserver* observer);
@@ -126,6 +130,15 @@ concept Differentiable = requires(const BackwardContext& c, const stored_t<Args>
   { Op::backward(c, a...) } -> std::same_as<TensorList>;
 };
 
+/// Adds an op to the list of differentiable ops (autograd::differentiable_ops()).
+void register_differentiable(std::string_view name);
+/// Registers Op once, at start-up, for every Op that apply() can differentiate, so tests driven
+/// by the registry cover a new op the moment it exists.
+template <class Op>
+struct DifferentiableRegistrar {
+  static inline const bool registered = (register_differentiable(Op::name), true);
+};
+
 /// Attach a node recording Op(args) -> out when some tensor argument requires grad.
 template <class Op, class... Args>
 void record_autograd(Tensor& out, const Args&... args) {
@@ -174,6 +187,7 @@ auto apply(const Args&... args) {
     detail::tls_observer->on_op(Op::name, Op::cost(out, args...), took.count());
   }
   if constexpr (detail::Differentiable<Op, Args...>) {
+    (void)detail::DifferentiableRegistrar<Op>::registered;
     if (top_level && GradMode::is_enabled()) detail::record_autograd<Op>(out, args...);
   }
   return out;

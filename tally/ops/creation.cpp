@@ -47,7 +47,13 @@ Tensor full_like(const Tensor& t, Scalar value, std::optional<Dtype> dtype) {
   return full(t.sizes(), value, dtype.value_or(t.dtype()));
 }
 
-Tensor scalar_tensor(Scalar value, std::optional<Dtype> dtype) { return full({}, value, dtype); }
+Tensor scalar_tensor(Scalar value, std::optional<Dtype> dtype) {
+  // Written directly rather than through fill_: every `x * 2` wraps its number this way, and a
+  // 1-element store is not work the ledger should list.
+  Tensor t = empty({}, dtype.value_or(value.natural_dtype()));
+  dispatch(t.dtype(), "scalar_tensor", [&]<class T>() { *static_cast<T*>(t.data_ptr()) = value.to<T>(); });
+  return t;
+}
 
 Tensor arange(Scalar end, std::optional<Dtype> dtype) { return arange(0, end, 1, dtype); }
 

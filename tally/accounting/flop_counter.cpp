@@ -1,0 +1,87 @@
+#include "tally/accounting/flop_counter.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "tally/core/autograd_meta.h"
+
+namespace tally::accounting {
+
+namespace {
+thread_local std::string tls_module_path;
+thread_local std::vector<size_t> tls_module_marks;  // path length before each open scope
+}  // namespace
+
+const char* phase_name(Phase p) { return p == Phase::Forward ? "forward" : "backward"; }
+
+OpTotals& OpTotals::operator+=(const OpTotals& o) {
+  calls += o.calls;
+  flops += o.flops;
+  bytes_read += o.bytes_read;
+  bytes_written += o.bytes_written;
+  seconds += o.seconds;
+  return *this;
+}
+
+FlopCounter::FlopCounter() : previous_(ops::set_op_observer(this)) {}
+FlopCounter::~FlopCounter() { ops::set_op_observer(previous_); }
+
+void FlopCounter::on_op(std::string_view name, const ops::Cost& cost, double seconds) {
+  const Phase phase = autograd::in_backward() ? Phase::Backward : Phase::Forward;
+  const OpTotals t{1, cost.flops, cost.bytes_read, cost.bytes_written, seconds};
+  by_op_[{std::string(name), phase}] += t;
+  by_module_[{tls_module_path, phase}] += t;
+  if (previous_) previous_->on_op(name, cost, seconds);
+}
+
+int64_t FlopCounter::total_flops() const { return total_flops(Phase::Forward) + total_flops(Phase::Backward); }
+int64_t FlopCounter::total_flops(Phase phase) const { return totals(phase).flops; }
+
+OpTotals FlopCounter::op(const std::string& name, Phase phase) const {
+  auto it = by_op_.find({name, phase});
+  return it == by_op_.end() ? OpTotals{} : it->second;
+}
+
+OpTotals FlopCounter::totals(Phase phase) const {
+  OpTotals t;
+  for (const auto& [key, v] : by_op_)
+    if (key.second == phase) t += v;
+  return t;
+}
+
+std::string FlopCounter::table() const {
+  std::ostringstream os;
+  char line[200];
+  std::snprintf(line, sizeof line, "%-16s %-8s %8s %14s %14s %9s %10s %10s\n", "op", "phase", "calls", "FLOPs", "bytes",
+                "FLOP/B", "ms", "GFLOP/s");
+  os << line;
+  for (const auto& [key, t] : by_op_) {
+    std::snprintf(line, sizeof line, "%-16s %-8s %8lld %14lld %14lld %9.2f %10.3f %10.2f\n", key.first.c_str(),
+                  phase_name(key.second), static_cast<long long>(t.calls), static_cast<long long>(t.flops),
+                  static_cast<long long>(t.bytes_read + t.bytes_written), t.arithmetic_intensity(), t.seconds * 1e3,
+                  t.seconds > 0 ? static_cast<double>(t.flops) / t.seconds / 1e9 : 0.0);
+    os << line;
+  }
+  for (Phase p : {Phase::Forward, Phase::Backward}) {
+    const OpTotals t = totals(p);
+    std::snprintf(line, sizeof line, "%-16s %-8s %8lld %14lld %14lld\n", "total", phase_name(p), static_cast<long long>(t.calls),
+                  static_cast<long long>(t.flops), static_cast<long long>(t.bytes_read + t.bytes_written));
+    os << line;
+  }
+  return os.str();
+}
+
+ModuleScope::ModuleScope(const std::string& name) {
+  tls_module_marks.push_back(tls_module_path.size());
+  if (!tls_module_path.empty()) tls_module_path += '.';
+  tls_module_path += name;
+}
+
+ModuleScope::~ModuleScope() {
+  tls_module_path.resize(tls_module_marks.back());
+  tls_module_marks.pop_back();
+}
+
+const std::string& current_module_path() { return tls_module_path; }
+
+}  // namespace tally::accounting

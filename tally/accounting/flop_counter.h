@@ -1,0 +1,80 @@
+#pragma once
+// The FLOP ledger: a scope object that records every top-level op's declared cost (FLOPs,
+// bytes read + written) and measured time, split by op, by phase (forward / backward) and by
+// module path. Unlike PyTorch's FlopCounterMode it counts elementwise and reduction work and
+// bytes too. The numbers come from each op's one cost formula (tally/ops), never a second copy.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tally/ops/apply.h"
+
+namespace tally::accounting {
+
+/// Whether an op ran in the forward pass or inside backward().
+enum class Phase { Forward, Backward };
+/// "forward" or "backward".
+const char* phase_name(Phase p);
+
+/// Totals of one group of op calls.
+struct OpTotals {
+  int64_t calls = 0;
+  int64_t flops = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  double seconds = 0;
+  /// FLOPs per byte moved (the roofline's x axis).
+  double arithmetic_intensity() const {
+    const int64_t b = bytes_read + bytes_written;
+    return b ? static_cast<double>(flops) / static_cast<double>(b) : 0.0;
+  }
+  OpTotals& operator+=(const OpTotals& o);
+};
+
+/// Records ops run on this thread while alive; nested counters all see every op.
+class FlopCounter : public ops::OpObserver {
+ public:
+  FlopCounter();
+  ~FlopCounter() override;
+  FlopCounter(const FlopCounter&) = delete;
+  FlopCounter& operator=(const FlopCounter&) = delete;
+
+  /// All FLOPs recorded.
+  int64_t total_flops() const;
+  /// FLOPs recorded in one phase.
+  int64_t total_flops(Phase phase) const;
+  /// Totals for op `name` in `phase` (zeros if it never ran).
+  OpTotals op(const std::string& name, Phase phase) const;
+  /// Totals per (op, phase).
+  const std::map<std::pair<std::string, Phase>, OpTotals>& by_op() const { return by_op_; }
+  /// Totals per (module path, phase); ops outside any ModuleScope are under "".
+  const std::map<std::pair<std::string, Phase>, OpTotals>& by_module() const { return by_module_; }
+  /// All totals of one phase.
+  OpTotals totals(Phase phase) const;
+  /// A table: op, phase, calls, FLOPs, bytes, intensity, time, FLOP/s.
+  std::string table() const;
+
+  void on_op(std::string_view name, const ops::Cost& cost, double seconds) override;
+
+ private:
+  ops::OpObserver* previous_;
+  std::map<std::pair<std::string, Phase>, OpTotals> by_op_;
+  std::map<std::pair<std::string, Phase>, OpTotals> by_module_;
+};
+
+/// Names a part of the model for the ledger while alive (nn::Module pushes its name here);
+/// paths nest with dots: "block.0.attn".
+class ModuleScope {
+ public:
+  explicit ModuleScope(const std::string& name);
+  ~ModuleScope();
+  ModuleScope(const ModuleScope&) = delete;
+  ModuleScope& operator=(const ModuleScope&) = delete;
+};
+
+/// The dotted path of the ModuleScopes open on this thread ("" outside any).
+const std::string& current_module_path();
+
+}  // namespace tally::accounting

@@ -1,0 +1,79 @@
+#include "tally/autograd/gradcheck.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "tally/core/autograd_meta.h"
+#include "tally/ops/elementwise.h"
+#include "tally/ops/random.h"
+#include "tally/ops/reduce.h"
+
+namespace tally::autograd {
+
+namespace {
+
+/// Storage offsets (in elements) of every element of t, in row-major order of its indices.
+std::vector<int64_t> element_offsets(const Tensor& t) {
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> idx(static_cast<size_t>(t.dim()), 0);
+  for (int64_t n = 0; n < t.numel(); ++n) {
+    int64_t off = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); ++d) off += idx[d] * t.stride(d);
+    offsets.push_back(off);
+    for (int64_t d = t.dim() - 1; d >= 0 && ++idx[d] == t.size(d); --d) idx[d] = 0;
+  }
+  return offsets;
+}
+
+}  // namespace
+
+GradcheckResult gradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs, double eps,
+                          double atol, double rtol) {
+  for (const Tensor& x : inputs) {
+    TALLY_CHECK_TYPE_ERROR(!x.requires_grad() || x.dtype() == kFloat64, "gradcheck: inputs requiring grad must be float64, got ",
+                           dtype_name(x.dtype()));
+  }
+  Generator gen(1234);
+  Tensor probe = fn(inputs);
+  const Tensor weights = randn(probe.sizes(), kFloat64, &gen);
+  auto loss_of = [&](const TensorList& in) { return sum(fn(in).to(kFloat64) * weights); };
+
+  // Analytic: one backward of the weighted sum.
+  for (const Tensor& x : inputs) {
+    if (x.requires_grad()) Tensor(x).set_grad(Tensor());
+  }
+  loss_of(inputs).backward();
+
+  GradcheckResult result;
+  NoGradGuard no_grad;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& x = inputs[k];
+    if (!x.requires_grad()) continue;
+    const Tensor analytic = x.grad().defined() ? x.grad().contiguous() : Tensor();
+    double* storage = static_cast<double*>(x.storage()->data());
+    const auto offsets = element_offsets(x);
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      double& v = storage[offsets[i]];
+      const double saved = v;
+      v = saved + eps;
+      const double up = loss_of(inputs).item<double>();
+      v = saved - eps;
+      const double down = loss_of(inputs).item<double>();
+      v = saved;
+      const double numeric = (up - down) / (2 * eps);
+      const double got = analytic.defined() ? analytic.data_ptr<double>()[i] : 0.0;
+      const double err = std::abs(got - numeric);
+      result.max_abs_error = std::max(result.max_abs_error, err);
+      if (!(err <= atol + rtol * std::abs(numeric)) && result.ok) {
+        result.ok = false;
+        std::ostringstream os;
+        os << "input " << k << " (sizes " << x.sizes() << ", strides " << x.strides() << ") element " << i
+           << ": analytic " << got << " vs numeric " << numeric;
+        result.message = os.str();
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace tally::autograd

@@ -8,4 +8,9 @@ namespace tally::cli {
 /// `tally info`: CPU features, cores, build configuration, promised peaks.
 void add_info_command(CLI::App& app);
 
+/// `tally bench peak|matmul`: measured peaks; matmul FLOPs, time, FLOP/s and MFU.
+void add_bench_command(CLI::App& app);
+/// `tally estimate`: napkin math (train-time, max-params, transformer, tensor), with --json.
+void add_estimate_command(CLI::App& app);
+
 }  // namespace tally::cli

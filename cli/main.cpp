@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   CLI::App app{"tally: a deep-learning framework where every FLOP and byte is on the books"};
   app.require_subcommand(1);
   tally::cli::add_info_command(app);
+  tally::cli::add_bench_command(app);
+  tally::cli::add_estimate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

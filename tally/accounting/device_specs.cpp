@@ -105,9 +105,9 @@ std::string canonical_dtype(std::string_view dtype) {
   return std::string(dtype);
 }
 
+// TFLOP/s for every GPU, as the datasheets print them (B200: 2250, not 2.25 P).
 std::string format_rate(double flops_per_sec) {
-  if (flops_per_sec >= 1e15) return fmt::format("{:.4g} PFLOP/s", flops_per_sec / 1e15);
-  if (flops_per_sec >= 1e12) return fmt::format("{:.4g} TFLOP/s", flops_per_sec / 1e12);
+  if (flops_per_sec >= 1e12) return fmt::format("{:.5g} TFLOP/s", flops_per_sec / 1e12);
   return fmt::format("{:.4g} GFLOP/s", flops_per_sec / 1e9);
 }
 

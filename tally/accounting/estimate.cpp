@@ -84,8 +84,9 @@ MaxParams max_params(double device_memory_bytes, int64_t count, const Recipe& re
   if (!zero_stage) {
     r.sharding = "pooled: every state held once across all devices (the lecture's count; equals ZeRO stage 3)";
     b = {total / n, "bytes", fmt::format("(p + g + w + o) / N_d = ({:g} + {:g} + {:g} + {:g}) / {:g}", p, g, w, o, n)};
-    // count·M / B rather than M / (B / count), so the lecture's (80e9·8)/16 comes out exactly.
-    r.max_params = {device_memory_bytes * n / total, "parameters", "N_d·M / (p + g + w + o)"};
+    // count·M / B rather than M / (B / count), so the lecture's (80e9·8)/16 comes out exactly;
+    // a model has a whole number of parameters, hence the floor.
+    r.max_params = {std::floor(device_memory_bytes * n / total), "parameters", "⌊N_d·M / (p + g + w + o)⌋"};
   } else {
     switch (*zero_stage) {
       case 0:
@@ -104,7 +105,7 @@ MaxParams max_params(double device_memory_bytes, int64_t count, const Recipe& re
         r.sharding = "data parallel, ZeRO stage 3: optimizer states, gradients and parameters sharded";
         b = {total / n, "bytes", fmt::format("(p + g + w + o)/N_d = ({:g} + {:g} + {:g} + {:g})/{:g}", p, g, w, o, n)};
     }
-    r.max_params = {device_memory_bytes / b.value, "parameters", "M / bytes_per_param_per_device"};
+    r.max_params = {std::floor(device_memory_bytes / b.value), "parameters", "⌊M / bytes_per_param_per_device⌋"};
   }
   r.not_included = "activations (they grow with batch size and sequence length), temporary buffers, "
                    "communication buffers and allocator fragmentation are not included";

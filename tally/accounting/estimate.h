@@ -88,7 +88,7 @@ struct MaxParams {
   std::string sharding;
   /// Bytes each device holds per model parameter.
   Figure bytes_per_param_per_device;
-  /// device_memory_bytes / bytes_per_param_per_device.
+  /// ⌊device_memory_bytes / bytes_per_param_per_device⌋: whole parameters.
   Figure max_params;
   /// What the count leaves out (activations, temporaries, fragmentation).
   std::string not_included;

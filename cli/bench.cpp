@@ -1,0 +1,169 @@
+// `tally bench peak`: measure this machine's float32 FMA peak and memory bandwidth and store them
+// for later runs. `tally bench matmul`: the lecture's time_matmul — FLOPs (read off the ledger),
+// time, FLOP/s, and MFU against both the promised and the measured peak.
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli/commands.h"
+#include "tally/accounting/cpu_info.h"
+#include "tally/accounting/peak_probe.h"
+#include "tally/tally.h"
+
+namespace tally::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Where measured peaks are kept between runs ($XDG_CACHE_HOME/tally or ~/.cache/tally).
+fs::path peaks_path() {
+  if (const char* x = std::getenv("TALLY_PEAKS_FILE")) return x;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return fs::path(x) / "tally" / "peaks.json";
+  if (const char* h = std::getenv("HOME")) return fs::path(h) / ".cache" / "tally" / "peaks.json";
+  return "tally-peaks.json";
+}
+
+struct MeasuredPeaks {
+  double float32_flops = 0;
+  double stream_triad_bytes = 0;
+  double stream_read_bytes = 0;
+  std::string measured_at;
+};
+
+std::optional<MeasuredPeaks> load_peaks() {
+  std::ifstream in(peaks_path());
+  if (!in) return std::nullopt;
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    return MeasuredPeaks{j.at("float32_flops_per_sec"), j.at("stream_triad_bytes_per_sec"), j.at("stream_read_bytes_per_sec"),
+                         j.at("measured_at")};
+  } catch (const std::exception&) {
+    return std::nullopt;  // an unreadable file is as good as none: measure again
+  }
+}
+
+/// Write the file next to its final name, then rename: a crash never leaves half a file.
+void save_peaks(const MeasuredPeaks& p) {
+  const fs::path path = peaks_path();
+  fs::create_directories(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw IOError("cannot write " + tmp.string());
+    out << nlohmann::json{{"float32_flops_per_sec", p.float32_flops}, {"stream_triad_bytes_per_sec", p.stream_triad_bytes},
+                          {"stream_read_bytes_per_sec", p.stream_read_bytes}, {"measured_at", p.measured_at},
+                          {"cpu", accounting::cpu_info().model_name}}
+                .dump(2)
+        << "\n";
+    if (!out.flush()) throw IOError("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+double promised_for(std::string_view dtype) {
+  for (const auto& p : accounting::promised_cpu_peaks(accounting::cpu_info()))
+    if (p.dtype == dtype) return p.flops_per_sec;
+  return 0;
+}
+
+std::string promised_basis(std::string_view dtype) {
+  for (const auto& p : accounting::promised_cpu_peaks(accounting::cpu_info()))
+    if (p.dtype == dtype) return p.basis;
+  return "";
+}
+
+MeasuredPeaks measure_peaks() {
+  const int cores = accounting::cpu_info().usable_cores;
+  MeasuredPeaks p;
+  p.float32_flops = accounting::measure_fma_peak_flops(cores, 1.0);
+  const auto stream = accounting::measure_stream(int64_t{256} << 20, cores);
+  p.stream_triad_bytes = stream.triad_bytes_per_sec;
+  p.stream_read_bytes = stream.read_bytes_per_sec;
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  p.measured_at = buf;
+  return p;
+}
+
+void run_peak() {
+  const auto& cpu = accounting::cpu_info();
+  fmt::print("measuring on {} ({} cores)...\n", cpu.model_name, cpu.usable_cores);
+  const MeasuredPeaks p = measure_peaks();
+  const double promised = promised_for("float32");
+  fmt::print("float32 FMA peak   {:8.1f} GFLOP/s measured  ({:.0f}% of the promised {:.1f}: {})\n", p.float32_flops / 1e9,
+             100 * p.float32_flops / promised, promised / 1e9, promised_basis("float32"));
+  fmt::print("memory bandwidth   {:8.1f} GB/s triad, {:.1f} GB/s read (STREAM, 256 MiB arrays)\n", p.stream_triad_bytes / 1e9,
+             p.stream_read_bytes / 1e9);
+  fmt::print("ridge point        {:8.1f} FLOP/byte (measured peak / triad bandwidth)\n", p.float32_flops / p.stream_triad_bytes);
+  if (!cpu.amx_bf16) fmt::print("bf16 AMX peak      not measured: this CPU has no AMX\n");
+  save_peaks(p);
+  fmt::print("stored in {}\n", peaks_path().string());
+}
+
+struct MatmulArgs {
+  int64_t m = 2048, n = 2048, k = 2048;
+  std::string dtype = "float32";
+  int reps = 5;
+};
+
+Dtype parse_dtype(const std::string& name) {
+  for (Dtype d : {kFloat32, kFloat64, kBFloat16, kFloat16})
+    if (dtype_name(d) == name) return d;
+  throw ValueError("bench matmul: unsupported --dtype '" + name + "' (float32, float64, bfloat16, float16)");
+}
+
+void run_matmul(const MatmulArgs& a) {
+  TALLY_CHECK(a.m > 0 && a.n > 0 && a.k > 0 && a.reps > 0, "bench matmul: sizes and --reps must be positive (got m=", a.m,
+              ", n=", a.n, ", k=", a.k, ", reps=", a.reps, ")");
+  const Dtype dt = parse_dtype(a.dtype);
+  Tensor x = randn({a.m, a.k}).to(dt), y = randn({a.k, a.n}).to(dt);
+  Tensor out = matmul(x, y);  // warm-up: builds and caches the kernel
+  accounting::FlopCounter counter;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < a.reps; ++i) out = matmul(x, y);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / a.reps;
+  const double flops = static_cast<double>(counter.op("matmul", accounting::Phase::Forward).flops) / a.reps;
+  const double achieved = flops / seconds;
+  fmt::print("matmul ({} x {}) @ ({} x {}) {}\n", a.m, a.k, a.k, a.n, a.dtype);
+  fmt::print("  FLOPs      {:.4g} per call (ledger; 2·m·n·k = {:.4g})\n", flops, 2.0 * a.m * a.n * a.k);
+  fmt::print("  time       {:.3f} ms per call (mean of {})\n", seconds * 1e3, a.reps);
+  fmt::print("  FLOP/s     {:.1f} GFLOP/s\n", achieved / 1e9);
+  const double promised = promised_for(a.dtype);
+  if (promised > 0)
+    fmt::print("  MFU        {:.1f}% of the promised {:.1f} GFLOP/s ({})\n", 100 * achieved / promised, promised / 1e9,
+               promised_basis(a.dtype));
+  std::optional<MeasuredPeaks> measured = load_peaks();
+  if (!measured) {
+    fmt::print("  (no stored measured peak: measuring now; `tally bench peak` stores it)\n");
+    measured = measure_peaks();
+    save_peaks(*measured);
+  }
+  fmt::print("  measured   {:.1f}% of the measured float32 FMA peak {:.1f} GFLOP/s ({})\n", 100 * achieved / measured->float32_flops,
+             measured->float32_flops / 1e9, measured->measured_at);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Measure this machine's peaks, or time a matmul with FLOPs and MFU");
+  bench->require_subcommand(1);
+  bench->add_subcommand("peak", "Measure the float32 FMA peak and memory bandwidth, and store them")->callback(run_peak);
+  auto args = std::make_shared<MatmulArgs>();
+  auto* mm = bench->add_subcommand("matmul", "Time an (m x k) @ (k x n) matmul: FLOPs, time, FLOP/s, MFU");
+  mm->add_option("--m", args->m, "rows of the left operand")->capture_default_str();
+  mm->add_option("--n", args->n, "columns of the right operand")->capture_default_str();
+  mm->add_option("--k", args->k, "inner dimension")->capture_default_str();
+  mm->add_option("--dtype", args->dtype, "float32, float64, bfloat16 or float16")->capture_default_str();
+  mm->add_option("--reps", args->reps, "timed calls")->capture_default_str();
+  mm->callback([args] { run_matmul(*args); });
+}
+
+}  // namespace tally::cli

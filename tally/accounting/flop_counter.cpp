@@ -1,5 +1,6 @@
 #include "tally/accounting/flop_counter.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -49,17 +50,33 @@ OpTotals FlopCounter::totals(Phase phase) const {
   return t;
 }
 
-std::string FlopCounter::table() const {
+double Roofline::roof(double intensity) const { return std::min(peak_flops_per_sec, intensity * bytes_per_sec); }
+
+std::string FlopCounter::table(const Roofline& roofline) const {
   std::ostringstream os;
-  char line[200];
-  std::snprintf(line, sizeof line, "%-16s %-8s %8s %14s %14s %9s %10s %10s\n", "op", "phase", "calls", "FLOPs", "bytes",
-                "FLOP/B", "ms", "GFLOP/s");
+  char line[240];
+  const bool roof = roofline.peak_flops_per_sec > 0 && roofline.bytes_per_sec > 0;
+  std::snprintf(line, sizeof line, "%-16s %-8s %8s %14s %14s %9s %10s %10s%s\n", "op", "phase", "calls", "FLOPs", "bytes",
+                "FLOP/B", "ms", "GFLOP/s", roof ? "  bound     of roof" : "");
   os << line;
   for (const auto& [key, t] : by_op_) {
-    std::snprintf(line, sizeof line, "%-16s %-8s %8lld %14lld %14lld %9.2f %10.3f %10.2f\n", key.first.c_str(),
+    const double flops_per_sec = t.seconds > 0 ? static_cast<double>(t.flops) / t.seconds : 0.0;
+    std::snprintf(line, sizeof line, "%-16s %-8s %8lld %14lld %14lld %9.2f %10.3f %10.2f", key.first.c_str(),
                   phase_name(key.second), static_cast<long long>(t.calls), static_cast<long long>(t.flops),
                   static_cast<long long>(t.bytes_read + t.bytes_written), t.arithmetic_intensity(), t.seconds * 1e3,
-                  t.seconds > 0 ? static_cast<double>(t.flops) / t.seconds / 1e9 : 0.0);
+                  flops_per_sec / 1e9);
+    os << line;
+    if (roof && t.flops > 0) {
+      // Memory-bound ops are judged by bytes moved, compute-bound ones by FLOP/s.
+      const double frac = flops_per_sec / roofline.roof(t.arithmetic_intensity());
+      std::snprintf(line, sizeof line, "  %-8s %6.1f%%", roofline.bound(t.arithmetic_intensity()), 100 * frac);
+      os << line;
+    }
+    os << '\n';
+  }
+  if (roof) {
+    std::snprintf(line, sizeof line, "ridge point %.1f FLOP/B (peak %.1f GFLOP/s, bandwidth %.1f GB/s)\n", roofline.ridge_point(),
+                  roofline.peak_flops_per_sec / 1e9, roofline.bytes_per_sec / 1e9);
     os << line;
   }
   for (Phase p : {Phase::Forward, Phase::Backward}) {

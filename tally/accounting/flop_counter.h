@@ -33,6 +33,19 @@ struct OpTotals {
   OpTotals& operator+=(const OpTotals& o);
 };
 
+/// The two roofs of a machine: compute peak and memory bandwidth. Their ratio, the ridge point,
+/// splits ops into compute-bound (intensity above it) and memory-bound (below).
+struct Roofline {
+  double peak_flops_per_sec = 0;
+  double bytes_per_sec = 0;
+  /// FLOPs per byte where the two roofs meet.
+  double ridge_point() const { return bytes_per_sec > 0 ? peak_flops_per_sec / bytes_per_sec : 0; }
+  /// The attainable FLOP/s at `intensity`: min(peak, intensity × bandwidth).
+  double roof(double intensity) const;
+  /// "compute" or "memory".
+  const char* bound(double intensity) const { return intensity >= ridge_point() ? "compute" : "memory"; }
+};
+
 /// Records ops run on this thread while alive; nested counters all see every op.
 class FlopCounter : public ops::OpObserver {
  public:
@@ -53,8 +66,9 @@ class FlopCounter : public ops::OpObserver {
   const std::map<std::pair<std::string, Phase>, OpTotals>& by_module() const { return by_module_; }
   /// All totals of one phase.
   OpTotals totals(Phase phase) const;
-  /// A table: op, phase, calls, FLOPs, bytes, intensity, time, FLOP/s.
-  std::string table() const;
+  /// A table: op, phase, calls, FLOPs, bytes, intensity, time, FLOP/s; with a roofline, also
+  /// each op's bound (compute or memory) and the fraction of its roof it reached.
+  std::string table(const Roofline& roofline = {}) const;
 
   void on_op(std::string_view name, const ops::Cost& cost, double seconds) override;
 

@@ -69,6 +69,13 @@ TEST(Ledger, CountsElementwiseBytesAndModules) {
     EXPECT_EQ(inner.by_module().at({"block.attn", Phase::Forward}).calls, 1);
     EXPECT_EQ(inner.by_module().at({"block", Phase::Forward}).calls, 1);
     EXPECT_NE(inner.table().find("softmax"), std::string::npos);
+    // Against a 100 GFLOP/s, 10 GB/s machine (ridge 10 FLOP/B) softmax (5 FLOP per 8 bytes) is memory-bound.
+    const accounting::Roofline roof{100e9, 10e9};
+    EXPECT_EQ(roof.ridge_point(), 10.0);
+    EXPECT_STREQ(roof.bound(inner.op("softmax", Phase::Forward).arithmetic_intensity()), "memory");
+    EXPECT_EQ(roof.roof(1.0), 10e9);
+    EXPECT_EQ(roof.roof(1000.0), 100e9);
+    EXPECT_NE(inner.table(roof).find("memory"), std::string::npos);
   }
   EXPECT_EQ(accounting::current_module_path(), "");
   EXPECT_EQ(outer.total_flops(Phase::Forward), 5 * 128 + 128);  // the outer counter saw the same ops

@@ -28,12 +28,14 @@ static std::string shape_str(const std::vector<int64_t>& shape) {
 
 std::string Case::name() const {
   std::ostringstream os;
+  if (gradient) os << "grad ";  // keeps names distinct from the forward case on the same inputs
   os << op << "(";
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputSpec& in = inputs[i];
     os << (i ? ", " : "") << dtype_name(in.dtype) << shape_str(in.shape);
     if (in.layout != Layout::Contiguous) os << "/" << layout_name(in.layout);
     if (in.domain != "normal" && in.domain != "mask") os << ":" << in.domain;
+    if (gradient && is_floating_point(in.dtype) && !in.requires_grad) os << "/nograd";
   }
   os << ")";
   if (!args.empty()) os << " " << args.dump();
@@ -44,9 +46,10 @@ nlohmann::json to_json(const Case& c, const std::string& id) {
   nlohmann::json inputs = nlohmann::json::array();
   for (const InputSpec& in : c.inputs)
     inputs.push_back({{"shape", in.shape}, {"dtype", std::string(dtype_name(in.dtype))},
-                      {"domain", in.domain}, {"layout", layout_name(in.layout)}});
+                      {"domain", in.domain}, {"layout", layout_name(in.layout)},
+                      {"requires_grad", in.requires_grad}});
   return {{"id", id}, {"name", c.name()}, {"op", c.op}, {"args", c.args}, {"inputs", inputs},
-          {"float32_reference", c.float32_reference}};
+          {"float32_reference", c.float32_reference}, {"gradient", c.gradient}};
 }
 
 Tensor make_view(const Tensor& base, const InputSpec& spec) {

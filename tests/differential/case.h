@@ -29,6 +29,8 @@ struct InputSpec {
   Dtype dtype = kFloat32;
   std::string domain = "normal";
   Layout layout = Layout::Contiguous;
+  /// Gradient cases only: the base is a leaf that requires grad, and its .grad is compared.
+  bool requires_grad = false;
 };
 
 /// One operator call. `op` names an entry of both op tables (ops_table.cpp, reference.py).
@@ -42,6 +44,9 @@ struct Case {
   /// Compare with torch computed on float32 copies and rounded back to the half dtype, even
   /// though torch has a half kernel: for ops whose torch half kernel rounds intermediates.
   bool float32_reference = false;
+  /// Also run backward from output 0 with a random upstream gradient and compare each input
+  /// base's .grad (see gradient_check.h).
+  bool gradient = false;
   /// A readable, stable identity: op, inputs (dtype[shape]/layout:domain) and args. Used in
   /// messages, in the known-failure list and to seed the reference's random inputs.
   std::string name() const;

@@ -12,6 +12,7 @@ const std::map<std::string, std::function<std::vector<Case>()>>& catalog() {
       {"Extrema", extrema_cases},       {"Logical", logical_cases},       {"Softmax", softmax_cases},
       {"Join", join_cases},             {"Matmul", matmul_cases},         {"Triangle", triangle_cases},
       {"Shape", shape_cases},           {"Conversion", conversion_cases},
+      {"Gradients", gradient_cases},    {"GradientsStructure", gradient_structure_cases},
   };
   return families;
 }

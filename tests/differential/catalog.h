@@ -33,6 +33,8 @@ std::vector<Case> matmul_cases();
 std::vector<Case> triangle_cases();
 std::vector<Case> shape_cases();
 std::vector<Case> conversion_cases();
+std::vector<Case> gradient_cases();
+std::vector<Case> gradient_structure_cases();
 
 /// The eight dtypes the differential tests cover (float8 has no arithmetic in torch 1.13).
 inline const std::vector<Dtype> kAllDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
@@ -53,6 +55,17 @@ inline Case make_case(std::string family, std::string op, std::vector<InputSpec>
   c.op = std::move(op);
   c.inputs = std::move(inputs);
   c.args = std::move(args);
+  return c;
+}
+
+/// A gradient case: every floating input requires grad (clear an input's requires_grad afterwards
+/// to check that it gets no gradient); results and gradients are compared within tolerance.
+inline Case grad_case(std::string family, std::string op, std::vector<InputSpec> inputs,
+                      nlohmann::json args = nlohmann::json::object()) {
+  for (InputSpec& spec : inputs) spec.requires_grad = is_floating_point(spec.dtype);
+  Case c = make_case(std::move(family), std::move(op), std::move(inputs), std::move(args));
+  c.gradient = true;
+  c.accumulates = true;  // forward results of reductions and matmuls; harmless for the rest
   return c;
 }
 

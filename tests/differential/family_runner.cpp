@@ -1,53 +1,24 @@
 // A case passes when tally and torch agree on the outcome: both raise, or both return results
 // of the same dtype, shape and (within tolerance) values. An "upcast" reference (torch lacks the
 // half-precision CPU kernel) is compared the same way; it is float32 math rounded to the half type.
+// Gradient cases then also compare the inputs' gradients (gradient_check.h).
 
 #include "differential/family_runner.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 
 #include "differential/compare.h"
+#include "differential/gradient_check.h"
 #include "differential/known_failures.h"
-#include "differential/npy.h"
+#include "differential/npy_tensor.h"
 #include "differential/ops_table.h"
 #include "differential/reference_run.h"
 
 namespace tally::difftest {
 namespace {
-
-// How NumPy describes the bytes reference.py stores for each dtype (bfloat16 as uint16 bits).
-std::string npy_descr(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::Float32: return "<f4";
-    case Dtype::Float64: return "<f8";
-    case Dtype::Float16: return "<f2";
-    case Dtype::BFloat16: return "<u2";
-    case Dtype::Int32: return "<i4";
-    case Dtype::Int64: return "<i8";
-    case Dtype::UInt8: return "|u1";
-    case Dtype::Bool: return "|b1";
-    default: return "?";
-  }
-}
-
-NpyArray load(const std::string& dir, const std::string& file, Dtype dtype) {
-  NpyArray a = read_npy(dir + "/" + file);
-  if (a.descr != npy_descr(dtype))
-    throw std::runtime_error(file + " holds " + a.descr + ", expected " + npy_descr(dtype) + " for " +
-                             std::string(dtype_name(dtype)));
-  return a;
-}
-
-// A fresh contiguous tally tensor with exactly the bytes torch's input had.
-Tensor to_tensor(const NpyArray& a, Dtype dtype) {
-  Tensor t = empty(a.shape, dtype);
-  if (!a.bytes.empty()) std::memcpy(t.data_ptr(), a.bytes.data(), a.bytes.size());  // memcpy from null is UB
-  return t;
-}
 
 // Why the case fails, or nullopt when tally agrees with torch.
 std::optional<std::string> check(const ReferencedCase& rc, const std::string& dir) {
@@ -56,7 +27,8 @@ std::optional<std::string> check(const ReferencedCase& rc, const std::string& di
   std::vector<Tensor> bases, views;
   for (size_t k = 0; k < rc.c.inputs.size(); ++k) {
     const InputSpec& spec = rc.c.inputs[k];
-    bases.push_back(to_tensor(load(dir, rc.id + "_in" + std::to_string(k) + ".npy", spec.dtype), spec.dtype));
+    bases.push_back(to_tensor(load_npy(dir, rc.id + "_in" + std::to_string(k) + ".npy", spec.dtype), spec.dtype));
+    if (rc.c.gradient && spec.requires_grad) bases.back().requires_grad_();  // before the view, as in torch
     views.push_back(make_view(bases.back(), spec));
   }
   std::vector<Tensor> outs;
@@ -78,11 +50,12 @@ std::optional<std::string> check(const ReferencedCase& rc, const std::string& di
     return "tally returned " + std::to_string(outs.size()) + " outputs, torch " + std::to_string(want.size());
   for (size_t k = 0; k < outs.size(); ++k) {
     const Dtype want_dtype = dtype_from_name(want[k].at("dtype"));
-    const NpyArray expected = load(dir, rc.id + "_out" + std::to_string(k) + ".npy", want_dtype);
+    const NpyArray expected = load_npy(dir, rc.id + "_out" + std::to_string(k) + ".npy", want_dtype);
     if (auto why = compare(outs[k], expected, want_dtype, rc.c.accumulates, rc.c.exact))
       return (outs.size() > 1 ? "output " + std::to_string(k) + ": " : "") + *why +
              (status == "upcast" ? " [reference: float32 math rounded to the half type]" : "");
   }
+  if (rc.c.gradient) return check_gradients(rc, dir, bases, outs);
   return std::nullopt;
 }
 

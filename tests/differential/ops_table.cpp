@@ -38,6 +38,23 @@ std::vector<int64_t> dims(const Json& a) {
   return a["dims"].get<std::vector<int64_t>>();
 }
 
+std::optional<int64_t> optional_int(const Json& j) {
+  if (j.is_null()) return std::nullopt;
+  return j.get<int64_t>();
+}
+
+// An "index" op's list, as reference.py's index_item reads it: an int, null (new axis) or
+// [start, stop, step] (a slice, any bound null).
+std::vector<indexing::TensorIndex> index_list(const Json& items) {
+  std::vector<indexing::TensorIndex> out;
+  for (const Json& item : items) {
+    if (item.is_null()) out.emplace_back(indexing::None);
+    else if (item.is_array()) out.emplace_back(indexing::Slice(optional_int(item[0]), optional_int(item[1]), optional_int(item[2])));
+    else out.emplace_back(item.get<int64_t>());
+  }
+  return out;
+}
+
 // A reduction called with no dims (full) or with `dims`, for fns taking (x, dims, keepdim).
 template <class Fn>
 OpFn reduction(Fn fn) {
@@ -109,6 +126,7 @@ const std::map<std::string, OpFn>& table() {
       {"gelu", [](auto& v, auto&, const Json& a) -> Outs { return {gelu(v[0], a["approximate"].get<std::string>())}; }},
       {"silu", [](auto& v, auto&, const Json&) -> Outs { return {silu(v[0])}; }},
       {"square", [](auto& v, auto&, const Json&) -> Outs { return {square(v[0])}; }},
+      {"erf", [](auto& v, auto&, const Json&) -> Outs { return {erf(v[0])}; }},
       // selection
       {"clamp", [](auto& v, auto&, const Json& a) -> Outs { return {clamp(v[0], optional_scalar(a, "min"), optional_scalar(a, "max"))}; }},
       {"where", [](auto& v, auto&, const Json&) -> Outs { return {where(v[0], v[1], v[2])}; }},
@@ -150,6 +168,19 @@ const std::map<std::string, OpFn>& table() {
       {"flatten", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].flatten(a["start"].get<int64_t>(), a["end"].get<int64_t>())}; }},
       {"permute", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].permute(a["dims"].get<std::vector<int64_t>>())}; }},
       {"contiguous", [](auto& v, auto&, const Json&) -> Outs { return {v[0].contiguous()}; }},
+      {"clone", [](auto& v, auto&, const Json&) -> Outs { return {v[0].clone()}; }},
+      {"view", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].view(a["shape"].get<std::vector<int64_t>>())}; }},
+      {"transpose", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].transpose(a["dim0"].get<int64_t>(), a["dim1"].get<int64_t>())}; }},
+      {"expand", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].expand(a["shape"].get<std::vector<int64_t>>())}; }},
+      {"slice", [](auto& v, auto&, const Json& a) -> Outs {
+         return {v[0].slice(a["dim"].get<int64_t>(), optional_int(a["start"]), optional_int(a["end"]), a["step"].get<int64_t>())};
+       }},
+      {"select", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].select(a["dim"].get<int64_t>(), a["index"].get<int64_t>())}; }},
+      {"index", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].index(index_list(a["indices"]))}; }},
+      {"unsqueeze", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].unsqueeze(a["dim"].get<int64_t>())}; }},
+      {"squeeze", [](auto& v, auto&, const Json& a) -> Outs {
+         return {a.contains("dim") && !a["dim"].is_null() ? v[0].squeeze(a["dim"].get<int64_t>()) : v[0].squeeze()};
+       }},
       {"to", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].to(dtype_from_name(a["dtype"].get<std::string>()))}; }},
   };
   return ops;

@@ -12,6 +12,11 @@ case id to {"status": "ok" | "upcast" | "error" | "harness_error", "error": text
 bfloat16 has no NumPy dtype: its arrays are stored as uint16 bit patterns; the dtype name in the
 case (inputs) or in results.json (outputs) says how to read them.
 
+Gradient cases ("gradient": true) make each input base with "requires_grad" a leaf before taking
+its view, run backward from output 0 with a random upstream gradient saved as <id>_gout0.npy, and
+save each base's .grad as <id>_grad<k>.npy; results.json lists them under "grads" ({"dtype"} or
+null where torch left .grad as None).
+
 "upcast": torch 1.13 has no CPU kernel for this op in float16 (or bfloat16), or the case asks for
 "float32_reference" because torch's half kernel rounds intermediates; the reference is then the op
 computed on float32 copies of the inputs with the result rounded back to the half dtype, which is
@@ -139,6 +144,11 @@ def pair(name):
     return lambda v, b, a: list(getattr(torch, name)(v[0], a["dim"], keepdim=a.get("keepdim", False)))
 
 
+def index_item(item):
+    """One entry of an "index" op's list: an int, null (new axis) or [start, stop, step] (a slice)."""
+    return slice(*item) if isinstance(item, list) else item
+
+
 def in_place(method, scalar):
     def run(v, b, a):
         getattr(v[0], method)(a["scalar"] if scalar else v[1])
@@ -195,6 +205,7 @@ OPS = {
     "gelu": lambda v, b, a: [F.gelu(v[0], approximate=a["approximate"])],
     "silu": lambda v, b, a: [F.silu(v[0])],
     "square": lambda v, b, a: [torch.square(v[0])],
+    "erf": lambda v, b, a: [torch.erf(v[0])],
     # selection
     "clamp": lambda v, b, a: [torch.clamp(v[0], a.get("min"), a.get("max"))],
     "where": lambda v, b, a: [torch.where(v[0], v[1], v[2])],
@@ -228,6 +239,15 @@ OPS = {
     "flatten": lambda v, b, a: [v[0].flatten(a["start"], a["end"])],
     "permute": lambda v, b, a: [v[0].permute(a["dims"])],
     "contiguous": lambda v, b, a: [v[0].contiguous()],
+    "clone": lambda v, b, a: [v[0].clone()],
+    "view": lambda v, b, a: [v[0].view(a["shape"])],
+    "transpose": lambda v, b, a: [v[0].transpose(a["dim0"], a["dim1"])],
+    "expand": lambda v, b, a: [v[0].expand(a["shape"])],
+    "slice": lambda v, b, a: [v[0][(slice(None),) * (a["dim"] % v[0].dim()) + (slice(a["start"], a["end"], a["step"]),)]],
+    "select": lambda v, b, a: [v[0].select(a["dim"], a["index"])],
+    "index": lambda v, b, a: [v[0][tuple(index_item(i) for i in a["indices"])]],
+    "unsqueeze": lambda v, b, a: [v[0].unsqueeze(a["dim"])],
+    "squeeze": lambda v, b, a: [v[0].squeeze() if a.get("dim") is None else v[0].squeeze(a["dim"])],
     "to": lambda v, b, a: [v[0].to(DTYPES[a["dtype"]])],
 }
 
@@ -248,6 +268,31 @@ def upcast_dtype(views, error):
     return halves.pop() if lacks and len(halves) == 1 else None
 
 
+def upstream_gradient(case, out):
+    """The random gradient backward starts from: normal values of output 0's shape and dtype."""
+    gen = torch.Generator()
+    gen.manual_seed(zlib.crc32(f"{case['name']}#grad".encode()))
+    return torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out.dtype)
+
+
+def compute(case, bases, views, half, out_dir):
+    """Outputs (and for gradient cases the bases' gradients); with `half`, in float32 copies."""
+    fn, args = OPS[case["op"]], case["args"]
+    if half is None:
+        outs = fn(views, bases, args)
+    else:
+        # .float() is differentiable: gradients flow back to the half leaves, rounded once.
+        up = [t.float() if t.dtype == half else t for t in views]
+        outs = [o.to(half) if o.dtype == torch.float32 else o for o in fn(up, up, args)]
+    if case["gradient"]:
+        for b in bases:
+            b.grad = None
+        grad = upstream_gradient(case, outs[0])
+        save(os.path.join(out_dir, f"{case['id']}_gout0.npy"), grad)
+        outs[0].backward(grad)
+    return outs
+
+
 def run_case(case, out_dir):
     gen = torch.Generator()
     bases, views = [], []
@@ -255,15 +300,16 @@ def run_case(case, out_dir):
         gen.manual_seed(zlib.crc32(f"{case['name']}#{k}".encode()))
         base = draw(spec, gen)
         save(os.path.join(out_dir, f"{case['id']}_in{k}.npy"), base)
+        if case["gradient"] and spec["requires_grad"]:
+            base.requires_grad_(True)
         bases.append(base)
         views.append(make_view(base, spec))
-    fn, args = OPS[case["op"]], case["args"]
     status, half = "ok", None
     try:
         if case["float32_reference"]:
             half = next(t.dtype for t in views if t.dtype in HALF_TYPES)
         else:
-            outs = fn(views, bases, args)
+            outs = compute(case, bases, views, None, out_dir)
     except Exception as e:  # torch raises RuntimeError, TypeError, IndexError, ...
         error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
         if "invalid combination of arguments" in error or "unexpected keyword" in error:
@@ -272,12 +318,20 @@ def run_case(case, out_dir):
         if half is None:
             return {"status": "error", "error": error}
     if half is not None:
-        up = [t.float() if t.dtype == half else t for t in views]
-        outs = [o.to(half) if o.dtype == torch.float32 else o for o in fn(up, up, args)]
+        outs = compute(case, bases, views, half, out_dir)
         status = "upcast"
     for k, t in enumerate(outs):
         save(os.path.join(out_dir, f"{case['id']}_out{k}.npy"), t)
-    return {"status": status, "outputs": [{"dtype": str(t.dtype).replace("torch.", "")} for t in outs]}
+    result = {"status": status, "outputs": [{"dtype": str(t.dtype).replace("torch.", "")} for t in outs]}
+    if case["gradient"]:
+        result["grads"] = []
+        for k, b in enumerate(bases):
+            if b.grad is None:
+                result["grads"].append(None)
+                continue
+            save(os.path.join(out_dir, f"{case['id']}_grad{k}.npy"), b.grad)
+            result["grads"].append({"dtype": str(b.grad.dtype).replace("torch.", "")})
+    return result
 
 
 def main():

@@ -24,3 +24,6 @@ TEST(Differential, Matmul) { run_family("Matmul"); }
 TEST(Differential, Triangle) { run_family("Triangle"); }
 TEST(Differential, Shape) { run_family("Shape"); }
 TEST(Differential, Conversion) { run_family("Conversion"); }
+// Backward against torch: elementwise and selection ops; reductions, structure ops and views.
+TEST(Differential, Gradients) { run_family("Gradients"); }
+TEST(Differential, GradientsStructure) { run_family("GradientsStructure"); }

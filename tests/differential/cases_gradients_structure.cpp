@@ -1,0 +1,176 @@
+// The GradientsStructure family: backward of reductions (sums, moments, extrema with ties),
+// softmax, joins and index_select (with repeated indices), matmul in every rank, triu/tril and
+// the view ops, in float64 and float32 on every layout, plus a few bfloat16 cases.
+
+#include "differential/catalog.h"
+
+namespace tally::difftest {
+
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kFamily = "GradientsStructure";
+
+// Reduction arguments for a [3, 4, 5] input: all dims (null), single dims with and without
+// keepdim, and several dims. `single_only`: torch 1.13 takes one int dim only (prod).
+std::vector<Json> reduce_dims(bool single_only) {
+  std::vector<Json> out = {{{"dims", nullptr}}};
+  for (auto [d, keep] : {std::pair{0, false}, std::pair{1, true}, std::pair{-1, false}, std::pair{2, true}})
+    out.push_back({{"dims", single_only ? Json(d) : Json::array({d})}, {"keepdim", keep}});
+  if (!single_only)
+    for (auto [dims, keep] : {std::pair{Json::array({0, 2}), true}, std::pair{Json::array({-1, 0}), false}})
+      out.push_back({{"dims", dims}, {"keepdim", keep}});
+  return out;
+}
+
+void add_reductions(std::vector<Case>& cases) {
+  struct Reduction { std::string op, domain; bool single_only; Json extra; };
+  // amax/amin on small integers: torch shares the gradient equally among tied extremes.
+  const std::vector<Reduction> ops = {
+      {"sum", "normal", false, Json::object()},         {"mean", "normal", false, Json::object()},
+      {"prod", "nonzero", true, Json::object()},        {"var", "normal", false, {{"correction", 1}}},
+      {"var", "normal", false, {{"correction", 0}}},    {"amax", "normal", false, Json::object()},
+      {"amax", "small_int", false, Json::object()},     {"amin", "small_int", false, Json::object()},
+  };
+  for (const Reduction& r : ops)
+    for (Dtype dt : {kFloat64, kFloat32})
+      for (const InputSpec& spec : four_layouts(dt, r.domain))
+        for (Json args : reduce_dims(r.single_only)) {
+          // A product of all 60 elements in [0.5, 2.5] is huge or tiny: use values near one.
+          InputSpec s = spec;
+          if (r.op == "prod" && args["dims"].is_null()) s.domain = "near_one";
+          args.update(r.extra);
+          cases.push_back(grad_case(kFamily, r.op, {s}, args));
+        }
+  for (const char* op : {"sum", "mean", "amax"})
+    cases.push_back(grad_case(kFamily, op, {in({3, 4, 5}, kBFloat16, "normal", Layout::Transposed)}, {{"dims", Json::array({1})}, {"keepdim", false}}));
+  cases.push_back(grad_case(kFamily, "sum", {in({64, 257}, kFloat32, "normal", Layout::Sliced)}, {{"dims", Json::array({1})}, {"keepdim", true}}));
+  // max()/min() over everything: ties (small integers) share the gradient equally in torch.
+  for (const char* op : {"max", "min"})
+    for (Dtype dt : {kFloat64, kFloat32, kBFloat16})
+      for (const char* domain : {"normal", "small_int"})
+        for (const InputSpec& spec : four_layouts(dt, domain)) cases.push_back(grad_case(kFamily, op, {spec}));
+  // max(dim)/min(dim): the gradient goes to the returned index only, so ties are avoided (continuous
+  // values; expanded inputs repeat values along dim 0).
+  for (const char* op : {"max_dim", "min_dim"})
+    for (Dtype dt : {kFloat64, kFloat32})
+      for (const InputSpec& spec : four_layouts(dt, "normal"))
+        for (auto [d, keep] : {std::pair{0, false}, std::pair{1, true}, std::pair{-1, false}}) {
+          if (spec.layout == Layout::Expanded && d == 0) continue;
+          cases.push_back(grad_case(kFamily, op, {spec}, {{"dim", d}, {"keepdim", keep}}));
+        }
+}
+
+void add_softmax(std::vector<Case>& cases) {
+  for (const char* op : {"softmax", "log_softmax"}) {
+    for (Dtype dt : {kFloat64, kFloat32})
+      for (const InputSpec& spec : four_layouts(dt, "normal"))
+        for (int64_t d : {0, 1, 2, -1}) cases.push_back(grad_case(kFamily, op, {spec}, {{"dim", d}}));
+    cases.push_back(grad_case(kFamily, op, {in({7, 300}, kFloat32, "wide")}, {{"dim", 1}}));
+    cases.push_back(grad_case(kFamily, op, {in({3, 4, 5}, kBFloat16, "normal", Layout::Transposed)}, {{"dim", -1}}));
+  }
+}
+
+void add_joins(std::vector<Case>& cases) {
+  for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
+    cases.push_back(grad_case(kFamily, "cat", {in({2, 4, 5}, dt, "normal", Layout::Transposed), in({3, 4, 5}, dt, "normal", Layout::Sliced)},
+                              {{"dim", 0}}));
+    cases.push_back(grad_case(kFamily, "cat", {in({3, 2, 5}, dt), in({3, 4, 5}, dt, "normal", Layout::Expanded), in({3, 1, 5}, dt)},
+                              {{"dim", 1}}));
+    Case frozen = grad_case(kFamily, "cat", {in({3, 4, 2}, dt, "normal", Layout::Transposed), in({3, 4, 5}, dt)}, {{"dim", -1}});
+    frozen.inputs[0].requires_grad = false;
+    cases.push_back(frozen);
+    for (int64_t d : {0, 1, 2, -1})
+      cases.push_back(grad_case(kFamily, "stack", {in({3, 4}, dt), in({3, 4}, dt, "normal", Layout::Transposed), in({3, 4}, dt, "normal", Layout::Sliced)},
+                                {{"dim", d}}));
+    // Nine indices into five rows repeat some: their gradients must add up.
+    for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+      cases.push_back(grad_case(kFamily, "index_select", {in({5, 6}, dt, "normal", l), in({9}, kInt64, "index:5")}, {{"dim", 0}}));
+      cases.push_back(grad_case(kFamily, "index_select", {in({5, 6}, dt, "normal", l), in({9}, kInt32, "index:6")}, {{"dim", -1}}));
+    }
+    cases.push_back(grad_case(kFamily, "index_select", {in({3, 4, 5}, dt, "normal", Layout::Expanded), in({7}, kInt64, "index:4")}, {{"dim", 1}}));
+  }
+}
+
+void add_matmul(std::vector<Case>& cases) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
+      {{8}, {8}},        {{5, 8}, {8}},           {{8}, {8, 3}},      {{5, 8}, {8, 3}},  {{2, 5, 8}, {2, 8, 3}},
+      {{2, 1, 5, 8}, {3, 8, 4}}, {{3, 5, 8}, {8}}, {{8}, {2, 8, 3}}, {{3, 5, 8}, {8, 4}}, {{5, 8}, {2, 8, 3}},
+  };
+  for (const auto& [sa, sb] : shapes) {
+    const Layout la = sa.size() >= 2 ? Layout::Transposed : Layout::Sliced, lb = sb.size() >= 2 ? Layout::Transposed : Layout::Sliced;
+    for (Dtype dt : {kFloat64, kFloat32}) {
+      cases.push_back(grad_case(kFamily, "matmul", {in(sa, dt), in(sb, dt)}));
+      cases.push_back(grad_case(kFamily, "matmul", {in(sa, dt, "normal", la), in(sb, dt, "normal", lb)}));
+      if (sa.size() >= 2 || sb.size() >= 2)  // otherwise the same as the case above
+        cases.push_back(grad_case(kFamily, "matmul", {in(sa, dt, "normal", Layout::Sliced), in(sb, dt, "normal", Layout::Sliced)}));
+      if (sa.size() >= 3) cases.push_back(grad_case(kFamily, "matmul", {in(sa, dt, "normal", Layout::Expanded), in(sb, dt)}));
+      if (sb.size() >= 3) cases.push_back(grad_case(kFamily, "matmul", {in(sa, dt), in(sb, dt, "normal", Layout::Expanded)}));
+    }
+    cases.push_back(grad_case(kFamily, "matmul", {in(sa, kBFloat16), in(sb, kBFloat16, "normal", lb)}));
+  }
+  for (size_t frozen : {0, 1}) {
+    Case c = grad_case(kFamily, "matmul", {in({2, 5, 8}, kFloat32, "normal", Layout::Transposed), in({8, 3}, kFloat32)});
+    c.inputs[frozen].requires_grad = false;
+    cases.push_back(c);
+  }
+}
+
+void add_triangles(std::vector<Case>& cases) {
+  for (const char* op : {"triu", "tril"})
+    for (Dtype dt : {kFloat64, kFloat32})
+      for (int64_t diagonal : {-1, 0, 2}) {
+        for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced})
+          cases.push_back(grad_case(kFamily, op, {in({4, 5}, dt, "normal", l)}, {{"diagonal", diagonal}}));
+        cases.push_back(grad_case(kFamily, op, {in({2, 4, 5}, dt, "normal", Layout::Expanded)}, {{"diagonal", diagonal}}));
+      }
+}
+
+void add_views(std::vector<Case>& cases) {
+  // Each view's backward is another view or a sum (expand); stepped and expanded inputs check
+  // that the gradient lands on the right base elements and that skipped ones stay zero.
+  for (Dtype dt : {kFloat64, kFloat32}) {
+    for (const InputSpec& spec : four_layouts(dt, "normal")) {
+      for (const Json& shape : {Json::array({12, 5}), Json::array({-1}), Json::array({5, 12})})
+        cases.push_back(grad_case(kFamily, "reshape", {spec}, {{"shape", shape}}));
+      for (const Json& dims : {Json::array({2, 0, 1}), Json::array({1, 2, 0})})
+        cases.push_back(grad_case(kFamily, "permute", {spec}, {{"dims", dims}}));
+      cases.push_back(grad_case(kFamily, "transpose", {spec}, {{"dim0", 0}, {"dim1", -1}}));
+      cases.push_back(grad_case(kFamily, "flatten", {spec}, {{"start", 1}, {"end", 2}}));
+      cases.push_back(grad_case(kFamily, "slice", {spec}, {{"dim", 1}, {"start", 1}, {"end", nullptr}, {"step", 2}}));
+      cases.push_back(grad_case(kFamily, "slice", {spec}, {{"dim", -1}, {"start", 0}, {"end", 4}, {"step", 3}}));
+      cases.push_back(grad_case(kFamily, "select", {spec}, {{"dim", 1}, {"index", -1}}));
+      cases.push_back(grad_case(kFamily, "index", {spec}, {{"indices", Json::array({1, nullptr, Json::array({nullptr, nullptr, 2})})}}));
+      cases.push_back(grad_case(kFamily, "unsqueeze", {spec}, {{"dim", 1}}));
+      // Merging dims 1 and 2 needs them laid out contiguously: the transposed and sliced inputs
+      // cannot be viewed as [3, 20] (the sliced one is viewed as [12, 5] below).
+      if (spec.layout == Layout::Contiguous || spec.layout == Layout::Expanded)
+        cases.push_back(grad_case(kFamily, "view", {spec}, {{"shape", Json::array({3, 20})}}));
+    }
+    cases.push_back(grad_case(kFamily, "view", {in({3, 4, 5}, dt, "normal", Layout::Sliced)}, {{"shape", Json::array({12, 5})}}));
+    cases.push_back(grad_case(kFamily, "expand", {in({3, 1, 5}, dt, "normal", Layout::Sliced)}, {{"shape", Json::array({2, 3, 4, 5})}}));
+    cases.push_back(grad_case(kFamily, "expand", {in({3, 1, 5}, dt)}, {{"shape", Json::array({-1, 6, -1})}}));
+    cases.push_back(grad_case(kFamily, "expand", {in({3, 4, 5}, dt, "normal", Layout::Expanded)}, {{"shape", Json::array({2, 3, 4, 5})}}));
+    for (const Json& dim : {Json(1), Json(nullptr), Json(0)})
+      cases.push_back(grad_case(kFamily, "squeeze", {in({3, 1, 5}, dt, "normal", Layout::Sliced)}, {{"dim", dim}}));
+    cases.push_back(grad_case(kFamily, "squeeze", {in({1, 4, 1}, dt, "normal", Layout::Transposed)}, {{"dim", nullptr}}));
+  }
+  cases.push_back(grad_case(kFamily, "permute", {in({3, 4, 5}, kBFloat16, "normal", Layout::Sliced)}, {{"dims", Json::array({2, 0, 1})}}));
+  cases.push_back(grad_case(kFamily, "expand", {in({3, 1, 5}, kBFloat16)}, {{"shape", Json::array({2, 3, 4, 5})}}));
+}
+
+}  // namespace
+
+std::vector<Case> gradient_structure_cases() {
+  std::vector<Case> cases;
+  add_reductions(cases);
+  add_softmax(cases);
+  add_joins(cases);
+  add_matmul(cases);
+  add_triangles(cases);
+  add_views(cases);
+  return cases;
+}
+
+}  // namespace tally::difftest

@@ -29,46 +29,67 @@ int64_t product(const std::vector<int>& labels, const std::vector<int64_t>& size
   return p;
 }
 
-Tensor reshape_to(const Tensor& t, const std::vector<int64_t>& shape) {
-  return t.sizes() == IntArrayRef(shape) ? t : t.reshape(shape);
+Tensor reshape_to(const Tensor& t, IntArrayRef shape) { return t.sizes() == shape ? t : t.reshape(shape); }
+
+// Raise the message for a label whose sizes disagree between operands (found again by a
+// rescan: the common path keeps no record of which operand bound what).
+[[noreturn]] void size_mismatch(const EinsumPlan& plan, const std::vector<Tensor>& ops, int label, size_t k,
+                                std::string_view pattern) {
+  const detail::PatternContext ctx{"einsum", pattern};
+  size_t first = 0;
+  for (size_t j = 0; j < k; ++j) {
+    const auto& labels = plan.operand_labels[j];
+    auto it = std::find(labels.begin(), labels.end(), label);
+    if (it != labels.end() && (!plan.is_ellipsis[label] || ops[j].size(it - labels.begin()) != 1)) {
+      first = j;
+      break;
+    }
+  }
+  const int64_t had = ops[first].size(std::find(plan.operand_labels[first].begin(), plan.operand_labels[first].end(), label) -
+                                      plan.operand_labels[first].begin());
+  const int64_t got = ops[k].size(std::find(plan.operand_labels[k].begin(), plan.operand_labels[k].end(), label) -
+                                  plan.operand_labels[k].begin());
+  if (plan.is_ellipsis[label])
+    detail::fail(ctx, "the '...' dimensions of operand ", first, " (shape ", ops[first].sizes(), ") and operand ", k,
+                 " (shape ", ops[k].sizes(), ") do not broadcast");
+  detail::fail(ctx, "'", plan.label_names[label], "' is ", had, " in operand ", first, " (shape ", ops[first].sizes(),
+               ") but ", got, " in operand ", k, " (shape ", ops[k].sizes(), ")");
 }
 
-// The size of every label, checking that operands agree; "..." dims of size 1 broadcast, and
-// such operands are expanded (a stride-0 view) so the plan's lowering holds unchanged.
-std::vector<int64_t> label_sizes(const EinsumPlan& plan, std::vector<Tensor>& ops, std::string_view pattern) {
-  const detail::PatternContext ctx{"einsum", pattern};
+// The size of every label, checking that operands agree; "..." dims of size 1 broadcast.
+std::vector<int64_t> label_sizes(const EinsumPlan& plan, const std::vector<Tensor>& ops, std::string_view pattern,
+                                 bool& broadcast) {
   std::vector<int64_t> size(plan.label_names.size(), -1);
-  std::vector<int> first(plan.label_names.size(), -1);
+  broadcast = false;
   for (size_t k = 0; k < ops.size(); ++k) {
     const std::vector<int>& labels = plan.operand_labels[k];
     for (size_t i = 0; i < labels.size(); ++i) {
       const int l = labels[i];
       const int64_t s = ops[k].size(static_cast<int64_t>(i));
       if (size[l] == s) continue;
-      if (size[l] == -1 || (plan.is_ellipsis[l] && size[l] == 1)) {
+      if (size[l] == -1) {
         size[l] = s;
-        first[l] = static_cast<int>(k);
-      } else if (!(plan.is_ellipsis[l] && s == 1)) {
-        const Tensor& f = ops[first[l]];
-        if (plan.is_ellipsis[l])
-          detail::fail(ctx, "the '...' dimensions of operand ", first[l], " (shape ", f.sizes(), ") and operand ", k,
-                       " (shape ", ops[k].sizes(), ") do not broadcast");
-        detail::fail(ctx, "'", plan.label_names[l], "' is ", size[l], " in operand ", first[l], " (shape ", f.sizes(),
-                     ") but ", s, " in operand ", k, " (shape ", ops[k].sizes(), ")");
+      } else if (plan.is_ellipsis[l] && (size[l] == 1 || s == 1)) {
+        size[l] = std::max(size[l], s);
+        broadcast = true;
+      } else {
+        size_mismatch(plan, ops, l, k, pattern);
       }
     }
   }
-  for (size_t k = 0; k < ops.size(); ++k) {
-    const std::vector<int>& labels = plan.operand_labels[k];
-    std::vector<int64_t> target;
-    bool broadcast = false;
-    for (size_t i = 0; i < labels.size(); ++i) {
-      target.push_back(size[labels[i]]);
-      broadcast |= target.back() != ops[k].size(static_cast<int64_t>(i));
-    }
-    if (broadcast) ops[k] = ops[k].expand(target);
-  }
   return size;
+}
+
+// Operands whose "..." dims broadcast from size 1 are expanded (a stride-0 view), so the plan's
+// lowering holds unchanged.
+std::vector<Tensor> expand_broadcast(const EinsumPlan& plan, const std::vector<Tensor>& ops, const std::vector<int64_t>& size) {
+  std::vector<Tensor> out = ops;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    std::vector<int64_t> target;
+    for (int l : plan.operand_labels[k]) target.push_back(size[l]);
+    if (ops[k].sizes() != IntArrayRef(target)) out[k] = ops[k].expand(target);
+  }
+  return out;
 }
 
 // The two operands become (batch, left, contracted) and (batch, contracted, right) and meet in
@@ -146,18 +167,19 @@ Tensor run_greedy(const EinsumPlan& plan, const std::vector<Tensor>& ops, const 
 
 Tensor einsum(const std::vector<Tensor>& operands, std::string_view pattern) {
   const auto plan = detail::einsum_plan(pattern, operands);
-  std::vector<Tensor> ops = operands;
-  const std::vector<int64_t> size = label_sizes(*plan, ops, pattern);
-  if (ops.size() == 1) {
-    Tensor t = ops[0];
+  bool broadcast = false;
+  const std::vector<int64_t> size = label_sizes(*plan, operands, pattern, broadcast);
+  if (broadcast) return run_greedy(*plan, expand_broadcast(*plan, operands, size), size);
+  if (operands.size() == 1) {
+    Tensor t = operands[0];
     if (!plan->single_sum.empty()) t = tally::sum(t, plan->single_sum, false, t.dtype());
     return is_identity(plan->single_perm) ? t : t.permute(plan->single_perm);
   }
-  if (ops.size() == 2) {
-    Tensor t = run_pair(plan->pair, ops[0], ops[1], size);
+  if (operands.size() == 2) {
+    Tensor t = run_pair(plan->pair, operands[0], operands[1], size);
     return is_identity(plan->pair_perm) ? t : t.permute(plan->pair_perm);
   }
-  return run_greedy(*plan, ops, size);
+  return run_greedy(*plan, operands, size);
 }
 
 Tensor einsum(const Tensor& a, std::string_view pattern) { return einsum(std::vector<Tensor>{a}, pattern); }

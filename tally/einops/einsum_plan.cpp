@@ -157,8 +157,9 @@ PairStep plan_pair(const std::vector<int>& a, const std::vector<int>& b, const s
 
 std::shared_ptr<const EinsumPlan> einsum_plan(std::string_view pattern, const std::vector<Tensor>& operands) {
   static PlanCache<EinsumPlan> cache;
-  std::string key;
-  key.reserve(pattern.size() + 2 * operands.size() + 2);
+  // One buffer per thread: building the key then allocates nothing after the first call.
+  thread_local std::string key;
+  key.clear();
   append_key_int(key, static_cast<int64_t>(operands.size()));
   for (const Tensor& t : operands) append_key_int(key, t.dim());
   key.append(pattern);

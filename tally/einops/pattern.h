@@ -17,8 +17,8 @@ namespace tally::einops::detail {
 struct Axis {
   /// What the axis is written as.
   enum class Kind { named, anonymous, ellipsis };
-  Kind kind = Kind::named;
-  std::string name;    ///< the identifier, for named axes
+  Kind kind = Kind::named;  ///< name, number or "..."
+  std::string name;    ///< the identifier (the digits, for anonymous axes)
   int64_t length = 0;  ///< the number, for anonymous axes
 };
 
@@ -30,8 +30,8 @@ struct Dim {
 
 /// One side of a pattern (or one einsum operand).
 struct Expression {
-  std::vector<Dim> dims;
-  bool has_ellipsis = false;
+  std::vector<Dim> dims;             ///< as written, "..." still unexpanded
+  bool has_ellipsis = false;         ///< "..." appears somewhere
   bool ellipsis_bracketed = false;  ///< "(...)" or "(a ...)"
   /// Number of dimensions the pattern writes besides an unbracketed "...".
   int64_t fixed_dims() const { return static_cast<int64_t>(dims.size()) - (has_ellipsis && !ellipsis_bracketed ? 1 : 0); }
@@ -41,8 +41,8 @@ struct Expression {
 
 /// Where a message about a pattern comes from: the op ("rearrange") and the whole pattern.
 struct PatternContext {
-  std::string_view op;
-  std::string_view pattern;
+  std::string_view op;       ///< "einsum", "rearrange", ...
+  std::string_view pattern;  ///< the whole pattern, quoted in every message
 };
 
 /// Raise ValueError as `<op> pattern "<pattern>": <problem>`.

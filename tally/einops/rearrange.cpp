@@ -45,6 +45,9 @@ std::vector<int64_t> resolve_lengths(const TransformPlan& plan, const Tensor& x,
         detail::fail(ctx, "dimension ", d, " of the input (shape ", x.sizes(), ") has size ", size, ", which ",
                      plan.input_text[d], " cannot split: ", size, " is not divisible by ", known);
       len[unknown] = known == 0 ? 0 : size / known;
+    } else if (plan.input_dims[d].empty() && size != 1) {
+      detail::fail(ctx, "dimension ", d, " of the input (shape ", x.sizes(), ") has size ", size, " but the pattern writes ",
+                   plan.input_text[d], ", a unit axis, there");
     } else if (known != size) {
       detail::fail(ctx, "dimension ", d, " of the input (shape ", x.sizes(), ") has size ", size, " but ",
                    plan.input_text[d], " has length ", known);

@@ -40,7 +40,9 @@ ShapeSpec parse_spec(std::string_view spec) {
 
 std::shared_ptr<const ShapeSpec> cached_spec(std::string_view spec) {
   static detail::PlanCache<ShapeSpec> cache;
-  return cache.get(std::string(spec), [&] { return parse_spec(spec); });
+  thread_local std::string key;  // reused: a check allocates nothing once its spec is cached
+  key.assign(spec);
+  return cache.get(key, [&] { return parse_spec(spec); });
 }
 
 }  // namespace

@@ -190,8 +190,9 @@ std::string_view kind_name(TransformKind kind) {
 std::shared_ptr<const TransformPlan> transform_plan(TransformKind kind, std::string_view pattern, const Tensor& x,
                                                     const AxisLengths& lengths) {
   static PlanCache<TransformPlan> cache;
-  std::string key;
-  key.reserve(pattern.size() + 8 + 8 * lengths.size());
+  // One buffer per thread: building the key then allocates nothing after the first call.
+  thread_local std::string key;
+  key.clear();
   key.push_back(static_cast<char>(kind));
   append_key_int(key, x.dim());
   append_key_int(key, static_cast<int64_t>(lengths.size()));

@@ -8,6 +8,7 @@
 
 #include "tally/einops/einsum_plan.h"
 #include "tally/einops/pattern.h"
+#include "tally/einops/permute_if_needed.h"
 #include "tally/ops/matmul.h"
 #include "tally/ops/reduce.h"
 
@@ -17,11 +18,6 @@ namespace {
 using detail::EinsumPlan;
 using detail::PairStep;
 
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
 
 int64_t product(const std::vector<int>& labels, const std::vector<int64_t>& size) {
   int64_t p = 1;
@@ -97,8 +93,8 @@ std::vector<Tensor> expand_broadcast(const EinsumPlan& plan, const std::vector<T
 Tensor run_pair(const PairStep& s, Tensor a, Tensor b, const std::vector<int64_t>& size) {
   if (!s.a_sum.empty()) a = tally::sum(a, s.a_sum, false, a.dtype());
   if (!s.b_sum.empty()) b = tally::sum(b, s.b_sum, false, b.dtype());
-  if (!is_identity(s.a_perm)) a = a.permute(s.a_perm);
-  if (!is_identity(s.b_perm)) b = b.permute(s.b_perm);
+  a = detail::permute_if_needed(a, s.a_perm);
+  b = detail::permute_if_needed(b, s.b_perm);
   const int64_t nb = product(s.batch, size), nl = product(s.left, size), nc = product(s.contracted, size),
                 nr = product(s.right, size);
   Tensor out = tally::matmul(reshape_to(a, {nb, nl, nc}), reshape_to(b, {nb, nc, nr}));
@@ -119,7 +115,7 @@ Tensor finish(Tensor t, const std::vector<int>& labels, const std::vector<int>& 
   if (!summed.empty()) t = tally::sum(t, summed, false, t.dtype());
   std::vector<int64_t> perm;
   for (int l : output) perm.push_back(std::find(kept.begin(), kept.end(), l) - kept.begin());
-  return is_identity(perm) ? t : t.permute(perm);
+  return detail::permute_if_needed(t, perm);
 }
 
 // Three or more operands: repeatedly contract the pair whose matmul costs the fewest FLOPs.
@@ -173,11 +169,11 @@ Tensor einsum(const std::vector<Tensor>& operands, std::string_view pattern) {
   if (operands.size() == 1) {
     Tensor t = operands[0];
     if (!plan->single_sum.empty()) t = tally::sum(t, plan->single_sum, false, t.dtype());
-    return is_identity(plan->single_perm) ? t : t.permute(plan->single_perm);
+    return detail::permute_if_needed(t, plan->single_perm);
   }
   if (operands.size() == 2) {
     Tensor t = run_pair(plan->pair, operands[0], operands[1], size);
-    return is_identity(plan->pair_perm) ? t : t.permute(plan->pair_perm);
+    return detail::permute_if_needed(t, plan->pair_perm);
   }
   return run_greedy(*plan, operands, size);
 }

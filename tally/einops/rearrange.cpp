@@ -4,6 +4,7 @@
 #include "tally/einops/rearrange.h"
 
 #include "tally/einops/pattern.h"
+#include "tally/einops/permute_if_needed.h"
 #include "tally/einops/transform_plan.h"
 #include "tally/ops/reduce.h"
 
@@ -13,11 +14,6 @@ namespace {
 using detail::TransformKind;
 using detail::TransformPlan;
 
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
 
 // The length of every axis: given, fixed, or inferred from the input dim that holds it.
 std::vector<int64_t> resolve_lengths(const TransformPlan& plan, const Tensor& x, const AxisLengths& lengths,
@@ -74,7 +70,7 @@ Tensor transform(TransformKind kind, const Tensor& x, std::string_view pattern, 
   Tensor t = x;
   if (plan->decompose) t = t.reshape(IntArrayRef(len.data(), static_cast<size_t>(plan->num_input_axes)));
   if (!plan->reduce_dims.empty()) t = apply_reduction(t, plan->reduce_dims, reduction);
-  if (!is_identity(plan->perm)) t = t.permute(plan->perm);
+  t = detail::permute_if_needed(t, plan->perm);
   std::vector<int64_t> shape;
   bool has_new = false;
   for (size_t i = 0; i < plan->output_axes.size(); ++i) {

@@ -24,7 +24,10 @@ int64_t MemoryTracker::allocated_since_start() const { return now().total_alloca
 std::string format_bytes(int64_t bytes) {
   char buf[64];
   const double b = static_cast<double>(bytes);
-  if (bytes < 0) return "-" + format_bytes(-bytes);
+  if (bytes < 0) {
+    std::string s(1, '-');  // not "-" + string: GCC 12 warns falsely (-Wrestrict) on that
+    return s.append(format_bytes(-bytes));
+  }
   if (bytes < 1024) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
   else if (bytes < (int64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
   else if (bytes < (int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));

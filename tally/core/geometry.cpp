@@ -14,8 +14,8 @@ int64_t numel(IntArrayRef sizes) {
   return n;
 }
 
-std::vector<int64_t> contiguous_strides(IntArrayRef sizes) {
-  std::vector<int64_t> strides(sizes.size());
+DimVector contiguous_strides(IntArrayRef sizes) {
+  DimVector strides(sizes.size());
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = s;
@@ -49,8 +49,8 @@ void check_no_internal_overlap(IntArrayRef sizes, IntArrayRef strides) {
   }
 }
 
-std::vector<int64_t> infer_size(IntArrayRef shape, int64_t numel) {
-  std::vector<int64_t> out = shape.vec();
+DimVector infer_size(IntArrayRef shape, int64_t numel) {
+  DimVector out(shape);
   int64_t known = 1;
   std::optional<size_t> infer;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -71,14 +71,14 @@ std::vector<int64_t> infer_size(IntArrayRef shape, int64_t numel) {
   return out;
 }
 
-std::optional<std::vector<int64_t>> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes) {
-  std::vector<int64_t> out(new_sizes.size());
+std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes) {
+  DimVector out(new_sizes.size());
   if (sizes.empty()) {  // a 0-d tensor views as any all-ones shape
     std::fill(out.begin(), out.end(), 1);
     return out;
   }
   if (numel(sizes) == 0) {
-    if (sizes == new_sizes) return strides.vec();
+    if (sizes == new_sizes) return DimVector(strides);
     return contiguous_strides(new_sizes);
   }
   // Walk the old dims in chunks that are contiguous with each other; each chunk must be split
@@ -106,9 +106,9 @@ std::optional<std::vector<int64_t>> view_strides(IntArrayRef sizes, IntArrayRef 
   return out;
 }
 
-std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b) {
+DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b) {
   size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
+  DimVector out(n);
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];

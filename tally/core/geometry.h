@@ -12,24 +12,24 @@ namespace tally::geometry {
 
 /// Sizes and strides of a view, plus its storage offset.
 struct Geometry {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  DimVector sizes;
+  DimVector strides;
   int64_t storage_offset = 0;
 };
 
 /// Product of sizes; raises ValueError on int64 overflow.
 int64_t numel(IntArrayRef sizes);
 /// Row-major strides for `sizes`.
-std::vector<int64_t> contiguous_strides(IntArrayRef sizes);
+DimVector contiguous_strides(IntArrayRef sizes);
 /// PyTorch's contiguity rule: size-1 dims may have any stride; empty tensors are contiguous.
 bool is_contiguous(IntArrayRef sizes, IntArrayRef strides);
 /// Replace a single -1 in `shape` by what makes numel match; raises with PyTorch's message.
-std::vector<int64_t> infer_size(IntArrayRef shape, int64_t numel);
+DimVector infer_size(IntArrayRef shape, int64_t numel);
 /// Strides that let `new_sizes` view memory laid out as (sizes, strides), or nullopt when no
 /// such strides exist (PyTorch's computeStride).
-std::optional<std::vector<int64_t>> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes);
+std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes);
 /// Broadcast two shapes (numpy rules); raises ValueError naming both shapes.
-std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b);
+DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b);
 /// Raise if several elements of a tensor with this geometry share one memory location (an
 /// expanded view): writing to it in place would be ill-defined.
 void check_no_internal_overlap(IntArrayRef sizes, IntArrayRef strides);

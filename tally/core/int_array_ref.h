@@ -7,6 +7,8 @@
 #include <ostream>
 #include <vector>
 
+#include "tally/core/small_vector.h"
+
 namespace tally {
 
 /// Shapes, strides and dim lists passed to ops.
@@ -19,6 +21,8 @@ class IntArrayRef {
   IntArrayRef(std::initializer_list<int64_t> l) : data_(l.begin()), size_(l.size()) {}  // NOLINT
 #pragma GCC diagnostic pop
   IntArrayRef(const std::vector<int64_t>& v) : data_(v.data()), size_(v.size()) {}      // NOLINT
+  template <size_t N>
+  IntArrayRef(const SmallVector<int64_t, N>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT
   IntArrayRef(const int64_t* data, size_t size) : data_(data), size_(size) {}
   IntArrayRef(const int64_t& single) : data_(&single), size_(1) {}  // NOLINT: x.sum(1)
 
@@ -41,6 +45,9 @@ class IntArrayRef {
   const int64_t* data_ = nullptr;
   size_t size_ = 0;
 };
+
+/// Sizes, strides and dim lists that an op owns: inline up to 6 dims (Note [Small vectors]).
+using DimVector = SmallVector<int64_t, 6>;
 
 /// Prints as PyTorch prints a size in messages: [2, 3].
 inline std::ostream& operator<<(std::ostream& os, IntArrayRef a) {

@@ -25,8 +25,8 @@ struct AutogradMeta;  // defined by the autograd layer
 /// The state a Tensor handle points to.
 struct TensorImpl {
   Storage storage;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;  // in elements
+  DimVector sizes;
+  DimVector strides;  // in elements
   int64_t storage_offset = 0;    // in elements
   Dtype dtype = kFloat32;
   std::shared_ptr<AutogradMeta> autograd;  // null until autograd needs it

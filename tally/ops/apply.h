@@ -71,7 +71,7 @@ struct OpDepthGuard {
 struct BackwardContext {
   const Tensor& grad;               ///< gradient of the op's output
   const Tensor& out;                ///< the op's output (saved without history)
-  const std::vector<bool>& needs;   ///< per tensor input, in argument order: whether its gradient is wanted
+  const SmallVector<bool, 4>& needs;  ///< per tensor input, in argument order: whether its gradient is wanted
   /// Whether tensor input `i` needs a gradient (no work for gradients nobody needs).
   bool needs_grad(size_t i) const { return i < needs.size() && needs[i]; }
 };
@@ -89,8 +89,8 @@ template <class T> stored_t<T> store(const T& v) {
 
 /// The tensors among an op's arguments, in order (a TensorList contributes each element).
 template <class... Args>
-std::vector<const Tensor*> tensor_args(const Args&... args) {
-  std::vector<const Tensor*> out;
+SmallVector<const Tensor*, 4> tensor_args(const Args&... args) {
+  SmallVector<const Tensor*, 4> out;
   auto add = [&](const auto& a) {
     using A = std::decay_t<decltype(a)>;
     if constexpr (std::is_same_v<A, Tensor>) out.push_back(&a);
@@ -108,7 +108,7 @@ template <class Op, class... Stored>
 struct OpNode final : Node {
   std::tuple<Stored...> args;
   Tensor out;
-  std::vector<bool> needs;
+  SmallVector<bool, 4> needs;
   std::string name() const override {
     static const std::string n = backward_node_name(Op::name);
     return n;
@@ -142,8 +142,8 @@ struct DifferentiableRegistrar {
 /// Attach a node recording Op(args) -> out when some tensor argument requires grad.
 template <class Op, class... Args>
 void record_autograd(Tensor& out, const Args&... args) {
-  const std::vector<const Tensor*> inputs = tensor_args(args...);
-  std::vector<bool> needs(inputs.size());
+  const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
+  SmallVector<bool, 4> needs(inputs.size());
   bool any = false;
   for (size_t i = 0; i < inputs.size(); ++i) any |= (needs[i] = inputs[i]->defined() && inputs[i]->requires_grad());
   if (!any) return;
@@ -152,6 +152,7 @@ void record_autograd(Tensor& out, const Args&... args) {
   node->out = out.detach();  // saved without history: the node must not own itself
   node->needs = std::move(needs);
   node->sequence_nr = autograd::next_sequence_nr();
+  node->next_edges.reserve(inputs.size());
   for (const Tensor* t : inputs) node->next_edges.push_back(autograd::gradient_edge(*t));
   auto meta = std::make_shared<AutogradMeta>();
   meta->requires_grad = true;

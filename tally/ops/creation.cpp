@@ -20,8 +20,8 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, Dtype dtype) {
   TALLY_CHECK(!__builtin_mul_overflow(extent, element_size(dtype), &nbytes), "empty: size overflow for sizes ", sizes);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<StorageImpl>(nbytes, MemoryCategory::Other);
-  impl->sizes = sizes.vec();
-  impl->strides = strides.vec();
+  impl->sizes = DimVector(sizes);
+  impl->strides = DimVector(strides);
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }

@@ -15,8 +15,8 @@ namespace {
 /// The strides of `t`'s leading `nbatch` dims merged into one, if they merge (stride 0 for a
 /// broadcast batch), else nullopt.
 std::optional<int64_t> merged_batch_stride(const Tensor& t, int64_t nbatch) {
-  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().begin() + nbatch);
-  std::vector<int64_t> strides(t.strides().begin(), t.strides().begin() + nbatch);
+  DimVector sizes(t.sizes().begin(), t.sizes().begin() + nbatch);
+  DimVector strides(t.strides().begin(), t.strides().begin() + nbatch);
   int64_t total = geometry::numel(sizes);
   if (total <= 1) return int64_t{0};
   auto s = geometry::view_strides(sizes, strides, {total});
@@ -37,11 +37,11 @@ struct Matmul {
     const int64_t n = x.size(-2), k = x.size(-1), k2 = y.size(-2), m = y.size(-1);
     TALLY_CHECK(k == k2, a.dim() <= 2 && b.dim() <= 2 ? "mat1 and mat2 shapes cannot be multiplied (" : "matmul: shapes cannot be multiplied (",
                 n, "x", k, " and ", k2, "x", m, "); input shapes ", a.sizes(), " and ", b.sizes());
-    std::vector<int64_t> bx(x.sizes().begin(), x.sizes().end() - 2), by(y.sizes().begin(), y.sizes().end() - 2);
-    std::vector<int64_t> batch = geometry::broadcast_shapes(bx, by);
+    DimVector bx(x.sizes().begin(), x.sizes().end() - 2), by(y.sizes().begin(), y.sizes().end() - 2);
+    DimVector batch = geometry::broadcast_shapes(bx, by);
     const int64_t nbatch = static_cast<int64_t>(batch.size());
     auto with = [&](int64_t r, int64_t c) {
-      std::vector<int64_t> s = batch;
+      DimVector s = batch;
       s.push_back(r);
       s.push_back(c);
       return s;
@@ -59,7 +59,7 @@ struct Matmul {
                       {y.data_ptr(), *ys, y.stride(-2), y.stride(-1)}, out.data_ptr());
     }
     // Drop the dims that the 1-D operands did not have.
-    std::vector<int64_t> final_sizes = batch;
+    DimVector final_sizes = batch;
     if (a.dim() > 1) final_sizes.push_back(n);
     if (b.dim() > 1) final_sizes.push_back(m);
     return out.view(final_sizes);
@@ -73,7 +73,7 @@ struct Matmul {
   static TensorList backward(const ops::BackwardContext& c, const Tensor& a, const Tensor& b) {
     Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
     Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
-    std::vector<int64_t> out_sizes = c.grad.sizes().vec();  // the product's shape with the vector dims restored
+    DimVector out_sizes = DimVector(c.grad.sizes());  // the product's shape with the vector dims restored
     if (a.dim() == 1) out_sizes.insert(out_sizes.end() - (b.dim() == 1 ? 0 : 1), 1);
     if (b.dim() == 1) out_sizes.push_back(1);
     Tensor g = c.grad.reshape(out_sizes);

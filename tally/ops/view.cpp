@@ -15,7 +15,7 @@ namespace {
 
 using geometry::Geometry;
 
-Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset) {
+Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.storage();
   impl->sizes = std::move(sizes);
@@ -34,7 +34,7 @@ struct ViewCost {
 struct View : ViewCost {
   static constexpr std::string_view name = "view";
   static Tensor forward(const Tensor& x, IntArrayRef sizes) {
-    std::vector<int64_t> shape = geometry::infer_size(sizes, x.numel());
+    DimVector shape = geometry::infer_size(sizes, x.numel());
     auto strides = geometry::view_strides(x.sizes(), x.strides(), shape);
     TALLY_CHECK(strides.has_value(),
                 "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
@@ -63,7 +63,7 @@ struct AsStrided : ViewCost {
     TALLY_CHECK(empty || last < available, "setStorage: sizes ", sizes, ", strides ", strides, ", storage offset ",
                 offset, " require ", (last + 1) * x.element_size(), " bytes but the storage has only ",
                 x.storage()->nbytes(), " bytes");
-    return make_view(x, sizes.vec(), strides.vec(), offset);
+    return make_view(x, DimVector(sizes), DimVector(strides), offset);
   }
 };
 
@@ -74,7 +74,7 @@ struct Permute : ViewCost {
     TALLY_CHECK(static_cast<int64_t>(dims.size()) == nd, "permute(sparse_coo): number of dimensions in the tensor input does not "
                 "match the length of the desired ordering of dimensions i.e. input.dim() = ", nd, " is not equal to len(dims) = ",
                 dims.size());
-    std::vector<int64_t> sizes(nd), strides(nd);
+    DimVector sizes(nd), strides(nd);
     std::vector<bool> seen(nd, false);
     for (int64_t i = 0; i < nd; ++i) {
       int64_t d = maybe_wrap_dim(dims[i], nd, false);
@@ -87,7 +87,7 @@ struct Permute : ViewCost {
   }
   // The inverse permutation carries the gradient back.
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, IntArrayRef dims) {
-    std::vector<int64_t> inverse(dims.size());
+    DimVector inverse(dims.size());
     for (size_t i = 0; i < dims.size(); ++i) inverse[static_cast<size_t>(maybe_wrap_dim(dims[i], x.dim(), false))] = static_cast<int64_t>(i);
     return {c.grad.permute(inverse)};
   }
@@ -100,7 +100,7 @@ struct Expand : ViewCost {
     TALLY_CHECK(nd >= xd, "expand(", x.dtype(), "{", x.sizes(), "}, size=", sizes,
                 "): the number of sizes provided (", nd, ") must be greater or equal to the number of dimensions in the tensor (",
                 xd, ")");
-    std::vector<int64_t> out_sizes(nd), out_strides(nd);
+    DimVector out_sizes(nd), out_strides(nd);
     for (int64_t i = nd - 1; i >= 0; --i) {
       const int64_t j = i - (nd - xd);  // matching dim of x, or negative for a new leading dim
       int64_t want = sizes[i];
@@ -136,7 +136,7 @@ struct Slice : ViewCost {
     if (e < 0) e += n;
     s = std::clamp<int64_t>(s, 0, n);
     e = std::clamp<int64_t>(e, s, n);
-    std::vector<int64_t> sizes = x.sizes().vec(), strides = x.strides().vec();
+    DimVector sizes = DimVector(x.sizes()), strides = DimVector(x.strides());
     sizes[dim] = (e - s + step - 1) / step;
     strides[dim] *= step;
     return make_view(x, std::move(sizes), std::move(strides), x.storage_offset() + s * x.strides()[dim]);
@@ -157,7 +157,7 @@ struct Select : ViewCost {
     const int64_t n = x.sizes()[dim];
     TALLY_CHECK_INDEX(index >= -n && index < n, "index ", index, " is out of bounds for dimension ", dim, " with size ", n);
     if (index < 0) index += n;
-    std::vector<int64_t> sizes = x.sizes().vec(), strides = x.strides().vec();
+    DimVector sizes = DimVector(x.sizes()), strides = DimVector(x.strides());
     const int64_t offset = x.storage_offset() + index * strides[dim];
     sizes.erase(sizes.begin() + dim);
     strides.erase(strides.begin() + dim);
@@ -174,7 +174,7 @@ struct Unsqueeze : ViewCost {
   static constexpr std::string_view name = "unsqueeze";
   static Tensor forward(const Tensor& x, int64_t dim) {
     dim = maybe_wrap_dim(dim, x.dim() + 1, false);
-    std::vector<int64_t> sizes = x.sizes().vec(), strides = x.strides().vec();
+    DimVector sizes = DimVector(x.sizes()), strides = DimVector(x.strides());
     const int64_t stride = dim < x.dim() ? sizes[dim] * strides[dim] : 1;
     sizes.insert(sizes.begin() + dim, 1);
     strides.insert(strides.begin() + dim, stride);
@@ -187,7 +187,7 @@ struct Squeeze : ViewCost {
   static constexpr std::string_view name = "squeeze";
   /// dim < 0 after wrapping is impossible; std::nullopt squeezes every size-1 dim.
   static Tensor forward(const Tensor& x, std::optional<int64_t> dim) {
-    std::vector<int64_t> sizes, strides;
+    DimVector sizes, strides;
     std::optional<int64_t> d;
     if (dim) d = maybe_wrap_dim(*dim, x.dim());
     for (int64_t i = 0; i < x.dim(); ++i) {
@@ -209,7 +209,7 @@ struct Squeeze : ViewCost {
 Tensor Tensor::view(IntArrayRef sizes) const { return ops::apply<View>(*this, sizes); }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
-  std::vector<int64_t> shape = geometry::infer_size(sizes, numel());
+  DimVector shape = geometry::infer_size(sizes, numel());
   if (geometry::view_strides(this->sizes(), strides(), shape)) return view(shape);
   return contiguous().view(shape);
 }
@@ -219,7 +219,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   start_dim = maybe_wrap_dim(start_dim, dim());
   end_dim = maybe_wrap_dim(end_dim, dim());
   TALLY_CHECK(start_dim <= end_dim, "flatten() has invalid args: start_dim cannot come after end_dim");
-  std::vector<int64_t> shape(sizes().begin(), sizes().begin() + start_dim);
+  DimVector shape(sizes().begin(), sizes().begin() + start_dim);
   int64_t merged = 1;
   for (int64_t i = start_dim; i <= end_dim; ++i) merged *= sizes()[i];
   shape.push_back(merged);
@@ -242,7 +242,7 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   }
   dim0 = maybe_wrap_dim(dim0, nd);
   dim1 = maybe_wrap_dim(dim1, nd);
-  std::vector<int64_t> order(nd);
+  DimVector order(nd);
   std::iota(order.begin(), order.end(), int64_t{0});
   std::swap(order[dim0], order[dim1]);
   return permute(order);
@@ -305,7 +305,7 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
 }
 
 Tensor Tensor::detach() const {
-  return make_view(*this, sizes().vec(), strides().vec(), storage_offset());
+  return make_view(*this, DimVector(sizes()), DimVector(strides()), storage_offset());
 }
 
 }  // namespace tally

@@ -7,7 +7,8 @@
 #include <array>
 #include <cstdint>
 #include <numeric>
-#include <vector>
+
+#include "tally/core/small_vector.h"
 
 #include "tally/core/int_array_ref.h"
 #include "tally/kernels/cpu/parallel.h"
@@ -17,8 +18,9 @@ namespace tally::kernels {
 /// Operands of an N-operand loop, after dimension ordering and merging. Strides are in bytes.
 template <size_t N>
 struct StridedLoop {
-  std::vector<int64_t> sizes;                   // innermost last
-  std::array<std::vector<int64_t>, N> strides;  // per operand, same length as sizes
+  // Inline up to 6 merged dims, so building a loop allocates nothing (Note [Small vectors]).
+  SmallVector<int64_t, 6> sizes;                   // innermost last
+  std::array<SmallVector<int64_t, 6>, N> strides;  // per operand, same length as sizes
   std::array<char*, N> base{};
   int64_t numel = 1;
 
@@ -27,7 +29,7 @@ struct StridedLoop {
               std::array<int64_t, N> elem_sizes)
       : base(ptrs) {
     const size_t nd = shape.size();
-    std::vector<size_t> order(nd);
+    SmallVector<size_t, 6> order(nd);
     std::iota(order.begin(), order.end(), size_t{0});
     // Outermost first: larger |stride| of operand 0 (then of the others) goes outside.
     auto key = [&](size_t d, size_t op) {
@@ -70,7 +72,7 @@ struct StridedLoop {
     for (size_t op = 0; op < N; ++op) inner_strides[op] = strides[op].back();
     parallel_for(numel, grain, [&](int64_t begin, int64_t end) {
       // Multi-index of `begin`, innermost last.
-      std::vector<int64_t> idx(static_cast<size_t>(nd));
+      SmallVector<int64_t, 6> idx(static_cast<size_t>(nd));
       int64_t rem = begin;
       for (int64_t d = nd - 1; d >= 0; --d) {
         idx[d] = rem % sizes[d];

@@ -87,7 +87,7 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
   }
   TALLY_CHECK_TYPE_ERROR(is_floating_point(), "only Tensors of floating point dtype can require gradients (got ",
                          dtype_name(dtype()), ")");
-  if (!meta) meta = std::make_shared<AutogradMeta>();
+  if (!meta) meta = detail::make_pooled<AutogradMeta>();
   meta->requires_grad = true;
   return *this;
 }
@@ -100,7 +100,7 @@ const Tensor& Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& grad) {
   auto& meta = impl().autograd;
-  if (!meta) meta = std::make_shared<AutogradMeta>();
+  if (!meta) meta = detail::make_pooled<AutogradMeta>();
   if (grad.defined()) {
     TALLY_CHECK(grad.sizes() == sizes(), "assigned grad has data of a different size: ", grad.sizes(), " vs ", sizes());
   }

@@ -24,6 +24,38 @@ BackwardPhaseGuard::BackwardPhaseGuard() : previous_(tls_in_backward) { tls_in_b
 BackwardPhaseGuard::~BackwardPhaseGuard() { tls_in_backward = previous_; }
 uint64_t next_sequence_nr() { return sequence_counter++; }
 
+}  // namespace autograd
+
+// Note [Deep graphs]
+// A graph is a chain of shared_ptrs: each node owns the nodes of its inputs. Dropping the last
+// tensor of a million-op chain would run a million nested destructors and overflow the stack.
+// Instead the outermost ~Node on a thread collects the input nodes in a list and releases them
+// one at a time; a node destroyed from that loop only appends its own inputs to the list.
+namespace {
+thread_local std::vector<std::shared_ptr<Node>>* tls_nodes_to_release = nullptr;
+}  // namespace
+
+Node::~Node() {
+  if (tls_nodes_to_release != nullptr) {
+    for (Edge& e : next_edges)
+      if (e.node) tls_nodes_to_release->push_back(std::move(e.node));
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> to_release;
+  for (Edge& e : next_edges)
+    if (e.node) to_release.push_back(std::move(e.node));
+  if (to_release.empty()) return;
+  tls_nodes_to_release = &to_release;
+  while (!to_release.empty()) {
+    std::shared_ptr<Node> n = std::move(to_release.back());
+    to_release.pop_back();
+    n.reset();  // if this was the last owner, its ~Node appends to to_release
+  }
+  tls_nodes_to_release = nullptr;
+}
+
+namespace autograd {
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined()) return {};
   const auto& meta = t.impl().autograd;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tally/core/object_pool.h"
 #include "tally/core/tensor.h"
 
 namespace tally {
@@ -23,7 +24,8 @@ struct Edge {
 
 /// One backward step: given the gradient of its output, the gradients of its inputs.
 struct Node : std::enable_shared_from_this<Node> {
-  virtual ~Node() = default;
+  /// Releases the graph behind this node without recursion (Note [Deep graphs]).
+  virtual ~Node();
   /// PyTorch-style name, e.g. "MulBackward0".
   virtual std::string name() const = 0;
   /// Gradients for next_edges, in order (undefined where an input needs none).
@@ -33,7 +35,7 @@ struct Node : std::enable_shared_from_this<Node> {
   /// Whether release() ran: a second backward through this node is an error.
   bool released = false;
   /// The nodes of this node's inputs; a null node means that input needs no gradient.
-  std::vector<Edge> next_edges;
+  std::vector<Edge, detail::PoolAllocator<Edge>> next_edges;
   /// Creation order: later nodes run first when several are ready.
   uint64_t sequence_nr = 0;
   /// A non-leaf output that asked for retain_grad(): its grad is stored when this node runs.

@@ -86,6 +86,7 @@ class SmallVector {
     resize(n, value);
   }
   template <class It>
+    requires(!std::is_integral_v<It>)
   void assign(It first, It last) {
     const auto n = static_cast<size_t>(std::distance(first, last));
     size_ = 0;
@@ -113,6 +114,7 @@ class SmallVector {
   }
   /// Insert [first, last) before `pos`; returns the position of the first inserted element.
   template <class It>
+    requires(!std::is_integral_v<It>)
   T* insert(const T* pos, It first, It last) {
     const auto i = static_cast<size_t>(pos - data_);
     const size_t old = size_;

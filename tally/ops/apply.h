@@ -147,14 +147,14 @@ void record_autograd(Tensor& out, const Args&... args) {
   bool any = false;
   for (size_t i = 0; i < inputs.size(); ++i) any |= (needs[i] = inputs[i]->defined() && inputs[i]->requires_grad());
   if (!any) return;
-  auto node = std::make_shared<OpNode<Op, stored_t<Args>...>>();
+  auto node = ::tally::detail::make_pooled<OpNode<Op, stored_t<Args>...>>();
   node->args = std::tuple<stored_t<Args>...>(store(args)...);
   node->out = out.detach();  // saved without history: the node must not own itself
   node->needs = std::move(needs);
   node->sequence_nr = autograd::next_sequence_nr();
   node->next_edges.reserve(inputs.size());
   for (const Tensor* t : inputs) node->next_edges.push_back(autograd::gradient_edge(*t));
-  auto meta = std::make_shared<AutogradMeta>();
+  auto meta = ::tally::detail::make_pooled<AutogradMeta>();
   meta->requires_grad = true;
   meta->grad_fn = std::move(node);
   out.impl().autograd = std::move(meta);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tally/core/geometry.h"
+#include "tally/core/object_pool.h"
 #include "tally/kernels/cpu/parallel.h"
 
 namespace tally {
@@ -18,8 +19,8 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, Dtype dtype) {
   }
   int64_t nbytes = 0;
   TALLY_CHECK(!__builtin_mul_overflow(extent, element_size(dtype), &nbytes), "empty: size overflow for sizes ", sizes);
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<StorageImpl>(nbytes, MemoryCategory::Other);
+  auto impl = detail::make_pooled<TensorImpl>();
+  impl->storage = detail::make_pooled<StorageImpl>(nbytes, MemoryCategory::Other);
   impl->sizes = DimVector(sizes);
   impl->strides = DimVector(strides);
   impl->dtype = dtype;

@@ -23,6 +23,16 @@ kernels::StridedLoop<N> make_loop(const Tensor& out, std::array<const Tensor*, N
   std::array<char*, N> ptrs{static_cast<char*>(out.data_ptr())};
   std::array<IntArrayRef, N> strides{out.strides()};
   std::array<int64_t, N> elem{out.element_size()};
+  // The common case, dense operands of one shape, needs no dim sorting or merging.
+  bool dense = out.is_contiguous();
+  for (size_t i = 0; i < N - 1 && dense; ++i) dense = inputs[i]->sizes() == out.sizes() && inputs[i]->is_contiguous();
+  if (dense) {
+    for (size_t i = 0; i < N - 1; ++i) {
+      ptrs[i + 1] = static_cast<char*>(inputs[i]->data_ptr());
+      elem[i + 1] = inputs[i]->element_size();
+    }
+    return kernels::StridedLoop<N>::dense(out.numel(), ptrs, elem);
+  }
   std::array<Tensor, N - 1> expanded;
   for (size_t i = 0; i < N - 1; ++i) {
     expanded[i] = inputs[i]->sizes() == out.sizes() ? *inputs[i] : inputs[i]->expand(out.sizes());

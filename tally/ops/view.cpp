@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "tally/core/geometry.h"
+#include "tally/core/object_pool.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/reduce.h"
@@ -16,7 +17,7 @@ namespace {
 using geometry::Geometry;
 
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = detail::make_pooled<TensorImpl>();
   impl->storage = base.storage();
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);

@@ -4,13 +4,14 @@
 // operand is contiguous across them, so most loops collapse to one long innermost run that
 // a vectorised inner loop handles.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <numeric>
-
-#include "tally/core/small_vector.h"
+#include <utility>
 
 #include "tally/core/int_array_ref.h"
+#include "tally/core/small_vector.h"
 #include "tally/kernels/cpu/parallel.h"
 
 namespace tally::kernels {
@@ -24,6 +25,17 @@ struct StridedLoop {
   std::array<char*, N> base{};
   int64_t numel = 1;
 
+  /// The loop over `numel` elements that every operand stores densely, in the same order: one run.
+  static StridedLoop dense(int64_t numel, std::array<char*, N> ptrs, std::array<int64_t, N> elem_sizes) {
+    StridedLoop loop;
+    loop.base = ptrs;
+    loop.numel = numel;
+    if (numel == 0) return loop;
+    loop.sizes.push_back(numel);
+    for (size_t op = 0; op < N; ++op) loop.strides[op].push_back(elem_sizes[op]);
+    return loop;
+  }
+
   /// Build from the shared shape and each operand's data pointer, element strides and element size.
   StridedLoop(IntArrayRef shape, std::array<char*, N> ptrs, std::array<IntArrayRef, N> elem_strides,
               std::array<int64_t, N> elem_sizes)
@@ -36,12 +48,15 @@ struct StridedLoop {
       int64_t s = elem_strides[op][d] * elem_sizes[op];
       return s < 0 ? -s : s;
     };
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    auto outer = [&](size_t a, size_t b) {
       for (size_t op = 0; op < N; ++op) {
         if (key(a, op) != key(b, op)) return key(a, op) > key(b, op);
       }
       return false;
-    });
+    };
+    // A stable insertion sort: a handful of dims, and std::stable_sort would allocate a buffer.
+    for (size_t i = 1; i < nd; ++i)
+      for (size_t j = i; j > 0 && outer(order[j], order[j - 1]); --j) std::swap(order[j], order[j - 1]);
     for (size_t d : order) {
       numel *= shape[d];
       if (shape[d] == 1) continue;
@@ -61,6 +76,8 @@ struct StridedLoop {
       for (size_t op = 0; op < N; ++op) strides[op].push_back(0);
     }
   }
+
+  StridedLoop() = default;
 
   /// Call fn(ptrs, inner_strides_bytes, n) for every innermost run, in parallel for large loops.
   template <class Fn>

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "tally/accounting/cache_dir.h"
 #include "tally/accounting/cpu_info.h"
 #include "tally/accounting/peak_probe.h"
 #include "tally/tally.h"
@@ -22,12 +23,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Where measured peaks are kept between runs ($XDG_CACHE_HOME/tally or ~/.cache/tally).
+/// Where measured peaks are kept between runs (TALLY_PEAKS_FILE, or the cache folder).
 fs::path peaks_path() {
   if (const char* x = std::getenv("TALLY_PEAKS_FILE")) return x;
-  if (const char* x = std::getenv("XDG_CACHE_HOME")) return fs::path(x) / "tally" / "peaks.json";
-  if (const char* h = std::getenv("HOME")) return fs::path(h) / ".cache" / "tally" / "peaks.json";
-  return "tally-peaks.json";
+  return accounting::cache_dir() / "peaks.json";
 }
 
 struct MeasuredPeaks {
@@ -49,22 +48,11 @@ std::optional<MeasuredPeaks> load_peaks() {
   }
 }
 
-/// Write the file next to its final name, then rename: a crash never leaves half a file.
 void save_peaks(const MeasuredPeaks& p) {
-  const fs::path path = peaks_path();
-  fs::create_directories(path.parent_path().empty() ? fs::path(".") : path.parent_path());
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw IOError("cannot write " + tmp.string());
-    out << nlohmann::json{{"float32_flops_per_sec", p.float32_flops}, {"stream_triad_bytes_per_sec", p.stream_triad_bytes},
-                          {"stream_read_bytes_per_sec", p.stream_read_bytes}, {"measured_at", p.measured_at},
-                          {"cpu", accounting::cpu_info().model_name}}
-                .dump(2)
-        << "\n";
-    if (!out.flush()) throw IOError("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
+  const nlohmann::json j{{"float32_flops_per_sec", p.float32_flops}, {"stream_triad_bytes_per_sec", p.stream_triad_bytes},
+                         {"stream_read_bytes_per_sec", p.stream_read_bytes}, {"measured_at", p.measured_at},
+                         {"cpu", accounting::cpu_info().model_name}};
+  accounting::write_file_atomically(peaks_path(), j.dump(2) + "\n");
 }
 
 double promised_for(std::string_view dtype) {

@@ -20,7 +20,8 @@ void run_info() {
   fmt::print("CPU\n");
   fmt::print("  model            {}\n", cpu.model_name);
   fmt::print("  usable cores     {}\n", cpu.usable_cores);
-  fmt::print("  measured clock   {:.2f} GHz (dependent add chain)\n", cpu.clock_ghz);
+  fmt::print("  measured clock   {:.2f} GHz (dependent add chain: highest seen on this machine; {:.2f} GHz in this run)\n",
+             cpu.clock_ghz, cpu.clock_ghz_now);
   fmt::print("  AVX2 / FMA       {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma));
   fmt::print("  AVX-512F         {}\n", yes_no(cpu.avx512f));
   fmt::print("  AVX512_BF16      {}\n", yes_no(cpu.avx512_bf16));

@@ -6,10 +6,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 #include <utility>
+
+#include "tally/accounting/cache_dir.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -93,6 +96,7 @@ double time_add_chain_seconds(uint64_t blocks) {
 double measure_clock_ghz() {
   // Many short windows, keeping the fastest: on a shared machine a window that loses the core to
   // another process (or catches the core still ramping up from idle) is simply slower, never faster.
+  // A clock that stays low for longer than this (Note [Remembered clock]) is handled by detect().
   constexpr uint64_t kBlocks = 10000;  // 1e6 adds: ~0.3 ms at 3 GHz
   time_add_chain_seconds(20 * kBlocks);  // ~6 ms warm-up so the core leaves its idle frequency
   double best = 1e30;
@@ -131,9 +135,10 @@ CpuInfo detect() {
 #ifdef TALLY_X86
   info.model_name = trim(brand_string());
   detect_features(info);
-  info.clock_ghz = measure_clock_ghz();
+  info.clock_ghz_now = measure_clock_ghz();
 #endif
   if (info.model_name.empty()) info.model_name = model_from_proc();
+  info.clock_ghz = info.clock_ghz_now > 0 ? remembered_clock_ghz(info.model_name, info.clock_ghz_now) : 0.0;
   return info;
 }
 
@@ -146,6 +151,41 @@ std::string describe(const char* instruction, const char* per_cycle, double flop
 }
 
 }  // namespace
+
+// Note [Remembered clock]
+// The same core measures ~3.1 GHz one minute and ~2.4 GHz the next (the AVX-512 licence level,
+// entered when vector work runs on the core or, on a shared host, beside it), for long stretches.
+// A promised peak that followed it would move MFU by 30% between two runs of the same program.
+// The promise is what the core can do, so tally keeps the highest clock measured on this machine
+// in the cache folder, one line per CPU model, and every run uses the maximum of that and its own.
+double remembered_clock_ghz(const std::string& model, double measured) {
+  const std::filesystem::path path = cache_dir() / "clock.txt";
+  std::ifstream in(path);
+  std::string line, contents;
+  double stored = 0.0;
+  bool found = false;
+  while (std::getline(in, line)) {
+    const auto tab = line.rfind('\t');
+    if (tab != std::string::npos && line.substr(0, tab) == model) {
+      found = true;
+      try {
+        stored = std::stod(line.substr(tab + 1));
+      } catch (const std::exception&) {  // a damaged line is replaced below
+      }
+      if (!(stored > 0.0 && stored < 10.0)) stored = 0.0;
+      continue;
+    }
+    contents += line + "\n";
+  }
+  if (found && stored >= measured) return stored;
+  std::ostringstream os;
+  os << model << '\t' << measured << '\n';
+  try {
+    write_file_atomically(path, contents + os.str());
+  } catch (const std::exception&) {  // a read-only home only means the next run measures afresh
+  }
+  return measured;
+}
 
 const CpuInfo& cpu_info() {
   static const CpuInfo info = detect();  // C++ guarantees one thread-safe initialisation

@@ -29,9 +29,16 @@ struct CpuInfo {
   bool amx_bf16 = false;
   /// AMX int8 tile matmul (tdpbssd and friends).
   bool amx_int8 = false;
-  /// Core clock in GHz measured with a dependent scalar add chain (not the nominal brand clock).
+  /// Core clock in GHz: the highest a dependent scalar add chain has measured on this machine
+  /// (Note [Remembered clock]), not the nominal brand clock.
   double clock_ghz = 0.0;
+  /// What this process's own measurement gave, which may be lower than clock_ghz.
+  double clock_ghz_now = 0.0;
 };
+
+/// The highest clock seen for CPU `model`: the larger of `measured_ghz` and what the cache
+/// folder's clock.txt holds, which is updated when `measured_ghz` is higher (Note [Remembered clock]).
+double remembered_clock_ghz(const std::string& model, double measured_ghz);
 
 /// The CPU's description, computed once on first call (thread-safe; the clock loop takes ~50 ms).
 const CpuInfo& cpu_info();

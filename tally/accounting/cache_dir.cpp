@@ -1,0 +1,41 @@
+#include "tally/accounting/cache_dir.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "tally/error/error.h"
+
+namespace tally::accounting {
+
+namespace fs = std::filesystem;
+
+fs::path cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') return fs::path(x) / "tally";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return fs::path(h) / ".cache" / "tally";
+  return fs::current_path();
+}
+
+void write_file_atomically(const fs::path& path, const std::string& contents) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  // The pid keeps two processes writing the same file from sharing a temporary.
+  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw IOError(detail::str_cat("cannot write ", tmp.string()));
+    out << contents;
+    if (!out.flush()) {
+      fs::remove(tmp, ec);
+      throw IOError(detail::str_cat("cannot write ", tmp.string()));
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw IOError(detail::str_cat("cannot replace ", path.string(), ": ", ec.message()));
+  }
+}
+
+}  // namespace tally::accounting

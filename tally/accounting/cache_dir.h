@@ -1,0 +1,17 @@
+#pragma once
+// Where tally keeps what it measured about this machine between runs: $XDG_CACHE_HOME/tally, or
+// ~/.cache/tally, or the working directory when neither is set.
+
+#include <filesystem>
+#include <string>
+
+namespace tally::accounting {
+
+/// The cache folder (not created here).
+std::filesystem::path cache_dir();
+
+/// Replace `path` by `contents` atomically: written to a temporary file beside it, then renamed,
+/// so a reader or a crash never sees half a file. Creates the folder. Raises IOError on failure.
+void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
+
+}  // namespace tally::accounting

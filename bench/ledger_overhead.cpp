@@ -1,5 +1,5 @@
 // What accounting costs: a 1024³ float32 matmul loop with and without a FlopCounter (target:
-// < 2% slower), and the per-op dispatch cost of 100k tiny (8-element) ops with autograd
+// < 2% slower; the calls alternate one by one), and the per-op dispatch cost of 100k tiny (8-element) ops with autograd
 // recording (target: < 1 µs), next to PyTorch eager measured in the same run.
 // Usage: ledger_overhead [--rounds N]
 
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -20,14 +21,25 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-double matmul_loop(bool counted, int iters) {
+/// Median seconds of a 1024³ matmul without and with a FlopCounter, over `pairs` calls of each.
+/// The calls alternate one by one: this machine's speed shifts by ~30% for seconds at a time
+/// (Note [Remembered clock]), and loops of ten calls each landed in different phases.
+std::pair<double, double> matmul_pairs(int pairs) {
   Tensor a = randn({1024, 1024}), b = randn({1024, 1024});
   Tensor c = matmul(a, b);
-  std::unique_ptr<accounting::FlopCounter> counter;
-  if (counted) counter = std::make_unique<accounting::FlopCounter>();
-  auto t = Clock::now();
-  for (int i = 0; i < iters; ++i) c = matmul(a, b);
-  return seconds_since(t) / iters;
+  std::vector<double> off, on;
+  for (int i = 0; i < pairs; ++i) {
+    auto t = Clock::now();
+    c = matmul(a, b);
+    off.push_back(seconds_since(t));
+    accounting::FlopCounter counter;
+    t = Clock::now();
+    c = matmul(a, b);
+    on.push_back(seconds_since(t));
+  }
+  std::sort(off.begin(), off.end());
+  std::sort(on.begin(), on.end());
+  return {off[off.size() / 2], on[on.size() / 2]};
 }
 
 /// Seconds per op for `n` ops of y = y * w + x on 8-element tensors (3 ops per step: mul, add
@@ -70,14 +82,7 @@ int main(int argc, char** argv) {
   int rounds = 5;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);
-  std::vector<double> off, on;
-  for (int r = 0; r < rounds; ++r) {  // interleaved, so drift hits both alike
-    off.push_back(matmul_loop(false, 10));
-    on.push_back(matmul_loop(true, 10));
-  }
-  std::sort(off.begin(), off.end());
-  std::sort(on.begin(), on.end());
-  const double m_off = off[off.size() / 2], m_on = on[on.size() / 2];
+  const auto [m_off, m_on] = matmul_pairs(20 * rounds);
   std::printf("matmul 1024^3 float32: %.3f ms without counter, %.3f ms with: overhead %+.2f%% (target < 2%%)\n", m_off * 1e3,
               m_on * 1e3, 100 * (m_on / m_off - 1));
   const int n = 100000;

@@ -148,8 +148,20 @@ struct ProdDef {
   template <class T> using Fold = ProdFold<T>;
   template <class T> using Out = widened_int_t<T>;
   static constexpr Output output = Output::Value;
-  // d Πx / dx_i = Π / x_i (inputs are assumed nonzero: a zero makes this NaN; see the closing note)
-  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef) { return g * out / x; }
+  // d Πx / dx_i = Π_{j≠i} x_j. That is out / x_i when the slice has no zero. With zeros it comes
+  // from the product of the slice's nonzero elements: a lone zero gets that product and every
+  // other element 0; with two or more zeros every derivative is 0 (PyTorch's rule).
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) {
+    const Tensor is_zero = x.eq(0);
+    if (!is_zero.any().item<bool>()) return g * out / x;
+    const Tensor safe = x.masked_fill(is_zero, 1);
+    const Tensor nonzero_product = prod(safe, dims, true);
+    const Tensor zeros_in_slice = sum(is_zero, dims, true);
+    const Tensor none = zeros_like(nonzero_product);
+    const Tensor at_zero = where(zeros_in_slice.eq(1), nonzero_product, none);
+    const Tensor elsewhere = where(zeros_in_slice.eq(0), nonzero_product / safe, none);
+    return g * where(is_zero, at_zero, elsewhere);
+  }
 };
 struct AmaxDef {
   static constexpr std::string_view name = "amax";

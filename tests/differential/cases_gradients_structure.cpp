@@ -30,6 +30,7 @@ void add_reductions(std::vector<Case>& cases) {
   const std::vector<Reduction> ops = {
       {"sum", "normal", false, Json::object()},         {"mean", "normal", false, Json::object()},
       {"prod", "nonzero", true, Json::object()},        {"var", "normal", false, {{"correction", 1}}},
+      {"prod", "small_int", true, Json::object()},  // zeros: none, one or several per slice
       {"var", "normal", false, {{"correction", 0}}},    {"amax", "normal", false, Json::object()},
       {"amax", "small_int", false, Json::object()},     {"amin", "small_int", false, Json::object()},
   };
@@ -37,14 +38,21 @@ void add_reductions(std::vector<Case>& cases) {
     for (Dtype dt : {kFloat64, kFloat32})
       for (const InputSpec& spec : four_layouts(dt, r.domain))
         for (Json args : reduce_dims(r.single_only)) {
-          // A product of all 60 elements in [0.5, 2.5] is huge or tiny: use values near one.
+          // A product of all 60 elements in [0.5, 2.5] is huge or tiny: use values near one (and
+          // small integers would almost always hold several zeros: the single dims cover zeros).
           InputSpec s = spec;
-          if (r.op == "prod" && args["dims"].is_null()) s.domain = "near_one";
+          if (r.op == "prod" && args["dims"].is_null()) {
+            if (r.domain == "small_int") continue;
+            s.domain = "near_one";
+          }
           args.update(r.extra);
           cases.push_back(grad_case(kFamily, r.op, {s}, args));
         }
   for (const char* op : {"sum", "mean", "amax"})
     cases.push_back(grad_case(kFamily, op, {in({3, 4, 5}, kBFloat16, "normal", Layout::Transposed)}, {{"dims", Json::array({1})}, {"keepdim", false}}));
+  // prod() over all of a small tensor of small integers: zero, one or several zeros in the one slice.
+  for (int64_t n : {2, 3, 4, 5, 6})
+    cases.push_back(grad_case(kFamily, "prod", {in({n}, kFloat64, "small_int")}, Json::object()));
   cases.push_back(grad_case(kFamily, "sum", {in({64, 257}, kFloat32, "normal", Layout::Sliced)}, {{"dims", Json::array({1})}, {"keepdim", true}}));
   // max()/min() over everything: ties (small integers) share the gradient equally in torch.
   for (const char* op : {"max", "min"})

@@ -3,6 +3,7 @@
 
 #include "tally/ops/random.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "tally/kernels/cpu/parallel.h"
@@ -15,11 +16,24 @@ namespace {
 
 double uniform01(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
-double normal_at(const Generator& g, uint64_t c) {
-  // Box–Muller on two independent uniforms; u1 in (0, 1] so the log is finite.
-  const double u1 = 1.0 - uniform01(g.bits(2 * c));
-  const double u2 = uniform01(g.bits(2 * c + 1));
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+/// Standard normals for counters [c, c + n) into out. Box–Muller turns the uniforms of an
+/// even/odd counter pair (2k, 2k + 1) into two independent normals, r·cos θ for the even counter and
+/// r·sin θ for the odd one, so one log, sqrt and sincos serve two elements. Draws start on an even
+/// counter (normal_counters), so no pair is split between two draws.
+void normals(const Generator& g, uint64_t c, int64_t n, double* out) {
+  for (int64_t i = 0; i < n;) {
+    const uint64_t even = (c + static_cast<uint64_t>(i)) & ~uint64_t{1};
+    // u1 in (0, 1] so the log is finite.
+    const double r = std::sqrt(-2.0 * std::log(1.0 - uniform01(g.bits(even))));
+    double sin_t, cos_t;
+    ::sincos(2.0 * M_PI * uniform01(g.bits(even + 1)), &sin_t, &cos_t);
+    if (c + static_cast<uint64_t>(i) == even) {
+      out[i++] = r * cos_t;
+      if (i < n) out[i++] = r * sin_t;
+    } else {
+      out[i++] = r * sin_t;
+    }
+  }
 }
 
 /// Inverse of erf on (-1, 1): a rational first guess refined by Newton steps on std::erf.
@@ -30,40 +44,76 @@ double erfinv(double y) {
   return x;
 }
 
-/// Write value_at(counter) into every element of t (contiguous), parallel.
-template <class F>
-void fill_with(Tensor& t, Generator* gen, F value_at) {
-  Generator& g = gen ? *gen : default_generator();
-  const uint64_t first = g.reserve(static_cast<uint64_t>(t.numel()));
+/// Write the values of counters first .. first + numel into t, in chunks: block(g, c, n, out)
+/// writes n doubles for counters c .. c + n. Parallel; the result does not depend on the threads.
+template <class Block>
+void fill_blocks(Tensor& t, const Generator& g, uint64_t first, Block block) {
   Tensor dst = t.is_contiguous() ? t : empty(t.sizes(), t.dtype());
   dispatch(t.dtype(), "random", [&]<class T>() {
     T* p = static_cast<T*>(dst.data_ptr());
     kernels::parallel_for(dst.numel(), 4096, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const double v = value_at(g, first + static_cast<uint64_t>(i));
-        if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(v);
-        else p[i] = cast_to<T>(v);
+      constexpr int64_t kChunk = 256;
+      double values[kChunk];
+      for (int64_t i = b; i < e; i += kChunk) {
+        const int64_t n = std::min(kChunk, e - i);
+        block(g, first + static_cast<uint64_t>(i), n, values);
+        for (int64_t k = 0; k < n; ++k) {
+          if constexpr (std::is_integral_v<T>) p[i + k] = static_cast<T>(values[k]);
+          else p[i + k] = cast_to<T>(values[k]);
+        }
       }
     });
   });
   if (!dst.is_same(t)) t.copy_(dst);
 }
 
+/// Write value_at(counter) into every element of t, each element using one fresh counter.
+template <class F>
+void fill_with(Tensor& t, Generator* gen, F value_at) {
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t first = g.reserve(static_cast<uint64_t>(t.numel()));
+  fill_blocks(t, g, first, [&](const Generator& gg, uint64_t c, int64_t n, double* out) {
+    for (int64_t k = 0; k < n; ++k) out[k] = value_at(gg, c + static_cast<uint64_t>(k));
+  });
+}
+
+/// mean + std · N(0, 1) into every element of t, starting on an even counter (see normals()).
+void fill_normal(Tensor& t, Generator* gen, double mean, double std) {
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t n = static_cast<uint64_t>(t.numel());
+  const uint64_t reserved = g.reserve(n + 2);  // room to round the start up and the end to a whole pair
+  const uint64_t first = (reserved + 1) & ~uint64_t{1};
+  fill_blocks(t, g, first, [&](const Generator& gg, uint64_t c, int64_t count, double* out) {
+    normals(gg, c, count, out);
+    if (mean != 0.0 || std != 1.0)
+      for (int64_t k = 0; k < count; ++k) out[k] = mean + std * out[k];
+  });
+}
+
+/// The op every random fill goes through: fill(t, gen) writes t's elements.
 struct RandomFill {
   static constexpr std::string_view name = "random_";
   static constexpr bool inplace = true;
-  template <class F>
-  static Tensor forward(const Tensor& t, Generator* gen, const F& value_at) {
+  template <class Fill>
+  static Tensor forward(const Tensor& t, Generator* gen, const Fill& fill) {
     Tensor out = t;
-    fill_with(out, gen, value_at);
+    fill(out, gen);
     return out;
   }
-  template <class F>
-  static ops::Cost cost(const Tensor& out, const Tensor&, Generator*, const F&) { return {0, 0, out.nbytes()}; }
+  template <class Fill>
+  static ops::Cost cost(const Tensor& out, const Tensor&, Generator*, const Fill&) { return {0, 0, out.nbytes()}; }
 };
 
+/// Fill t with value_at(generator, counter), one fresh counter per element.
 template <class F>
-Tensor random_fill(Tensor t, Generator* gen, F value_at) { return ops::apply<RandomFill>(t, gen, value_at); }
+Tensor random_fill(Tensor t, Generator* gen, F value_at) {
+  return ops::apply<RandomFill>(t, gen, [value_at](Tensor& x, Generator* g) { fill_with(x, g, value_at); });
+}
+
+/// Fill t with mean + std · N(0, 1).
+Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
+  return ops::apply<RandomFill>(t, gen, [mean, std](Tensor& x, Generator* g) { fill_normal(x, g, mean, std); });
+}
 
 }  // namespace
 
@@ -74,7 +124,7 @@ Tensor rand(IntArrayRef sizes, Dtype dtype, Generator* gen) {
 
 Tensor randn(IntArrayRef sizes, Dtype dtype, Generator* gen) {
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"normal_kernel_cpu\" not implemented for '", dtype_name(dtype), "'");
-  return random_fill(empty(sizes, dtype), gen, normal_at);
+  return normal_fill(empty(sizes, dtype), gen, 0.0, 1.0);
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Dtype dtype, Generator* gen) {
@@ -91,7 +141,7 @@ namespace nn::init {
 
 Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
   NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
-  random_fill(t, gen, [=](const Generator& g, uint64_t c) { return mean + std * normal_at(g, c); });
+  normal_fill(t, gen, mean, std);
   return t;
 }
 

@@ -1,0 +1,78 @@
+// Random fills: distribution, independence between and within draws, and results that do not
+// depend on the number of threads.
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+
+#include "tally/tally.h"
+
+namespace tally {
+namespace {
+
+double correlation(const Tensor& a, const Tensor& b) {
+  Tensor x = a.to(kFloat64) - a.to(kFloat64).mean(), y = b.to(kFloat64) - b.to(kFloat64).mean();
+  return (x * y).sum().item<double>() / std::sqrt((x * x).sum().item<double>() * (y * y).sum().item<double>());
+}
+
+double fraction(const Tensor& mask) { return mask.to(kFloat64).mean().item<double>(); }
+
+TEST(Random, NormalHasTheNormalsShape) {
+  manual_seed(1);
+  Tensor x = randn({1 << 20}, kFloat64);
+  EXPECT_NEAR(x.mean().item<double>(), 0.0, 0.005);
+  EXPECT_NEAR(x.var().item<double>(), 1.0, 0.005);
+  EXPECT_NEAR(fraction(x.abs().lt(scalar_tensor(1.0))), 0.682689, 0.002);
+  EXPECT_NEAR(fraction(x.abs().gt(scalar_tensor(3.0))), 0.0026998, 0.0003);
+  // Box–Muller pairs: the two normals of one pair are independent.
+  Tensor pairs = x.view({-1, 2});
+  EXPECT_LT(std::abs(correlation(pairs.select(1, 0), pairs.select(1, 1))), 0.006);
+}
+
+TEST(Random, ConsecutiveDrawsAreIndependent) {
+  // Each draw uses fresh counters: no draw may reuse another's random bits, whatever the sizes
+  // and whatever kind of draw follows.
+  manual_seed(3);
+  const int64_t n = 200001;  // odd: the next draw starts mid-pair
+  Tensor a = randn({n}, kFloat64);
+  Tensor b = randn({n}, kFloat64);
+  Tensor u = rand({n}, kFloat64);
+  Tensor c = randn({n}, kFloat64);
+  const double bound = 5.0 / std::sqrt(static_cast<double>(n));
+  EXPECT_LT(std::abs(correlation(a, b)), bound);
+  EXPECT_LT(std::abs(correlation(b, u)), bound);
+  EXPECT_LT(std::abs(correlation(u, c)), bound);
+  EXPECT_LT(std::abs(correlation(a.abs(), u)), bound);
+  // A normal's magnitude is a function of its first uniform: a draw that handed the same bits to
+  // the next draw's every other element would show here (counters 2k of b = element 2k of u).
+  const int64_t half = n / 2;
+  EXPECT_LT(std::abs(correlation(b.slice(0, 0, half).abs(), u.slice(0, 0, 2 * half, 2))), 2 * bound);
+  EXPECT_FALSE(a.slice(0, 1).equal(b.slice(0, 0, n - 1)));
+}
+
+TEST(Random, SameValuesWithOneThreadOrTwo) {
+  const int saved = omp_get_max_threads();
+  Generator g1(11), g2(11);
+  omp_set_num_threads(1);
+  Tensor one = randn({100003}, kFloat32, &g1);
+  Tensor one_u = rand({100003}, kFloat32, &g1);
+  omp_set_num_threads(2);
+  Tensor two = randn({100003}, kFloat32, &g2);
+  Tensor two_u = rand({100003}, kFloat32, &g2);
+  omp_set_num_threads(saved);
+  EXPECT_TRUE(one.equal(two));
+  EXPECT_TRUE(one_u.equal(two_u));
+}
+
+TEST(Random, NormalInitFillsEveryElementOfAView) {
+  Tensor base = full({64, 33}, 100.0);
+  Tensor view = base.t();  // not contiguous
+  nn::init::normal_(view, 2.0, 0.5);
+  EXPECT_LT(base.max().item<double>(), 10.0);  // nothing left at 100
+  EXPECT_NEAR(base.mean().item<double>(), 2.0, 0.05);
+  EXPECT_NEAR(std::sqrt(base.var().item<double>()), 0.5, 0.05);
+}
+
+}  // namespace
+}  // namespace tally

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
   cmake ninja-build g++ pkg-config
   libdnnl-dev            # oneDNN: matmul kernels
+  ocl-icd-opencl-dev     # Debian's oneDNN CMake package links OpenCL (a recommends, not a depends)
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy   # the reference for differential tests and benchmarks

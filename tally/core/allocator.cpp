@@ -26,23 +26,30 @@ std::string_view memory_category_name(MemoryCategory c) {
 
 namespace {
 
-// Blocks from this size up are mmapped; smaller ones come from aligned_alloc.
+// Blocks above the largest small class (7/8 of this) are mmapped; smaller ones come from
+// aligned_alloc.
 constexpr int64_t kLargeBlockBytes = int64_t{1} << 20;
 
-// Small blocks are cached too, in classes of 4 steps per power of two from 64 bytes (at most 25%
-// slack): an op on a tiny tensor would otherwise spend more in aligned_alloc/free (glibc's slow
-// memalign path) than in its kernel. 14 powers of two (64 B .. 512 KiB) x 4 steps.
-constexpr int kSmallClasses = 14 * 4;
+// Small blocks are cached too, in classes of 4 steps per power of two (at most 25% slack), every
+// class a multiple of 64 bytes because aligned_alloc(64, n) requires n to be one (glibc tolerates
+// other sizes, ASan and the standard do not): 64, 128, 192, 256, 320, ... An op on a tiny tensor
+// would otherwise spend more in aligned_alloc/free (glibc's slow memalign path) than in its kernel.
+// The largest class is 7/8 MiB; anything bigger goes to the large path.
+constexpr int64_t kLargestSmallClass = kLargeBlockBytes / 8 * 7;
+constexpr int kSmallClasses = 14 * 4;  // 14 powers of two (64 B .. 512 KiB) x 4 steps
 
+bool is_small(int64_t nbytes) { return nbytes <= kLargestSmallClass; }
 int64_t small_class_bytes(int64_t nbytes) {
   nbytes = std::max<int64_t>(nbytes, 64);
-  const int64_t step = (int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(nbytes)))) / 4;
+  const int64_t pow2 = int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(nbytes)));
+  const int64_t step = std::max<int64_t>(pow2 / 4, 64);
   return (nbytes + step - 1) / step * step;
 }
 int small_class_index(int64_t cls) {  // cls from small_class_bytes
   const int log2 = 63 - __builtin_clzll(static_cast<uint64_t>(cls));
   return (log2 - 6) * 4 + static_cast<int>(cls / ((int64_t{1} << log2) / 4)) - 4;
 }
+static_assert(kLargestSmallClass % 64 == 0);
 
 // Large requests are rounded up to a size class (1/8 steps between powers of two, so at most
 // 12.5% slack) so that a freed block fits the next request of a similar size.
@@ -86,7 +93,7 @@ void CpuAllocator::note_allocated(int64_t nbytes, MemoryCategory category) {
 void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
   TALLY_CHECK(nbytes >= 0, "allocate: negative size ", nbytes);
   State& s = state();
-  if (nbytes < kLargeBlockBytes) {
+  if (is_small(nbytes)) {
     const int64_t cls = small_class_bytes(nbytes);
     {
       std::lock_guard lock(s.mu);
@@ -103,7 +110,7 @@ void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
       s.stats.reserved_bytes += cls;
       bump_peak(s.stats.reserved_bytes, s.stats.peak_reserved_bytes);
     }
-    void* p = std::aligned_alloc(64, static_cast<size_t>(cls));  // cls is a multiple of 16 from 64 up
+    void* p = std::aligned_alloc(64, static_cast<size_t>(cls));  // cls is a multiple of 64
     if (!p) {
       std::lock_guard lock(s.mu);
       s.stats.allocated_bytes[static_cast<size_t>(category)] -= nbytes;
@@ -143,7 +150,7 @@ void CpuAllocator::deallocate(void* ptr, int64_t nbytes, MemoryCategory category
   if (!ptr) return;
   State& s = state();
   auto c = static_cast<size_t>(category);
-  if (nbytes < kLargeBlockBytes) {
+  if (is_small(nbytes)) {
     const int64_t cls = small_class_bytes(nbytes);
     {
       std::lock_guard lock(s.mu);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -124,6 +126,30 @@ TEST(CpuAllocatorSmallBlocks, FreedBlocksAreReusedAndAccounted) {
   const MemoryStats after = alloc.stats();
   EXPECT_EQ(after.cached_bytes, 0);
   EXPECT_EQ(after.reserved_bytes, freed.reserved_bytes - freed.cached_bytes);
+}
+
+// Every size class boundary, including the sizes just below 1 MiB that once mapped one past the
+// last small class, gives a writable 64-byte aligned block and leaves the counters balanced.
+// Under ASan this also checks that each aligned_alloc size is a multiple of the alignment.
+TEST(CpuAllocatorSmallBlocks, EverySizeUpToTheLargePathIsAlignedAndBalanced) {
+  CpuAllocator& alloc = CpuAllocator::get();
+  const MemoryStats before = alloc.stats();
+  std::vector<int64_t> sizes = {0, 1, 63, 64, 65, 80, 127, 129, 193, 255, 257, 4000};
+  for (int64_t top = int64_t{1} << 20, d = 0; d <= 3; ++d) sizes.push_back(top - d);
+  for (int64_t n = 896 * 1024 - 2; n <= 896 * 1024 + 2; ++n) sizes.push_back(n);
+  for (int64_t n : sizes) {
+    void* p = alloc.allocate(n, MemoryCategory::Other);
+    ASSERT_NE(p, nullptr) << n;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << n;
+    if (n > 0) {
+      std::memset(p, 0xab, static_cast<size_t>(n));
+    }
+    alloc.deallocate(p, n, MemoryCategory::Other);
+  }
+  const MemoryStats after = alloc.stats();
+  EXPECT_EQ(after.total_allocated_bytes, before.total_allocated_bytes);
+  alloc.empty_cache();
+  EXPECT_EQ(alloc.stats().cached_bytes, 0);
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ struct TensorArgs {
 };
 
 void run_tensor(const TensorArgs& a) {
-  const auto r = accounting::tensor_bytes(parse_shape(a.shape), accounting::dtype_from_name(a.dtype));
+  const auto r = accounting::tensor_bytes(parse_shape(a.shape), dtype_from_name(a.dtype));
   const std::vector<NamedFigure> figures = {{"numel", &r.numel}, {"bytes", &r.bytes}};
   std::string shape_text;
   for (int64_t s : r.shape) shape_text += (shape_text.empty() ? "" : ", ") + std::to_string(s);

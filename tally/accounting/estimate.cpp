@@ -212,22 +212,4 @@ TensorBytes tensor_bytes(const std::vector<int64_t>& shape, Dtype dtype) {
           {static_cast<double>(bytes), "bytes", fmt::format("numel·element_size = {}·{}", numel, element_size(dtype))}};
 }
 
-Dtype dtype_from_name(std::string_view name) {
-  std::string key = lower(name);
-  if (key.rfind("torch.", 0) == 0) key = key.substr(6);
-  for (int i = 0; i < kNumDtypes; ++i)
-    if (dtype_name(static_cast<Dtype>(i)) == key) return static_cast<Dtype>(i);
-  // PyTorch's own aliases (torch.float, torch.half, ...) and the short names of the hardware world.
-  static const std::pair<const char*, Dtype> aliases[] = {
-      {"float", kFloat32}, {"fp32", kFloat32},  {"double", kFloat64}, {"fp64", kFloat64},   {"half", kFloat16},
-      {"fp16", kFloat16},  {"bf16", kBFloat16}, {"int", kInt32},      {"long", kInt64},     {"byte", kUInt8},
-      {"e4m3", kFloat8_e4m3fn}, {"fp8", kFloat8_e4m3fn}, {"e5m2", kFloat8_e5m2}};
-  for (const auto& [alias, dt] : aliases)
-    if (key == alias) return dt;
-  std::string names;
-  for (int i = 0; i < kNumDtypes; ++i) names += (i ? ", " : "") + std::string(dtype_name(static_cast<Dtype>(i)));
-  throw ValueError(detail::str_cat("unknown dtype '", name, "'; known dtypes: ", names,
-                                   " (aliases: float, fp32, double, half, fp16, bf16, int, long, byte, fp8, e4m3, e5m2)"));
-}
-
 }  // namespace tally::accounting

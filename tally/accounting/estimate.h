@@ -207,8 +207,4 @@ struct TensorBytes {
 /// Bytes of a contiguous tensor of `shape` and `dtype`; ValueError for a negative size or overflow.
 TensorBytes tensor_bytes(const std::vector<int64_t>& shape, Dtype dtype);
 
-/// The dtype with PyTorch's name ("float32", "bfloat16", ...) or a common alias ("fp32", "bf16",
-/// "half", "float", "long"); ValueError lists the names for an unknown one.
-Dtype dtype_from_name(std::string_view name);
-
 }  // namespace tally::accounting

@@ -1,5 +1,8 @@
 #include "tally/dtype/dtype.h"
 
+#include <cctype>
+#include <string>
+
 namespace tally {
 
 std::string_view dtype_name(Dtype d) {
@@ -34,6 +37,25 @@ Dtype promote_types(Dtype a, Dtype b) {
   // Integral: uint8 < int32 < int64 (uint8 with any signed type is that signed type here).
   auto rank = [](Dtype d) { return d == Dtype::UInt8 ? 0 : d == Dtype::Int32 ? 1 : 2; };
   return rank(a) > rank(b) ? a : b;
+}
+
+Dtype dtype_from_name(std::string_view name) {
+  std::string key(name);
+  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (key.rfind("torch.", 0) == 0) key = key.substr(6);
+  for (int i = 0; i < kNumDtypes; ++i)
+    if (dtype_name(static_cast<Dtype>(i)) == key) return static_cast<Dtype>(i);
+  // PyTorch's own aliases (torch.float, torch.half, ...) and the short names of the hardware world.
+  static const std::pair<const char*, Dtype> aliases[] = {
+      {"float", kFloat32}, {"fp32", kFloat32},  {"double", kFloat64}, {"fp64", kFloat64},   {"half", kFloat16},
+      {"fp16", kFloat16},  {"bf16", kBFloat16}, {"int", kInt32},      {"long", kInt64},     {"byte", kUInt8},
+      {"e4m3", kFloat8_e4m3fn}, {"fp8", kFloat8_e4m3fn}, {"e5m2", kFloat8_e5m2}};
+  for (const auto& [alias, dt] : aliases)
+    if (key == alias) return dt;
+  std::string names;
+  for (int i = 0; i < kNumDtypes; ++i) names += (i ? ", " : "") + std::string(dtype_name(static_cast<Dtype>(i)));
+  throw ValueError(detail::str_cat("unknown dtype '", name, "'; known dtypes: ", names,
+                                   " (aliases: float, fp32, double, half, fp16, bf16, int, long, byte, fp8, e4m3, e5m2)"));
 }
 
 }  // namespace tally

@@ -48,6 +48,9 @@ constexpr bool is_integral(Dtype d) { return d == Dtype::Int32 || d == Dtype::In
 
 /// PyTorch's name: "float32", "bfloat16", "float8_e4m3fn", ...
 std::string_view dtype_name(Dtype d);
+/// The dtype with PyTorch's name ("float32", "torch.bfloat16", ...) or a common alias ("fp32",
+/// "bf16", "half", "float", "long"), case-insensitive; ValueError lists the names for an unknown one.
+Dtype dtype_from_name(std::string_view name);
 inline std::ostream& operator<<(std::ostream& os, Dtype d) { return os << "torch." << dtype_name(d); }
 
 /// The dtype both operands are computed in (torch.promote_types). Raises TypeError for float8

@@ -68,11 +68,4 @@ Tensor make_view(const Tensor& base, const InputSpec& spec) {
   return view;
 }
 
-Dtype dtype_from_name(std::string name) {
-  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
-  for (int i = 0; i < kNumDtypes; ++i)
-    if (dtype_name(static_cast<Dtype>(i)) == name) return static_cast<Dtype>(i);
-  throw std::runtime_error("unknown dtype name " + name);
-}
-
 }  // namespace tally::difftest

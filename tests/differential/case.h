@@ -58,7 +58,5 @@ std::string layout_name(Layout layout);
 nlohmann::json to_json(const Case& c, const std::string& id);
 /// The view of `base` that `spec` describes; raises std::runtime_error if the shapes disagree.
 Tensor make_view(const Tensor& base, const InputSpec& spec);
-/// Dtype from its PyTorch name ("float32", "torch.bfloat16", ...).
-Dtype dtype_from_name(std::string name);
 
 }  // namespace tally::difftest

@@ -49,7 +49,7 @@ std::optional<std::string> check(const ReferencedCase& rc, const std::string& di
   if (outs.size() != want.size())
     return "tally returned " + std::to_string(outs.size()) + " outputs, torch " + std::to_string(want.size());
   for (size_t k = 0; k < outs.size(); ++k) {
-    const Dtype want_dtype = dtype_from_name(want[k].at("dtype"));
+    const Dtype want_dtype = dtype_from_name(want[k].at("dtype").get<std::string>());
     const NpyArray expected = load_npy(dir, rc.id + "_out" + std::to_string(k) + ".npy", want_dtype);
     if (auto why = compare(outs[k], expected, want_dtype, rc.c.accumulates, rc.c.exact))
       return (outs.size() > 1 ? "output " + std::to_string(k) + ": " : "") + *why +

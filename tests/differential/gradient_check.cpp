@@ -45,7 +45,7 @@ std::optional<std::string> backward_and_compare(const ReferencedCase& rc, const 
       continue;
     }
     if (!got.defined()) return "grad of " + input + ": torch has one, tally none";
-    const Dtype want_dtype = dtype_from_name(want[k].at("dtype"));
+    const Dtype want_dtype = dtype_from_name(want[k].at("dtype").get<std::string>());
     const NpyArray expected = load_npy(dir, rc.id + "_grad" + std::to_string(k) + ".npy", want_dtype);
     if (auto why = compare(got, expected, want_dtype, /*accumulates=*/true, /*exact_values=*/false))
       return "grad of " + input + ": " + *why +

@@ -32,25 +32,25 @@ struct SumFold {
   Acc combine(Acc a, Acc b) const { return a + b; }
   Acc fold(const T* p, int64_t n, int64_t) const {
     if constexpr (std::is_same_v<T, float>) {
-#if defined(__AVX512F__)
       // Four 16-lane float accumulators over blocks of 1024, each block added into a double:
-      // streams at memory speed and keeps the error of a blocked (near pairwise) sum.
+      // streams at memory speed and keeps the error of a blocked (near pairwise) sum. Vec16f
+      // sums in the same order on every target, so every build gives the same bits.
+      using kernels::Vec16f, kernels::add, kernels::load;
       double total = 0;
       int64_t i = 0;
       while (i + 64 <= n) {
         const int64_t block_end = std::min(n - (n - i) % 64, i + 1024);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        Vec16f a0 = kernels::splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
         for (; i < block_end; i += 64) {
-          a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
-          a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
-          a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
-          a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
+          a0 = add(a0, load(p + i));
+          a1 = add(a1, load(p + i + 16));
+          a2 = add(a2, load(p + i + 32));
+          a3 = add(a3, load(p + i + 48));
         }
-        total += kernels::reduce_add(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+        total += kernels::reduce_add(add(add(a0, a1), add(a2, a3)));
       }
       for (; i < n; ++i) total += p[i];
       return total;
-#endif
     }
     Acc a = 0;
     for (int64_t i = 0; i < n; ++i) a += static_cast<Acc>(static_cast<C>(p[i]));

@@ -42,7 +42,8 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log, bool stream)
   Vec16f vsum = splat(0.0f);
   for (i = 0; i + 16 <= n; i += 16) {
     // Fetch the next row while this one is computed, so its max pass does not wait on memory.
-    _mm_prefetch(reinterpret_cast<const char*>(x + n + i), _MM_HINT_T0);
+    // (rw 0, locality 3: the prefetcht0 of _mm_prefetch(p, _MM_HINT_T0), without needing x86 headers.)
+    __builtin_prefetch(x + n + i, 0, 3);
     const Vec16f v = kernels::exp(sub(load(x + i), vm));
     store(e + i, v);
     vsum = add(vsum, v);
@@ -58,7 +59,7 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log, bool stream)
   const int64_t head = stream ? std::min<int64_t>(n, ((64 - reinterpret_cast<uintptr_t>(y) % 64) % 64) / 4) : 0;
   for (; i < head; ++i) y[i] = log ? x[i] - shift : e[i] * inv;
   if (stream && reinterpret_cast<uintptr_t>(y + i) % 64 == 0) {
-    for (; i + 16 <= n; i += 16) _mm512_stream_ps(y + i, value(i));
+    for (; i + 16 <= n; i += 16) kernels::stream(y + i, value(i));
   } else {
     for (; i + 16 <= n; i += 16) store(y + i, value(i));
   }
@@ -103,7 +104,7 @@ struct Softmax {
                                 if constexpr (std::is_same_v<T, float>) softmax_row_f32(px + r * n, py + r * n, n, log, stream);
                                 else softmax_row(px + r * n, py + r * n, n, log);
                               }
-                              if (stream) _mm_sfence();  // streamed stores visible before the op returns
+                              if (stream) kernels::stream_fence();  // streamed stores visible before the op returns
                             });
     });
     if (x.dim() == 0) return out.reshape({});

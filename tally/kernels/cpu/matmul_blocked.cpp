@@ -22,14 +22,23 @@ template <> struct accumulator<int32_t> { using type = uint32_t; };
 template <> struct accumulator<int64_t> { using type = uint64_t; };
 template <> struct accumulator<uint8_t> { using type = uint32_t; };
 
-// Register tile: MR rows × two 64-byte vectors of C, 12 accumulators (for doubles: enough to hide
-// FMA latency on two ports). Cache blocks: one KC×NR sliver of B (16 KiB for doubles) stays in L1
-// while it meets every MR-row sliver of the MC×KC panel of A, which stays in L2.
+// Register tile: MR rows × two vectors of C, 12 accumulators (for doubles: enough to hide FMA
+// latency on two ports). Cache blocks: one KC×NR sliver of B (16 KiB for doubles with AVX-512)
+// stays in L1 while it meets every MR-row sliver of the MC×KC panel of A, which stays in L2.
 constexpr int64_t kMR = 6;
 constexpr int64_t kKC = 128;
 constexpr int64_t kMC = 96;
 constexpr int64_t kNC = 192;
+// The vector is the build target's register: wider, each would take two registers and the 12
+// accumulators + 2 rows of B would no longer fit AVX2's 16 (GCC also warns that returning a vector
+// wider than the target's changes the ABI).
+#if defined(__AVX512F__)
 constexpr int64_t kVectorBytes = 64;
+#elif defined(__AVX__)
+constexpr int64_t kVectorBytes = 32;
+#else
+constexpr int64_t kVectorBytes = 16;
+#endif
 template <class Acc> constexpr int64_t kLanes = kVectorBytes / static_cast<int64_t>(sizeof(Acc));
 template <class Acc> constexpr int64_t kNR = 2 * kLanes<Acc>;
 

@@ -1,10 +1,22 @@
 #pragma once
-// AVX-512 float math used by the hot elementwise and softmax kernels. With no AVX-512 at
-// compile time the same names exist over a plain array, so callers are written once.
+// 16-float vector math used by the hot elementwise, reduction and softmax kernels, written once
+// over three targets chosen at compile time: AVX-512 (one __m512), AVX2 + FMA (two __m256), and
+// plain arrays of 16 floats (which the compiler vectorises with what it has). All three compute
+// the same operations in the same order, so results agree bit for bit whichever target a build
+// has, exp included; only the plain target on a CPU without FMA rounds a·b + c twice and lands
+// within an ulp instead (checked by tests/kernels/test_vec_math_portable.cpp).
+//
+// Each target lives in its own inline namespace: a program may mix translation units built for
+// different targets (that test is built for baseline x86-64 inside an AVX-512 build), and the
+// different `Vec16f` and function definitions must not share mangled names, or the linker would
+// keep one definition for both.
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#define TALLY_VEC_MATH_X86 1
 // GCC 12.2's intrinsics headers initialise their "undefined" vectors from themselves and then
 // warn about it wherever they are inlined (GCC bug 105593, fixed in 12.3); the warnings point
 // into the header, so silencing them around the include keeps them on for our own code.
@@ -17,7 +29,40 @@
 
 namespace tally::kernels {
 
+// exp(x) within 1 ulp of the correctly rounded result for every float x (checked over all 2^32),
+// by the same steps on every target: 2^n · p(r) with n = round(x / ln 2), r = x − n·ln 2 in two
+// parts (the first, kLn2Hi, has few enough bits that n·kLn2Hi is exact) and p the degree-7 Taylor
+// polynomial (error < 1e-8 on |r| ≤ ln2/2).
+namespace exp_constants {
+inline constexpr float kLog2e = 1.44269504088896341f;
+inline constexpr float kLn2Hi = 0.693359375f;
+inline constexpr float kLn2Lo = -2.12194440e-4f;
+// Below this exp is 0 in float32 (the smallest denormal is e^−103.3), and clamping keeps −inf
+// from giving NaN through (−inf) − (−inf).
+inline constexpr float kMinArg = -104.0f;
+// Above this exp is inf. Without the clamp a large x breaks the reduction (n·kLn2Hi is no longer
+// exact, so r is not small and p(r) is garbage: exp(1e8) came out −inf), and the targets without
+// scalef build 2^n from exponent bits, which must stay in range (|n| ≤ 150: two factors in 2^±75).
+inline constexpr float kMaxArg = 104.0f;
+}  // namespace exp_constants
+
+#if defined(TALLY_VEC_MATH_X86)
+namespace detail {
+// Horizontal reductions written out (GCC 12's _mm512_reduce_* trip its own uninitialized warnings),
+// in one order for both x86 targets: halves, then quarters, then pairs, then the last two lanes.
+template <class Op256, class Op128>
+float fold_halves(__m256 lo, __m256 hi, Op256 op256, Op128 op128) {
+  const __m256 s = op256(lo, hi);
+  __m128 q = op128(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  q = op128(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(op128(q, _mm_movehdup_ps(q)));
+}
+}  // namespace detail
+#endif
+
 #if defined(__AVX512F__)
+inline namespace avx512 {
+
 /// 16 floats.
 using Vec16f = __m512;
 inline Vec16f load(const float* p) { return _mm512_loadu_ps(p); }
@@ -27,18 +72,20 @@ inline __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) 
 inline Vec16f load_partial(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(tail_mask(n), p); }
 /// Store the first n < 16 lanes.
 inline void store_partial(float* p, Vec16f v, int64_t n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
+/// Store bypassing the caches; p must be 64-byte aligned. Follow a run of these with stream_fence().
+inline void stream(float* p, Vec16f v) { _mm512_stream_ps(p, v); }
 inline Vec16f splat(float x) { return _mm512_set1_ps(x); }
 
-/// exp(x) to about 1 ulp: 2^n · p(r) with n = round(x / ln 2), r = x − n·ln 2 in two parts and
-/// p the degree-7 Taylor polynomial (error < 1e-8 on |r| ≤ ln2/2). scalef handles overflow to
-/// inf and underflow to 0; NaN propagates.
+/// exp of each lane (the method is above exp_constants). scalef handles overflow to inf and
+/// underflow to 0 with one rounding; NaN propagates.
 inline Vec16f exp(Vec16f x) {
-  // Clamp below so that −inf gives 0 rather than NaN from (−inf) − (−inf); NaN passes (2nd operand).
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-  const Vec16f n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+  using namespace exp_constants;
+  // min/max return their second operand for NaN, so NaN passes both clamps.
+  x = _mm512_min_ps(_mm512_set1_ps(kMaxArg), _mm512_max_ps(_mm512_set1_ps(kMinArg), x));
+  const Vec16f n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  Vec16f r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  Vec16f r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
   Vec16f p = _mm512_set1_ps(1.0f / 5040);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
@@ -49,32 +96,214 @@ inline Vec16f exp(Vec16f x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, n);
 }
-// Horizontal reductions written out: GCC 12's _mm512_reduce_* trip its own uninitialized warnings.
-inline __m128 fold_to_128(Vec16f v, __m256 (*op256)(__m256, __m256), __m128 (*op128)(__m128, __m128)) {
-  const __m256 lo = _mm512_castps512_ps256(v);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  const __m256 s = op256(lo, hi);
-  __m128 q = op128(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  q = op128(q, _mm_movehl_ps(q, q));
-  return op128(q, _mm_movehdup_ps(q));
-}
-/// Sum of the 16 lanes.
-inline float reduce_add(Vec16f v) {
-  return _mm_cvtss_f32(fold_to_128(v, [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); },
-                                   [](__m128 a, __m128 b) { return _mm_add_ps(a, b); }));
-}
-/// Largest of the 16 lanes.
-inline float reduce_max(Vec16f v) {
-  return _mm_cvtss_f32(fold_to_128(v, [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); },
-                                   [](__m128 a, __m128 b) { return _mm_max_ps(a, b); }));
-}
+inline __m256 low_half(Vec16f v) { return _mm512_castps512_ps256(v); }
+inline __m256 high_half(Vec16f v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 inline Vec16f add(Vec16f a, Vec16f b) { return _mm512_add_ps(a, b); }
 inline Vec16f mul(Vec16f a, Vec16f b) { return _mm512_mul_ps(a, b); }
 inline Vec16f sub(Vec16f a, Vec16f b) { return _mm512_sub_ps(a, b); }
 inline Vec16f div(Vec16f a, Vec16f b) { return _mm512_div_ps(a, b); }
 inline Vec16f max(Vec16f a, Vec16f b) { return _mm512_max_ps(a, b); }
+
+/// Sum of the 16 lanes.
+inline float reduce_add(Vec16f v) {
+  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); },
+                             [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
+}
+/// Largest of the 16 lanes.
+inline float reduce_max(Vec16f v) {
+  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); },
+                             [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
+}
+/// Orders earlier stream() stores before any later store, as seen by other threads.
+inline void stream_fence() { _mm_sfence(); }
+
+}  // namespace avx512
+#elif defined(__AVX2__) && defined(__FMA__)
+inline namespace avx2 {
+
+/// 16 floats: lanes 0-7 in lo, 8-15 in hi, as the halves of a __m512.
+struct Vec16f {
+  __m256 lo, hi;
+};
+inline Vec16f load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+inline void store(float* p, Vec16f v) {
+  _mm256_storeu_ps(p, v.lo);
+  _mm256_storeu_ps(p + 8, v.hi);
+}
+/// All-ones in lanes [0, n) of 8; n may lie outside 0..8.
+inline __m256i lane_mask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+// Masked-off lanes are not touched, so neither a load nor a store reaches past p + n; the high
+// half is skipped outright when empty, so p + 8 is only formed inside the buffer.
+/// Load n < 16 floats, zeros elsewhere.
+inline Vec16f load_partial(const float* p, int64_t n) {
+  return {_mm256_maskload_ps(p, lane_mask(n)), n > 8 ? _mm256_maskload_ps(p + 8, lane_mask(n - 8)) : _mm256_setzero_ps()};
+}
+/// Store the first n < 16 lanes.
+inline void store_partial(float* p, Vec16f v, int64_t n) {
+  _mm256_maskstore_ps(p, lane_mask(n), v.lo);
+  if (n > 8) _mm256_maskstore_ps(p + 8, lane_mask(n - 8), v.hi);
+}
+/// Store bypassing the caches; p must be 64-byte aligned. Follow a run of these with stream_fence().
+inline void stream(float* p, Vec16f v) {
+  _mm256_stream_ps(p, v.lo);
+  _mm256_stream_ps(p + 8, v.hi);
+}
+inline Vec16f splat(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+
+/// exp of 8 lanes, the AVX-512 steps with scalef emulated: 2^n is applied as two factors built
+/// from exponent bits, the first product exact, so the result is rounded once as scalef rounds
+/// it (denormals included).
+inline __m256 exp8(__m256 x) {
+  using namespace exp_constants;
+  // min/max return their second operand for NaN, so NaN passes both clamps.
+  x = _mm256_min_ps(_mm256_set1_ps(kMaxArg), _mm256_max_ps(_mm256_set1_ps(kMinArg), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  // n ∈ [−150, 150] splits into a = n >> 1 and b = n − a, both in [−75, 75]: normal powers of two.
+  // (A NaN x gives a garbage n here, but p is already NaN and stays NaN.)
+  const __m256i k = _mm256_cvtps_epi32(n);
+  const __m256i a = _mm256_srai_epi32(k, 1), b = _mm256_sub_epi32(k, a);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 pow_a = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(a, bias), 23));
+  const __m256 pow_b = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(b, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, pow_a), pow_b);
+}
+/// exp of each lane (the method is above exp_constants): overflow gives inf, underflow 0; NaN propagates.
+inline Vec16f exp(Vec16f x) { return {exp8(x.lo), exp8(x.hi)}; }
+inline __m256 low_half(Vec16f v) { return v.lo; }
+inline __m256 high_half(Vec16f v) { return v.hi; }
+inline Vec16f add(Vec16f a, Vec16f b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+inline Vec16f mul(Vec16f a, Vec16f b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+inline Vec16f sub(Vec16f a, Vec16f b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+inline Vec16f div(Vec16f a, Vec16f b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
+inline Vec16f max(Vec16f a, Vec16f b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+
+/// Sum of the 16 lanes.
+inline float reduce_add(Vec16f v) {
+  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); },
+                             [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
+}
+/// Largest of the 16 lanes.
+inline float reduce_max(Vec16f v) {
+  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); },
+                             [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
+}
+/// Orders earlier stream() stores before any later store, as seen by other threads.
+inline void stream_fence() { _mm_sfence(); }
+
+}  // namespace avx2
 #else
-struct Vec16f { float v[16]; };
+inline namespace scalar {
+
+/// 16 floats.
+struct Vec16f {
+  float v[16];
+};
+namespace scalar_detail {
+template <class Op>
+Vec16f lanewise(Vec16f a, Vec16f b, Op op) {
+  Vec16f out;
+  for (int i = 0; i < 16; ++i) out.v[i] = op(a.v[i], b.v[i]);
+  return out;
+}
+// The x86 targets' a·b + c, fused when the hardware fuses (one instruction); otherwise two
+// roundings, within an ulp of the fused result, rather than a slow software fma.
+inline float fmadd(float a, float b, float c) {
+#if defined(FP_FAST_FMAF)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+// maxps: a if a > b, else b (so b for a NaN on either side).
+inline float max_lane(float a, float b) { return a > b ? a : b; }
+// 2^e for a normal exponent e ∈ [−126, 127], from its bits.
+inline float pow2(int e) { return std::bit_cast<float>(static_cast<uint32_t>(e + 127) << 23); }
+/// exp of one lane, the x86 targets' steps (see exp_constants and avx2::exp8).
+inline float exp_lane(float x) {
+  using namespace exp_constants;
+  if (std::isnan(x)) return x + x;  // quietened, as on the x86 targets; n below would not convert to int
+  x = x < kMinArg ? kMinArg : x > kMaxArg ? kMaxArg : x;
+  // Round to nearest even by adding and removing 1.5·2^23: exact for |t| < 2^22, and t ≤ 151 here.
+  const float t = x * kLog2e;
+  const float n = (t + 12582912.0f) - 12582912.0f;
+  float r = fmadd(-n, kLn2Hi, x);
+  r = fmadd(-n, kLn2Lo, r);
+  float p = 1.0f / 5040;
+  p = fmadd(p, r, 1.0f / 720);
+  p = fmadd(p, r, 1.0f / 120);
+  p = fmadd(p, r, 1.0f / 24);
+  p = fmadd(p, r, 1.0f / 6);
+  p = fmadd(p, r, 0.5f);
+  p = fmadd(p, r, 1.0f);
+  p = fmadd(p, r, 1.0f);
+  const int k = static_cast<int>(n), a = k >> 1;
+  return p * pow2(a) * pow2(k - a);
+}
+// The x86 targets' reduction order: halves, quarters, pairs, the last two lanes.
+template <class Op>
+float fold(Vec16f v, Op op) {
+  float s[8];
+  for (int i = 0; i < 8; ++i) s[i] = op(v.v[i], v.v[i + 8]);
+  for (int i = 0; i < 4; ++i) s[i] = op(s[i], s[i + 4]);
+  for (int i = 0; i < 2; ++i) s[i] = op(s[i], s[i + 2]);
+  return op(s[0], s[1]);
+}
+}  // namespace scalar_detail
+
+inline Vec16f load(const float* p) {
+  Vec16f out;
+  for (int i = 0; i < 16; ++i) out.v[i] = p[i];
+  return out;
+}
+inline void store(float* p, Vec16f v) {
+  for (int i = 0; i < 16; ++i) p[i] = v.v[i];
+}
+/// Load n < 16 floats, zeros elsewhere.
+inline Vec16f load_partial(const float* p, int64_t n) {
+  Vec16f out{};
+  for (int64_t i = 0; i < n; ++i) out.v[i] = p[i];
+  return out;
+}
+/// Store the first n < 16 lanes.
+inline void store_partial(float* p, Vec16f v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) p[i] = v.v[i];
+}
+/// A plain store here: streaming stores are an x86 instruction, and this target is the portable one.
+inline void stream(float* p, Vec16f v) { store(p, v); }
+inline void stream_fence() {}
+inline Vec16f splat(float x) {
+  Vec16f out;
+  for (float& lane : out.v) lane = x;
+  return out;
+}
+/// exp of each lane (the method is above exp_constants): overflow gives inf, underflow 0; NaN propagates.
+inline Vec16f exp(Vec16f x) {
+  for (float& lane : x.v) lane = scalar_detail::exp_lane(lane);
+  return x;
+}
+/// Sum of the 16 lanes.
+inline float reduce_add(Vec16f v) { return scalar_detail::fold(v, [](float a, float b) { return a + b; }); }
+/// Largest of the 16 lanes.
+inline float reduce_max(Vec16f v) { return scalar_detail::fold(v, scalar_detail::max_lane); }
+inline Vec16f add(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x + y; }); }
+inline Vec16f mul(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x * y; }); }
+inline Vec16f sub(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x - y; }); }
+inline Vec16f div(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x / y; }); }
+inline Vec16f max(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, scalar_detail::max_lane); }
+
+}  // namespace scalar
 #endif
 
 }  // namespace tally::kernels

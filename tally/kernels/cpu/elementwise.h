@@ -2,7 +2,8 @@
 // Inner loops of elementwise ops over a StridedLoop. Storage types are converted to their
 // compute type (float32 for the 16/8-bit floats), the functor runs there, and the result is
 // rounded once on store. Contiguous runs and broadcast scalars get tight loops the compiler
-// vectorises; a functor with a `vec` member gets an explicit AVX-512 path for float.
+// vectorises; a functor with a `vec` member gets an explicit Vec16f path for float (AVX-512, AVX2 or scalar,
+// whichever the build targets; see vec_math.h).
 
 #include <cstdint>
 #include <cstring>

@@ -18,12 +18,13 @@ void run_info() {
   const auto& cpu = accounting::cpu_info();
   fmt::print("tally {}\n\n", TALLY_VERSION);
   fmt::print("CPU\n");
-  fmt::print("  model            {}\n", cpu.model_name);
+  fmt::print("  model            {} ({}, family {:#x})\n", cpu.model_name, cpu.vendor, cpu.family);
   fmt::print("  usable cores     {}\n", cpu.usable_cores);
   fmt::print("  measured clock   {:.2f} GHz (dependent add chain: highest seen on this machine; {:.2f} GHz in this run)\n",
              cpu.clock_ghz, cpu.clock_ghz_now);
   fmt::print("  AVX2 / FMA       {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma));
-  fmt::print("  AVX-512F         {}\n", yes_no(cpu.avx512f));
+  fmt::print("  AVX-512F         {}{}\n", yes_no(cpu.avx512f),
+             cpu.avx512f ? fmt::format(" ({}-bit FMA datapath)", cpu.fma_datapath_bits) : "");
   fmt::print("  AVX512_BF16      {}\n", yes_no(cpu.avx512_bf16));
   fmt::print("  AVX512_FP16      {}\n", yes_no(cpu.avx512_fp16));
   fmt::print("  AMX tile / bf16 / int8  {} / {} / {}\n", yes_no(cpu.amx_tile), yes_no(cpu.amx_bf16), yes_no(cpu.amx_int8));

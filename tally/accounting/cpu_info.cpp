@@ -54,6 +54,17 @@ std::string brand_string() {
   return text;
 }
 
+void detect_vendor(CpuInfo& info) {
+  const Regs l0 = cpuid(0, 0), l1 = cpuid(1, 0);
+  char text[13] = {};
+  std::memcpy(text, &l0.ebx, 4);  // the vendor string is ebx, edx, ecx in that order
+  std::memcpy(text + 4, &l0.edx, 4);
+  std::memcpy(text + 8, &l0.ecx, 4);
+  info.vendor = text;
+  const int base = static_cast<int>((l1.eax >> 8) & 0xF), extended = static_cast<int>((l1.eax >> 20) & 0xFF);
+  info.family = base == 0xF ? base + extended : base;
+}
+
 void detect_features(CpuInfo& info) {
   const Regs l1 = cpuid(1, 0), l7 = cpuid(7, 0), l7s1 = cpuid(7, 1);
   const bool osxsave = bit(l1.ecx, 27);
@@ -69,6 +80,9 @@ void detect_features(CpuInfo& info) {
   info.amx_tile = os_tiles && bit(l7.edx, 24);
   info.amx_bf16 = info.amx_tile && bit(l7.edx, 22);
   info.amx_int8 = info.amx_tile && bit(l7.edx, 25);
+  // Zen 4 (AMD family 0x19) executes AVX-512 on 256-bit pipes: same instructions, half the rate.
+  const bool half_width_avx512 = info.vendor == "AuthenticAMD" && info.family == 0x19;
+  info.fma_datapath_bits = info.avx512f ? (half_width_avx512 ? 256 : 512) : info.avx2 ? 256 : 128;
 }
 
 // Note [Measuring the clock]: a chain of dependent `add reg, reg` retires one add per cycle, so
@@ -134,6 +148,7 @@ CpuInfo detect() {
   info.usable_cores = count_usable_cores();
 #ifdef TALLY_X86
   info.model_name = trim(brand_string());
+  detect_vendor(info);
   detect_features(info);
   info.clock_ghz_now = measure_clock_ghz();
 #endif
@@ -194,8 +209,10 @@ const CpuInfo& cpu_info() {
 
 // Note [Promised CPU peak]: FLOP/cycle/core = FMA issue ports x lanes x 2 (an FMA is 2 FLOP),
 // times usable cores times the clock measured by Note [Measuring the clock]. Assumptions:
-//  - two 512-bit FMA ports (true for Xeon Gold/Platinum and Sapphire Rapids; some Xeon Silver and
-//    client parts have one, and then the measured peak is half the promise);
+//  - two FMA ports as wide as the datapath: 512-bit on Xeon Gold/Platinum, Sapphire Rapids and
+//    Zen 5 (some Xeon Silver and client parts have one, and then the measured peak is half the
+//    promise); Zen 4 runs each AVX-512 instruction as two halves on its two 256-bit FMA pipes, so
+//    it is promised 2 x 8 lanes x 2 = 32, and likewise half the vdpbf16ps rate;
 //  - the scalar clock: under heavy AVX-512 load the core may run ~8% slower (MACHINE.md: 3.8 vs
 //    3.5 GHz), which is part of the gap between promised and measured peaks, not hidden in it;
 //  - vdpbf16ps counts as 16 lanes x 2 bf16 products x 2 FLOP on 2 ports = 128. MACHINE.md measured
@@ -211,16 +228,20 @@ std::vector<PeakSpec> promised_cpu_peaks(const CpuInfo& info) {
     const char* per_cycle;
     double flop_per_cycle;
   };
+  const bool full_width = info.fma_datapath_bits >= 512;
   Rate f32{"scalar/SSE", "2 ports x 4 lanes", 8};
-  if (info.avx512f) f32 = {"AVX-512 vfmadd231ps", "2 ports x 16 lanes x 2", 64};
+  if (info.avx512f && full_width) f32 = {"AVX-512 vfmadd231ps", "2 ports x 16 lanes x 2", 64};
+  else if (info.avx512f) f32 = {"AVX-512 vfmadd231ps", "2 256-bit ports x 8 lanes x 2", 32};
   else if (info.avx2 && info.fma) f32 = {"AVX2 vfmadd231ps", "2 ports x 8 lanes x 2", 32};
   const Rate f64{info.avx512f ? "AVX-512 vfmadd231pd" : info.avx2 && info.fma ? "AVX2 vfmadd231pd" : "scalar/SSE",
                  "half the float32 lanes", f32.flop_per_cycle / 2};
   Rate bf16{"converted to float32", f32.per_cycle, f32.flop_per_cycle};
   if (info.amx_bf16) bf16 = {"AMX tdpbf16ps", "16x16x32 MACs x 2 per 16 cycles", 1024};
-  else if (info.avx512_bf16) bf16 = {"AVX512_BF16 vdpbf16ps", "2 ports x 16 lanes x 2 products x 2", 128};
+  else if (info.avx512_bf16 && full_width) bf16 = {"AVX512_BF16 vdpbf16ps", "2 ports x 16 lanes x 2 products x 2", 128};
+  else if (info.avx512_bf16) bf16 = {"AVX512_BF16 vdpbf16ps", "2 256-bit ports x 8 lanes x 2 products x 2", 64};
   Rate f16{"converted to float32", f32.per_cycle, f32.flop_per_cycle};
-  if (info.avx512_fp16) f16 = {"AVX512_FP16 vfmadd231ph", "2 ports x 32 lanes x 2", 128};
+  if (info.avx512_fp16 && full_width) f16 = {"AVX512_FP16 vfmadd231ph", "2 ports x 32 lanes x 2", 128};
+  else if (info.avx512_fp16) f16 = {"AVX512_FP16 vfmadd231ph", "2 256-bit ports x 16 lanes x 2", 64};
 
   const double cycles_per_sec = info.usable_cores * info.clock_ghz * 1e9;
   std::vector<PeakSpec> peaks;

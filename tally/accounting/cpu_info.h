@@ -29,6 +29,12 @@ struct CpuInfo {
   bool amx_bf16 = false;
   /// AMX int8 tile matmul (tdpbssd and friends).
   bool amx_int8 = false;
+  /// "GenuineIntel", "AuthenticAMD", ... (cpuid leaf 0), and the display family (base + extended).
+  std::string vendor;
+  int family = 0;
+  /// Width of the vector FMA datapath, which sets the AVX-512 rate: 512 on Intel's AVX-512 cores
+  /// and Zen 5, 256 on Zen 4, which splits each 512-bit operation over its 256-bit pipes.
+  int fma_datapath_bits = 0;
   /// Core clock in GHz: the highest a dependent scalar add chain has measured on this machine
   /// (Note [Remembered clock]), not the nominal brand clock.
   double clock_ghz = 0.0;

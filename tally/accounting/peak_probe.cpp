@@ -61,14 +61,33 @@ __attribute__((target("avx2,fma"))) double fma_block_avx2(float* sink) {
   return static_cast<double>(kItersPerBlock) * (kChains / 2) * 8 * 2;
 }
 
+// vdpbf16ps: each of 16 float lanes adds the dot product of a pair of bf16 values, 4 FLOP a lane.
+// The accumulators grow by 1e-3 an instruction, so they stay small and exact enough to be finite.
+__attribute__((target("avx512f,avx512bf16"))) double bf16_dot_block_avx512(float* sink) {
+  __m512 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.5f));
+  for (int64_t i = 0; i < kItersPerBlock; ++i) {
+#pragma GCC unroll 24
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+  }
+  __m512 total = acc[0];
+  for (int c = 1; c < kChains; ++c) total = _mm512_add_ps(total, acc[c]);
+  float lanes[16];
+  _mm512_storeu_ps(lanes, total);
+  for (float v : lanes) *sink += v;
+  return static_cast<double>(kItersPerBlock) * kChains * 16 * 4;
+}
+
+using Block = double (*)(float* sink);
+
 // Note [Peak on a shared machine]: all threads run the same fixed work in lock-stepped windows of
 // ~1 ms; a window's rate is the total work over the slowest thread's time, and the result is the
 // best window seen in `seconds`. Another process taking a core only ever makes a window slower,
 // so the best window is the machine's ceiling with every thread busy at once, not an average
 // diluted by whoever else shares the machine.
-double run_fma(int threads, double seconds) {
-  const bool avx512 = cpu_info().avx512f, avx2 = cpu_info().avx2 && cpu_info().fma;
-  TALLY_CHECK_TYPE(NotImplementedError, avx512 || avx2, "measure_fma_peak_flops needs AVX2+FMA or AVX-512");
+double run_windows(Block block, int threads, double seconds) {
   constexpr int kBlocksPerWindow = 8;
   std::vector<double> window_seconds(static_cast<size_t>(threads), 0.0);
   double best = 0.0;
@@ -82,7 +101,7 @@ double run_fma(int threads, double seconds) {
 #pragma omp barrier
       const auto t0 = Clock::now();
       double flops = 0.0;
-      for (int b = 0; b < kBlocksPerWindow; ++b) flops += avx512 ? fma_block_avx512(&sink) : fma_block_avx2(&sink);
+      for (int b = 0; b < kBlocksPerWindow; ++b) flops += block(&sink);
       window_seconds[static_cast<size_t>(tid)] = seconds_since(t0);
 #pragma omp barrier
 #pragma omp single
@@ -95,8 +114,14 @@ double run_fma(int threads, double seconds) {
     }
   }
   // The sink depends on every chain, so the compiler cannot drop the work; it is never NaN.
-  TALLY_INTERNAL_ASSERT(sink == sink, "FMA chains diverged");
+  TALLY_INTERNAL_ASSERT(sink == sink, "peak probe chains diverged");
   return best;
+}
+
+double run_peak(Block block, int threads, double seconds) {
+  // Warm-up: spawns the OpenMP threads and lets the cores settle into their AVX frequency.
+  run_windows(block, threads, std::min(0.05, seconds / 4));
+  return run_windows(block, threads, seconds);
 }
 
 struct FreeDeleter {
@@ -158,9 +183,17 @@ void stream_triad(double* __restrict a, const double* __restrict b, const double
 double measure_fma_peak_flops(int threads, double seconds) {
   TALLY_CHECK(threads >= 1 && seconds > 0, "measure_fma_peak_flops: expected threads >= 1 and seconds > 0, got ",
               threads, " and ", seconds);
-  // Warm-up: spawns the OpenMP threads and lets the cores settle into their AVX frequency.
-  run_fma(threads, std::min(0.05, seconds / 4));
-  return run_fma(threads, seconds);
+  const bool avx512 = cpu_info().avx512f, avx2 = cpu_info().avx2 && cpu_info().fma;
+  TALLY_CHECK_TYPE(NotImplementedError, avx512 || avx2, "measure_fma_peak_flops needs AVX2+FMA or AVX-512");
+  return run_peak(avx512 ? fma_block_avx512 : fma_block_avx2, threads, seconds);
+}
+
+double measure_bf16_dot_peak_flops(int threads, double seconds) {
+  TALLY_CHECK(threads >= 1 && seconds > 0, "measure_bf16_dot_peak_flops: expected threads >= 1 and seconds > 0, got ",
+              threads, " and ", seconds);
+  TALLY_CHECK_TYPE(NotImplementedError, cpu_info().avx512_bf16,
+                   "measure_bf16_dot_peak_flops needs AVX512_BF16 (vdpbf16ps), which this CPU does not have");
+  return run_peak(bf16_dot_block_avx512, threads, seconds);
 }
 
 StreamResult measure_stream(int64_t bytes_per_array, int threads, int reps) {

@@ -10,6 +10,10 @@ namespace tally::accounting {
 /// `threads` threads: the best lock-stepped ~1 ms window over about `seconds`, after a warm-up.
 double measure_fma_peak_flops(int threads, double seconds);
 
+/// bfloat16 FLOP/s from vdpbf16ps chains (16 float lanes, each adding a 2-element bf16 dot
+/// product), measured like measure_fma_peak_flops. NotImplementedError without AVX512_BF16.
+double measure_bf16_dot_peak_flops(int threads, double seconds);
+
 /// STREAM-style bandwidths in bytes/s (bytes read + bytes written, write-allocate traffic not
 /// counted), best of the repetitions.
 struct StreamResult {

@@ -123,12 +123,15 @@ TEST(CpuInfo, PromisedPeaksFollowTheFormula) {
     EXPECT_FALSE(p.basis.empty()) << p.dtype;
   }
   const double cycles = info.usable_cores * info.clock_ghz * 1e9;
-  // FLOP per cycle per core: two FMA ports x lanes x 2, the lanes set by the widest float ISA.
-  const double f32 = info.avx512f ? 64 : (info.avx2 && info.fma) ? 32 : 8;
+  // FLOP per cycle per core: two FMA ports x lanes x 2, the lanes set by the widest float ISA and
+  // the datapath it runs on (Zen 4 splits 512-bit operations over 256-bit pipes).
+  const bool full = info.fma_datapath_bits >= 512;
+  const double f32 = info.avx512f ? (full ? 64 : 32) : (info.avx2 && info.fma) ? 32 : 8;
   EXPECT_DOUBLE_EQ(peak_of(peaks, "float32"), f32 * cycles);
   EXPECT_DOUBLE_EQ(peak_of(peaks, "float64"), f32 / 2 * cycles);
-  EXPECT_DOUBLE_EQ(peak_of(peaks, "bfloat16"), (info.amx_bf16 ? 1024 : info.avx512_bf16 ? 128 : f32) * cycles);
-  EXPECT_DOUBLE_EQ(peak_of(peaks, "float16"), (info.avx512_fp16 ? 128 : f32) * cycles);
+  EXPECT_DOUBLE_EQ(peak_of(peaks, "bfloat16"),
+                   (info.amx_bf16 ? 1024 : info.avx512_bf16 ? (full ? 128 : 64) : f32) * cycles);
+  EXPECT_DOUBLE_EQ(peak_of(peaks, "float16"), (info.avx512_fp16 ? (full ? 128 : 64) : f32) * cycles);
 }
 
 TEST(CpuInfo, PromiseScalesWithCoresAndClock) {
@@ -144,6 +147,36 @@ TEST(CpuInfo, PromiseScalesWithCoresAndClock) {
   no_avx512.amx_tile = no_avx512.amx_bf16 = no_avx512.amx_int8 = false;
   EXPECT_DOUBLE_EQ(peak_of(promised_cpu_peaks(no_avx512), "float32"), 32 * 2e9);
   EXPECT_DOUBLE_EQ(peak_of(promised_cpu_peaks(no_avx512), "bfloat16"), 32 * 2e9);
+  // The same AVX-512 + AVX512_BF16 features on a 512-bit datapath (Sapphire Rapids) and on a
+  // 256-bit one (Zen 4) promise different rates.
+  CpuInfo wide = one;
+  wide.avx2 = wide.fma = wide.avx512f = wide.avx512_bf16 = true;
+  wide.avx512_fp16 = wide.amx_tile = wide.amx_bf16 = wide.amx_int8 = false;
+  wide.fma_datapath_bits = 512;
+  CpuInfo split = wide;
+  split.fma_datapath_bits = 256;
+  EXPECT_DOUBLE_EQ(peak_of(promised_cpu_peaks(wide), "float32"), 64 * 2e9);
+  EXPECT_DOUBLE_EQ(peak_of(promised_cpu_peaks(split), "float32"), 32 * 2e9);
+  EXPECT_DOUBLE_EQ(peak_of(promised_cpu_peaks(wide), "bfloat16"), 128 * 2e9);
+  EXPECT_DOUBLE_EQ(peak_of(promised_cpu_peaks(split), "bfloat16"), 64 * 2e9);
+}
+
+TEST(CpuInfo, VendorAndFamilyMatchTheKernel) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, vendor;
+  int family = -1;
+  while (std::getline(in, line) && (vendor.empty() || family < 0)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string value = line.substr(std::min(line.size(), colon + 2));
+    if (line.rfind("vendor_id", 0) == 0) vendor = value;
+    if (line.rfind("cpu family", 0) == 0) family = std::stoi(value);
+  }
+  if (vendor.empty() || family < 0) GTEST_SKIP() << "no vendor_id / cpu family in /proc/cpuinfo";
+  EXPECT_EQ(cpu_info().vendor, vendor);
+  EXPECT_EQ(cpu_info().family, family);
+  EXPECT_EQ(cpu_info().fma_datapath_bits,
+            !cpu_info().avx512f ? (cpu_info().avx2 ? 256 : 128) : (vendor == "AuthenticAMD" && family == 0x19) ? 256 : 512);
 }
 
 TEST(PeakProbe, FmaPeakIsPositiveAndWithinThePromise) {
@@ -153,6 +186,18 @@ TEST(PeakProbe, FmaPeakIsPositiveAndWithinThePromise) {
   // unit slip (GFLOP vs FLOP) or skipped work still lands far outside.
   EXPECT_GT(measured, 0.01 * promised_one_core);
   EXPECT_LT(measured, 1.15 * promised_one_core);  // no code can beat the ISA (15% for clock noise)
+}
+
+TEST(PeakProbe, Bf16DotPeakIsWithinThePromiseOrRefusedWithoutTheInstruction) {
+  if (!cpu_info().avx512_bf16) {
+    EXPECT_THROW(measure_bf16_dot_peak_flops(1, 0.05), NotImplementedError);
+    return;
+  }
+  const double measured = measure_bf16_dot_peak_flops(1, 0.05);
+  const double promised_one_core = peak_of(promised_cpu_peaks(cpu_info()), "bfloat16") / cpu_info().usable_cores;
+  EXPECT_GT(measured, 0.01 * promised_one_core);
+  EXPECT_LT(measured, 1.15 * promised_one_core);
+  EXPECT_THROW(measure_bf16_dot_peak_flops(0, 0.05), ValueError);
 }
 
 TEST(PeakProbe, StreamTriadIsPlausible) {

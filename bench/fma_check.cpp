@@ -1,5 +1,6 @@
-// An independent check of `tally bench peak`'s float32 FMA figure, compared in the same invocation
-// with the library's probe (target: within 10%). A different loop: 12 chains of _mm512_fmadd_ps
+// An independent check of `tally bench peak`'s float32 FMA figure (and, where the CPU has
+// AVX512_BF16, its vdpbf16ps figure), compared in the same invocation with the library's probes
+// (target: within 10%). A different loop: 12 chains of _mm512_fmadd_ps
 // (_mm256_fmadd_ps without AVX-512) on std::threads pinned one a core, released together by a
 // spinning start flag; each thread times its own fixed run of ~6 ms and the rate is the total work
 // over the slowest thread. The best of many runs is kept, as the probe keeps its best window, so
@@ -54,10 +55,27 @@ __attribute__((target("avx2,fma"))) float chain_work_avx2() {
   return lanes[0] + lanes[7];
 }
 
-bool use_avx512() { return tally::accounting::cpu_info().avx512f; }
-int fma_lanes() { return use_avx512() ? 16 : 8; }
+// 12 chains of vdpbf16ps: each adds a 2-element bf16 dot product in every float lane (4 FLOP).
+__attribute__((target("avx512f,avx512bf16"))) float chain_work_bf16() {
+  __m512 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(0.5f * c);
+  const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.25f), _mm512_set1_ps(0.125f));
+  const __m512bh y = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(1e-4f));
+  for (long i = 0; i < kIters; ++i)
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], x, y);
+  alignas(64) float lanes[16];
+  __m512 s = acc[0];
+  for (int c = 1; c < kChains; ++c) s = _mm512_add_ps(s, acc[c]);
+  _mm512_store_ps(lanes, s);
+  return lanes[0] + lanes[15];
+}
 
-double run_threads(int threads) {
+bool use_avx512() { return tally::accounting::cpu_info().avx512f; }
+float fp32_work() { return use_avx512() ? chain_work_avx512() : chain_work_avx2(); }
+double fp32_flops_per_call() { return 2.0 * (use_avx512() ? 16 : 8) * kChains * static_cast<double>(kIters); }
+double bf16_flops_per_call() { return 4.0 * 16 * kChains * static_cast<double>(kIters); }
+
+double run_threads(int threads, float (*work)(), double flops_per_call) {
   std::vector<std::thread> pool;
   std::vector<float> sink(static_cast<size_t>(threads));
   std::vector<double> seconds(static_cast<size_t>(threads));
@@ -73,7 +91,7 @@ double run_threads(int threads) {
       while (!go.load(std::memory_order_acquire)) {
       }
       const auto t0 = std::chrono::steady_clock::now();
-      sink[static_cast<size_t>(t)] = use_avx512() ? chain_work_avx512() : chain_work_avx2();
+      sink[static_cast<size_t>(t)] = work();
       seconds[static_cast<size_t>(t)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     });
   while (ready.load() < threads) {
@@ -82,7 +100,7 @@ double run_threads(int threads) {
   for (auto& th : pool) th.join();
   if (sink[0] == 12345.f) std::puts("");  // keep the work observable
   const double slowest = *std::max_element(seconds.begin(), seconds.end());
-  return 2.0 * fma_lanes() * kChains * static_cast<double>(kIters) * threads / slowest;
+  return flops_per_call * threads / slowest;
 }
 
 }  // namespace
@@ -96,17 +114,29 @@ int main() {
   const int cores = cpu.usable_cores;
   double independent = 0, probe = 0;
   for (int r = 0; r < 10; ++r) {  // interleaved, best of each
-    for (int k = 0; k < 50; ++k) independent = std::max(independent, run_threads(cores));
+    for (int k = 0; k < 50; ++k) independent = std::max(independent, run_threads(cores, fp32_work, fp32_flops_per_call()));
     probe = std::max(probe, tally::accounting::measure_fma_peak_flops(cores, 0.5));
   }
   double independent1 = 0, probe1 = 0;  // one core: meaningful even when the other core is busy
   for (int r = 0; r < 3; ++r) {
-    for (int k = 0; k < 50; ++k) independent1 = std::max(independent1, run_threads(1));
+    for (int k = 0; k < 50; ++k) independent1 = std::max(independent1, run_threads(1, fp32_work, fp32_flops_per_call()));
     probe1 = std::max(probe1, tally::accounting::measure_fma_peak_flops(1, 0.5));
   }
   std::printf("1 core:  independent %.1f GFLOP/s; tally's probe %.1f GFLOP/s; probe/independent = %.3f (target 0.90-1.10)\n",
               independent1 / 1e9, probe1 / 1e9, probe1 / independent1);
   std::printf("%d cores: independent FMA loop: %.1f GFLOP/s; tally's probe (tally bench peak): %.1f GFLOP/s; probe/independent = %.3f (target 0.90-1.10)\n",
               cores, independent / 1e9, probe / 1e9, probe / independent);
+  if (cpu.avx512_bf16) {
+    double independent_bf16 = 0, probe_bf16 = 0;
+    for (int r = 0; r < 5; ++r) {
+      for (int k = 0; k < 50; ++k)
+        independent_bf16 = std::max(independent_bf16, run_threads(cores, chain_work_bf16, bf16_flops_per_call()));
+      probe_bf16 = std::max(probe_bf16, tally::accounting::measure_bf16_dot_peak_flops(cores, 0.5));
+    }
+    std::printf("%d cores: independent vdpbf16ps loop: %.1f GFLOP/s; tally's bf16 probe: %.1f GFLOP/s; probe/independent = %.3f (target 0.90-1.10)\n",
+                cores, independent_bf16 / 1e9, probe_bf16 / 1e9, probe_bf16 / independent_bf16);
+  } else {
+    std::puts("bf16: this CPU has no AVX512_BF16; tally bench peak measures no bf16 figure to check");
+  }
   return 0;
 }

@@ -1,12 +1,15 @@
 // Lecture 2, "PyTorch, resource accounting", told by tally. Read it top to bottom: each section
 // builds tensors the way the lecture does and prints what tally measures about them — sizes,
-// strides, bytes, which tensors share storage, and for a matmul its FLOPs, time and FLOP/s.
+// strides, bytes, which tensors share storage; for a matmul its FLOPs (read off the ledger), time,
+// FLOP/s and MFU; for backward the 2 : 4 : 6 rule; and the lecture's napkin math.
 
 #include <fmt/core.h>
 
 #include <chrono>
 
 #include "tally/accounting/cpu_info.h"
+#include "tally/accounting/estimate.h"
+#include "tally/accounting/peak_probe.h"
 #include "tally/tally.h"
 
 using namespace tally;
@@ -105,18 +108,77 @@ void tensor_matmul() {
   fmt::print("(4, 8, 16, 32) @ (32, 2) -> {}\n", shape(matmul(x, w)));
   const auto& cpu = accounting::cpu_info();
   const double peak = accounting::promised_cpu_peaks(cpu).front().flops_per_sec;
-  // The lecture's linear model: B data points of dimension D mapped to K outputs costs 2·B·D·K FLOPs.
+  // The lecture's linear model: B data points of dimension D mapped to K outputs costs 2·B·D·K
+  // FLOPs. The figure below is what the ledger recorded for the calls that ran, not that formula.
   for (auto [B, D, K] : {std::tuple<int64_t, int64_t, int64_t>{1024, 256, 64}, {1024, 1024, 1024}, {2048, 2048, 2048}}) {
     Tensor a = randn({B, D}), b = randn({D, K});
     Tensor out = matmul(a, b);  // warm-up: creates and caches the oneDNN primitive
     const int reps = 5;
+    accounting::FlopCounter counter;
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < reps; ++i) out = matmul(a, b);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
-    const double flops = 2.0 * B * D * K;
-    fmt::print("({} x {}) @ ({} x {}): {:.3g} FLOPs in {:.3f} ms = {:.1f} GFLOP/s, MFU {:.0f}% of the promised float32 {:.0f} GFLOP/s\n",
-               B, D, D, K, flops, seconds * 1e3, flops / seconds / 1e9, 100 * flops / seconds / peak, peak / 1e9);
+    const double flops = static_cast<double>(counter.total_flops()) / reps;
+    fmt::print("({} x {}) @ ({} x {}): {:.3g} FLOPs (2·B·D·K = {:.3g}) in {:.3f} ms = {:.1f} GFLOP/s, MFU {:.0f}% of the promised float32 {:.0f} GFLOP/s\n",
+               B, D, D, K, flops, 2.0 * B * D * K, seconds * 1e3, flops / seconds / 1e9, 100 * flops / seconds / peak,
+               peak / 1e9);
   }
+}
+
+void gradients_basics() {
+  section("gradients_basics");
+  Tensor x = tensor({1., 2, 3});
+  Tensor w = tensor({1., 1, 1}).requires_grad_();
+  Tensor pred_y = x.matmul(w);
+  Tensor loss = 0.5 * (pred_y - 5).pow(2);
+  fmt::print("pred_y = x @ w = {}, loss = 0.5 (pred_y - 5)^2 = {}, loss.grad_fn = {}\n", pred_y.item<float>(),
+             loss.item<float>(), loss.grad_fn()->name());
+  loss.backward();
+  fmt::print("after loss.backward(): w.grad = {}\n", w.grad().to_string());
+  fmt::print("loss.grad, pred_y.grad, x.grad defined: {}, {}, {} (only leaves that require grad get one)\n",
+             loss.grad().defined(), pred_y.grad().defined(), x.grad().defined());
+}
+
+void gradients_flops() {
+  section("gradients_flops");
+  // x (B×D) → w1 (D×D) → w2 (D×K) → pow(2).mean(): the ledger counts forward and backward.
+  const int64_t B = 1024, D = 256, K = 64;
+  for (bool x_requires_grad : {false, true}) {
+    Tensor x = ones({B, D});
+    if (x_requires_grad) x.requires_grad_();
+    Tensor w1 = randn({D, D}).requires_grad_(), w2 = randn({D, K}).requires_grad_();
+    accounting::FlopCounter counter;
+    Tensor loss = matmul(matmul(x, w1), w2).pow(2).mean();
+    loss.backward();
+    const auto fwd = counter.op("matmul", accounting::Phase::Forward).flops;
+    const auto bwd = counter.op("matmul", accounting::Phase::Backward).flops;
+    fmt::print("x.requires_grad={}: matmul FLOPs forward {} (2·B·D·D + 2·B·D·K = {}), backward {} ({} = {}), ratio {:.2f}\n",
+               x_requires_grad, fwd, 2 * B * D * D + 2 * B * D * K, bwd,
+               x_requires_grad ? "4·B·D·D + 4·B·D·K" : "2·B·D·D + 4·B·D·K",
+               x_requires_grad ? 4 * B * D * D + 4 * B * D * K : 2 * B * D * D + 4 * B * D * K,
+               static_cast<double>(bwd) / static_cast<double>(fwd));
+    if (x_requires_grad) {
+      // Roofs: the promised float32 peak and a quick triad bandwidth (3 x 64 MiB arrays, beyond L3).
+      const double peak = accounting::promised_cpu_peaks(accounting::cpu_info()).front().flops_per_sec;
+      const accounting::Roofline roof{peak, accounting::measure_stream_triad_bytes_per_sec(int64_t{64} << 20, 2)};
+      fmt::print("the whole ledger, against a roofline of {:.0f} GFLOP/s and {:.1f} GB/s (ridge {:.1f} FLOP/byte):\n{}",
+                 peak / 1e9, roof.bytes_per_sec / 1e9, roof.ridge_point(), counter.table(roof));
+    }
+  }
+}
+
+void napkin_math() {
+  section("napkin_math");
+  using namespace accounting;
+  const TrainTime t = train_time(70e9, 15e12, promised_peak(device_spec("h100")), 1024, 0.5);
+  fmt::print("70B parameters on 15T tokens, 1024 H100 at MFU 0.5: {} = {:.4g} FLOPs -> {:.1f} days\n",
+             t.total_flops.formula, t.total_flops.value, t.days.value);
+  const MaxParams m = max_params(device_spec("h100").memory_bytes, 8, recipe("fp32-adamw"));
+  fmt::print("largest model 8 H100 train with float32 AdamW ({} bytes/param): {:.3g} parameters ({})\n",
+             m.recipe.bytes_per_param(), m.max_params.value, m.not_included);
+  const TensorBytes g = tensor_bytes({12288 * 4, 12288}, kFloat32);
+  fmt::print("a 4·12288 x 12288 float32 matrix: {} = {:.0f} bytes = {:.0f} MiB\n", g.bytes.formula, g.bytes.value,
+             g.bytes.value / (1 << 20));
 }
 
 }  // namespace
@@ -129,5 +191,8 @@ int main() {
   tensor_slicing();
   tensor_elementwise();
   tensor_matmul();
+  gradients_basics();
+  gradients_flops();
+  napkin_math();
   return 0;
 }

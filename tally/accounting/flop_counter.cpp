@@ -59,6 +59,7 @@ std::string FlopCounter::table(const Roofline& roofline) const {
   std::snprintf(line, sizeof line, "%-16s %-8s %8s %14s %14s %9s %10s %10s%s\n", "op", "phase", "calls", "FLOPs", "bytes",
                 "FLOP/B", "ms", "GFLOP/s", roof ? "  bound     of roof" : "");
   os << line;
+  bool above_roof = false;
   for (const auto& [key, t] : by_op_) {
     const double flops_per_sec = t.seconds > 0 ? static_cast<double>(t.flops) / t.seconds : 0.0;
     std::snprintf(line, sizeof line, "%-16s %-8s %8lld %14lld %14lld %9.2f %10.3f %10.2f", key.first.c_str(),
@@ -69,6 +70,7 @@ std::string FlopCounter::table(const Roofline& roofline) const {
     if (roof && t.flops > 0) {
       // Memory-bound ops are judged by bytes moved, compute-bound ones by FLOP/s.
       const double frac = flops_per_sec / roofline.roof(t.arithmetic_intensity());
+      above_roof = above_roof || frac > 1.0;
       std::snprintf(line, sizeof line, "  %-8s %6.1f%%", roofline.bound(t.arithmetic_intensity()), 100 * frac);
       os << line;
     }
@@ -78,6 +80,8 @@ std::string FlopCounter::table(const Roofline& roofline) const {
     std::snprintf(line, sizeof line, "ridge point %.1f FLOP/B (peak %.1f GFLOP/s, bandwidth %.1f GB/s)\n", roofline.ridge_point(),
                   roofline.peak_flops_per_sec / 1e9, roofline.bytes_per_sec / 1e9);
     os << line;
+    // The memory roof is DRAM bandwidth; an op whose tensors fit in cache can run above it.
+    if (above_roof) os << "above 100% of roof: that op's data came from cache, which is faster than the memory roof\n";
   }
   for (Phase p : {Phase::Forward, Phase::Backward}) {
     const OpTotals t = totals(p);

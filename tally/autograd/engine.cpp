@@ -98,6 +98,12 @@ const Tensor& Tensor::grad() const {
   return meta ? meta->grad : undefined;
 }
 
+Tensor& Tensor::mutable_grad() {
+  auto& meta = impl().autograd;
+  if (!meta) meta = detail::make_pooled<AutogradMeta>();
+  return meta->grad;
+}
+
 void Tensor::set_grad(const Tensor& grad) {
   auto& meta = impl().autograd;
   if (!meta) meta = detail::make_pooled<AutogradMeta>();

@@ -2,6 +2,7 @@
 // Storage: a ref-counted block of bytes that tensors view. Several tensors share one storage;
 // it is freed when the last of them goes.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,11 +31,22 @@ class StorageImpl {
   /// Move these bytes to another memory category (e.g. a tensor registered as a parameter).
   void set_category(MemoryCategory category);
 
+  /// How many in-place ops have written these bytes (PyTorch's version counter, shared by every
+  /// view). Graph nodes remember it for the tensors they save, so a backward that would read
+  /// overwritten values raises instead (Note [Version counter] in ops/apply.h).
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  /// Called by every top-level in-place op after it wrote.
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  /// Back to version 0, only for a factory function's own new storage that nobody else has seen:
+  /// the fill that made `zeros` or `randn` is not a write a user made (torch.zeros(3)._version is 0).
+  void reset_version() { version_.store(0, std::memory_order_relaxed); }
+
  private:
   void* data_;
   int64_t nbytes_;
   MemoryCategory category_;
   std::function<void(void*)> deleter_;  // empty for allocator-owned bytes
+  std::atomic<uint64_t> version_{0};
 };
 
 using Storage = std::shared_ptr<StorageImpl>;

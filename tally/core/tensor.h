@@ -83,6 +83,8 @@ class Tensor {
   template <class T> T item() const;
   /// The single element as a Scalar.
   Scalar item() const;
+  /// In-place writes to this tensor's storage so far (torch's `x._version`), shared by its views.
+  int64_t _version() const { return storage() ? static_cast<int64_t>(storage()->version()) : 0; }
   /// Whether two handles view the same storage.
   bool is_same_storage(const Tensor& other) const { return defined() && other.defined() && storage() == other.storage(); }
   /// Whether both handles are the same tensor object.
@@ -138,6 +140,9 @@ class Tensor {
   Tensor& requires_grad_(bool requires_grad = true);
   /// The accumulated gradient: populated on leaves, and on non-leaves after retain_grad(); else undefined.
   const Tensor& grad() const;
+  /// The gradient slot itself, for writing (libtorch's mutable_grad): `w.mutable_grad().zero_()`
+  /// in an optimizer step, or `w.mutable_grad() = Tensor()` to drop it (PyTorch's `w.grad = None`).
+  Tensor& mutable_grad();
   /// Replace the accumulated gradient (an undefined tensor clears it, as optimizers' zero_grad(set_to_none) do).
   void set_grad(const Tensor& grad);
   /// Whether this tensor was created by the user rather than by an op that records history.

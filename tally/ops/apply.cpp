@@ -23,6 +23,40 @@ std::string detail::backward_node_name(std::string_view op) {
 }
 
 namespace {
+std::string describe(const Tensor& t) {
+  return ::tally::detail::str_cat("a ", dtype_name(t.dtype()), " tensor of shape ", t.sizes());
+}
+}  // namespace
+
+void detail::check_saved_version(const Tensor& t, uint64_t saved, const std::string& node, const char* role,
+                                 size_t index) {
+  const uint64_t now = version_of(t);
+  if (now == saved) return;
+  throw ValueError(::tally::detail::str_cat(
+      "one of the variables needed for gradient computation has been modified by an inplace operation: ", describe(t),
+      ", ", role, " ", index, " of ", node, ", is at version ", now, "; expected version ", saved,
+      " instead. Write the new values to a fresh tensor (the out-of-place op), or run backward before the in-place op"));
+}
+
+void detail::refuse_inplace_in_graph(std::string_view op_name, const Tensor& self, const SmallVector<const Tensor*, 4>& operands) {
+  // In-place binary ops share their out-of-place form's name ("add"); the user called "add_".
+  const std::string op = op_name.ends_with('_') ? std::string(op_name) : std::string(op_name) + "_";
+  if (self.requires_grad()) {
+    TALLY_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation (", op,
+                "). Wrap the update in tally::NoGradGuard.");
+    throw NotImplementedError(::tally::detail::str_cat(
+        "in-place ", op, " on a tensor that is part of an autograd graph (", describe(self), ", grad_fn ",
+        self.grad_fn()->name(), ") is not supported; use the out-of-place op"));
+  }
+  for (const Tensor* t : operands) {
+    if (!t->defined() || !t->requires_grad()) continue;
+    throw NotImplementedError(::tally::detail::str_cat(
+        "in-place ", op, " writes ", describe(self), " that does not require grad from an operand that does (",
+        describe(*t), "): its gradient cannot be recorded in place; use the out-of-place op (y = x + w, not x += w)"));
+  }
+}
+
+namespace {
 std::mutex& registry_mutex() {
   static std::mutex m;
   return m;

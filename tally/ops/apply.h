@@ -103,17 +103,40 @@ SmallVector<const Tensor*, 4> tensor_args(const Args&... args) {
 /// "softmax" -> "SoftmaxBackward0", PyTorch's naming of grad_fn.
 std::string backward_node_name(std::string_view op);
 
+// Note [Version counter]
+// A node keeps its tensor arguments and output by handle, not by copy, so an in-place op run
+// between forward and backward would change the values a backward rule reads, and the gradient
+// would be silently wrong. Every in-place op bumps its storage's version (shared by all views);
+// a node remembers the versions of the tensors it keeps, and backward raises PyTorch's error if
+// one moved. A node keeps every tensor argument, so this is stricter than PyTorch, which checks
+// only what a rule saves: tally also refuses, say, an in-place write to an input of an add.
+
+/// Version of `t`'s storage (0 for an undefined tensor).
+inline uint64_t version_of(const Tensor& t) { return t.defined() && t.storage() ? t.storage()->version() : 0; }
+
+/// Raises if a tensor a node kept was written in place after the node recorded it.
+void check_saved_version(const Tensor& t, uint64_t saved, const std::string& node, const char* role, size_t index);
+
 /// A recorded call of Op: its arguments, output and the backward rule Op::backward.
 template <class Op, class... Stored>
 struct OpNode final : Node {
   std::tuple<Stored...> args;
   Tensor out;
   SmallVector<bool, 4> needs;
+  SmallVector<uint64_t, 4> arg_versions;  // per tensor argument, at record time (Note [Version counter])
+  uint64_t out_version = 0;
   std::string name() const override {
     static const std::string n = backward_node_name(Op::name);
     return n;
   }
   TensorList apply(const Tensor& grad_output) override {
+    std::apply(
+        [&](const auto&... a) {
+          const SmallVector<const Tensor*, 4> kept = tensor_args(a...);
+          for (size_t i = 0; i < kept.size(); ++i) check_saved_version(*kept[i], arg_versions[i], name(), "input", i);
+        },
+        args);
+    check_saved_version(out, out_version, name(), "output", 0);
     BackwardContext ctx{grad_output, out, needs};
     return std::apply([&](const auto&... a) { return Op::backward(ctx, a...); }, args);
   }
@@ -151,6 +174,9 @@ void record_autograd(Tensor& out, const Args&... args) {
   node->args = std::tuple<stored_t<Args>...>(store(args)...);
   node->out = out.detach();  // saved without history: the node must not own itself
   node->needs = std::move(needs);
+  node->arg_versions.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) node->arg_versions[i] = version_of(*inputs[i]);
+  node->out_version = version_of(out);
   node->sequence_nr = autograd::next_sequence_nr();
   node->next_edges.reserve(inputs.size());
   for (const Tensor* t : inputs) node->next_edges.push_back(autograd::gradient_edge(*t));
@@ -160,13 +186,23 @@ void record_autograd(Tensor& out, const Args&... args) {
   out.impl().autograd = std::move(meta);
 }
 
-/// In-place ops cannot be recorded: refuse them on tensors that take part in a graph.
+/// In-place ops cannot be recorded: refuse them when the written tensor, or an operand, takes
+/// part in a graph (an operand that requires grad would otherwise lose its gradient silently).
+void refuse_inplace_in_graph(std::string_view op, const Tensor& self, const SmallVector<const Tensor*, 4>& operands);
+
 template <class... Args>
-void check_inplace_allowed(std::string_view op, const Tensor& self, const Args&...) {
-  if (!GradMode::is_enabled() || !self.requires_grad()) return;
-  TALLY_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation (", op,
-              "). Wrap the update in tally::NoGradGuard.");
-  throw NotImplementedError(::tally::detail::str_cat("in-place ", op, " on a tensor that is part of an autograd graph is not supported; use the out-of-place op"));
+void check_inplace_allowed(std::string_view op, const Tensor& self, const Args&... rest) {
+  if (!GradMode::is_enabled()) return;
+  const SmallVector<const Tensor*, 4> operands = tensor_args(rest...);
+  bool any = self.requires_grad();
+  for (const Tensor* t : operands) any = any || (t->defined() && t->requires_grad());
+  if (any) refuse_inplace_in_graph(op, self, operands);
+}
+
+/// After an in-place op wrote `self`: its storage has a new version (Note [Version counter]).
+template <class... Args>
+void bump_version(const Tensor& self, const Args&...) {
+  if (self.defined() && self.storage()) self.storage()->bump_version();
 }
 
 }  // namespace detail
@@ -183,6 +219,11 @@ auto apply(const Args&... args) {
   const bool observed = top_level && detail::tls_observer != nullptr;
   auto start = observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   auto out = Op::forward(args...);
+  // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
+  // are the outer op's; only the user's own in-place call moves the version.
+  if constexpr (requires { Op::inplace; }) {
+    if (top_level) detail::bump_version(args...);
+  }
   if (observed) {
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     detail::tls_observer->on_op(Op::name, Op::cost(out, args...), took.count());

@@ -38,6 +38,7 @@ Tensor ones(IntArrayRef sizes, Dtype dtype) { return full(sizes, 1, dtype); }
 Tensor full(IntArrayRef sizes, Scalar value, std::optional<Dtype> dtype) {
   Tensor t = empty(sizes, dtype.value_or(value.natural_dtype()));
   t.fill_(value);
+  t.storage()->reset_version();  // a new tensor, not a user's in-place write
   return t;
 }
 

@@ -104,6 +104,12 @@ struct RandomFill {
   static ops::Cost cost(const Tensor& out, const Tensor&, Generator*, const Fill&) { return {0, 0, out.nbytes()}; }
 };
 
+/// A factory's new tensor starts at version 0: its own fill is not a user's in-place write.
+Tensor fresh(Tensor t) {
+  t.storage()->reset_version();
+  return t;
+}
+
 /// Fill t with value_at(generator, counter), one fresh counter per element.
 template <class F>
 Tensor random_fill(Tensor t, Generator* gen, F value_at) {
@@ -119,20 +125,20 @@ Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
 
 Tensor rand(IntArrayRef sizes, Dtype dtype, Generator* gen) {
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"check_uniform_bounds\" not implemented for '", dtype_name(dtype), "'");
-  return random_fill(empty(sizes, dtype), gen, [](const Generator& g, uint64_t c) { return uniform01(g.bits(c)); });
+  return fresh(random_fill(empty(sizes, dtype), gen, [](const Generator& g, uint64_t c) { return uniform01(g.bits(c)); }));
 }
 
 Tensor randn(IntArrayRef sizes, Dtype dtype, Generator* gen) {
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"normal_kernel_cpu\" not implemented for '", dtype_name(dtype), "'");
-  return normal_fill(empty(sizes, dtype), gen, 0.0, 1.0);
+  return fresh(normal_fill(empty(sizes, dtype), gen, 0.0, 1.0));
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Dtype dtype, Generator* gen) {
   TALLY_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
   const uint64_t range = static_cast<uint64_t>(high - low);
-  return random_fill(empty(sizes, dtype), gen, [=](const Generator& g, uint64_t c) {
+  return fresh(random_fill(empty(sizes, dtype), gen, [=](const Generator& g, uint64_t c) {
     return static_cast<double>(low + static_cast<int64_t>(g.bits(c) % range));
-  });
+  }));
 }
 
 Tensor randint(int64_t high, IntArrayRef sizes, Dtype dtype, Generator* gen) { return randint(0, high, sizes, dtype, gen); }

@@ -100,6 +100,7 @@ def torch_memory(iters):
     out["mul_scalar"] = time_torch("mul_scalar", iters, n, 2 * nb, lambda: keep(x * 2))
     out["sum"] = time_torch("sum", iters, n, nb + 4, lambda: keep(x.sum()))
     out["softmax"] = time_torch("softmax", iters, 5 * n, 2 * nb, lambda: keep(torch.softmax(x, -1)))
+    out["randn"] = time_torch("randn", iters, 0, nb, lambda: keep(torch.randn(MEMORY_ROWS, MEMORY_COLS)))
     return out
 
 
@@ -211,6 +212,11 @@ def build_rows(data):
         rows.append(("%s GB/s (256 MiB)" % MEMORY_LABEL[name], "%.1f" % tg, "%.1f" % pg, "%.2f×" % (tg / pg),
                      "≥ %.2f×" % want_ratio, "%.0f%% of %s" % (100 * frac, STREAM_PEER[name]),
                      "≥ %.0f%%" % (100 * want_frac), verdict(ok)))
+    if "randn" in T and "randn" in P:
+        # No target in the issues: initialising weights should simply not be slower than torch.
+        tg, pg = rate(T["randn"], "bytes") / 1e9, rate(P["randn"], "bytes") / 1e9
+        rows.append(("randn(16384, 4096) GB/s written", "%.2f" % tg, "%.2f" % pg, "%.2f×" % (tg / pg), "≥ 1.0×", "", "",
+                     verdict(tg / pg >= 1.0)))
     for op in ["view", "transpose", "slice", "index", "reshape"]:
         small, large = T.get("%s/16" % op), T.get("%s/16777216" % op)
         if not small or not large:

@@ -104,6 +104,7 @@ void run_memory(int iters) {
   time_op("sum", iters, n, tensor_bytes + 4, [&] { tally::Tensor z = x.sum(); });
   // FLOPs as an estimate only (max, sub, exp, add, div per element); bytes are one read and one write.
   time_op("softmax", iters, 5 * n, 2 * tensor_bytes, [&] { tally::Tensor z = tally::softmax(x, -1); });
+  time_op("randn", iters, 0, tensor_bytes, [&] { tally::Tensor z = tally::randn({kRows, kCols}); });
 }
 
 }  // namespace

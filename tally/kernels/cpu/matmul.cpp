@@ -54,7 +54,13 @@ void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixR
   p = fold_broadcast_b(p);
 
   switch (dtype) {
-    case Dtype::Float32: detail::matmul_onednn(dtype, p, C); break;
+    case Dtype::Float32:
+      if (detail::is_small_matmul(p)) {
+        detail::matmul_small_f32(p, static_cast<float*>(C));
+      } else {
+        detail::matmul_onednn(dtype, p, C);
+      }
+      break;
     case Dtype::BFloat16:
       if (detail::onednn_native_bf16()) {
         detail::matmul_onednn(dtype, p, C);

@@ -1,7 +1,8 @@
 #pragma once
-// Batched matrix multiply on the CPU. float32 goes through oneDNN, and bfloat16 too where the CPU has
-// native bf16 instructions; float16 (and bfloat16 elsewhere) is computed by the float32 path and rounded
-// once; float64 and the integer dtypes use tally's own blocked kernel.
+// Batched matrix multiply on the CPU. float32 goes through oneDNN (tiny products through plain
+// loops), and bfloat16 too where the CPU has native bf16 instructions; float16 (and bfloat16
+// elsewhere) is computed by the float32 path and rounded once; float64 and the integer dtypes use
+// tally's own blocked kernel.
 
 #include <cstdint>
 
@@ -40,6 +41,12 @@ void matmul_onednn(Dtype dtype, const MatmulProblem& p, void* C);
 void matmul_blocked(Dtype dtype, const MatmulProblem& p, void* C);
 /// float16 or bfloat16 widened to float32, multiplied by oneDNN and rounded back once.
 void matmul_widened(Dtype dtype, const MatmulProblem& p, void* C);
+/// Multiply-adds (batch·M·N·K) up to which a float32 product skips oneDNN (matmul_small.cpp).
+inline constexpr int64_t kSmallMatmulMacs = 16 * 16 * 16;
+/// Whether `p` is that small.
+bool is_small_matmul(const MatmulProblem& p);
+/// float32 by plain loops on the calling thread, for products where a oneDNN call costs more than the work.
+void matmul_small_f32(const MatmulProblem& p, float* C);
 /// True when oneDNN runs bfloat16 on native instructions (AVX512_BF16 or AMX) rather than emulating them.
 bool onednn_native_bf16();
 

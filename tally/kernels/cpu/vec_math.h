@@ -104,19 +104,6 @@ inline Vec16f sub(Vec16f a, Vec16f b) { return _mm512_sub_ps(a, b); }
 inline Vec16f div(Vec16f a, Vec16f b) { return _mm512_div_ps(a, b); }
 inline Vec16f max(Vec16f a, Vec16f b) { return _mm512_max_ps(a, b); }
 
-/// Sum of the 16 lanes.
-inline float reduce_add(Vec16f v) {
-  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); },
-                             [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
-}
-/// Largest of the 16 lanes.
-inline float reduce_max(Vec16f v) {
-  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); },
-                             [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
-}
-/// Orders earlier stream() stores before any later store, as seen by other threads.
-inline void stream_fence() { _mm_sfence(); }
-
 }  // namespace avx512
 #elif defined(__AVX2__) && defined(__FMA__)
 inline namespace avx2 {
@@ -188,19 +175,6 @@ inline Vec16f mul(Vec16f a, Vec16f b) { return {_mm256_mul_ps(a.lo, b.lo), _mm25
 inline Vec16f sub(Vec16f a, Vec16f b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
 inline Vec16f div(Vec16f a, Vec16f b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
 inline Vec16f max(Vec16f a, Vec16f b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
-
-/// Sum of the 16 lanes.
-inline float reduce_add(Vec16f v) {
-  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); },
-                             [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
-}
-/// Largest of the 16 lanes.
-inline float reduce_max(Vec16f v) {
-  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); },
-                             [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
-}
-/// Orders earlier stream() stores before any later store, as seen by other threads.
-inline void stream_fence() { _mm_sfence(); }
 
 }  // namespace avx2
 #else
@@ -304,6 +278,23 @@ inline Vec16f div(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](
 inline Vec16f max(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, scalar_detail::max_lane); }
 
 }  // namespace scalar
+#endif
+
+#if defined(TALLY_VEC_MATH_X86)
+// Both x86 targets: each defines low_half and high_half for its own Vec16f.
+
+/// Sum of the 16 lanes.
+inline float reduce_add(Vec16f v) {
+  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); },
+                             [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
+}
+/// Largest of the 16 lanes.
+inline float reduce_max(Vec16f v) {
+  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); },
+                             [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
+}
+/// Orders earlier stream() stores before any later store, as seen by other threads.
+inline void stream_fence() { _mm_sfence(); }
 #endif
 
 }  // namespace tally::kernels

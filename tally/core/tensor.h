@@ -178,6 +178,11 @@ class Tensor {
   Tensor sub(const Tensor& other, Scalar alpha = 1) const;
   Tensor mul(const Tensor& other) const;
   Tensor div(const Tensor& other) const;
+  /// With a number: self + alpha·other, self − alpha·other, self·other, self / other.
+  Tensor add(Scalar other, Scalar alpha = 1) const;
+  Tensor sub(Scalar other, Scalar alpha = 1) const;
+  Tensor mul(Scalar other) const;
+  Tensor div(Scalar other) const;
   Tensor& add_(const Tensor& other, Scalar alpha = 1);
   Tensor& sub_(const Tensor& other, Scalar alpha = 1);
   Tensor& mul_(const Tensor& other);

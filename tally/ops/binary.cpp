@@ -329,6 +329,13 @@ Tensor Tensor::add(const Tensor& other, Scalar alpha) const { return tally::add(
 Tensor Tensor::sub(const Tensor& other, Scalar alpha) const { return tally::sub(*this, other, alpha); }
 Tensor Tensor::mul(const Tensor& other) const { return tally::mul(*this, other); }
 Tensor Tensor::div(const Tensor& other) const { return tally::div(*this, other); }
+Tensor Tensor::add(Scalar other, Scalar alpha) const { return tally::add(*this, wrap(other, *this), alpha); }
+Tensor Tensor::sub(Scalar other, Scalar alpha) const {
+  check_bool_subtraction(*this, other);
+  return tally::sub(*this, wrap(other, *this), alpha);
+}
+Tensor Tensor::mul(Scalar other) const { return *this * other; }
+Tensor Tensor::div(Scalar other) const { return *this / other; }
 Tensor Tensor::pow(const Tensor& exponent) const { return tally::pow(*this, exponent); }
 Tensor Tensor::eq(const Tensor& other) const { return tally::eq(*this, other); }
 Tensor Tensor::ne(const Tensor& other) const { return tally::ne(*this, other); }

@@ -16,3 +16,15 @@ TEST(Smoke, BasicOps) {
   Tensor m = matmul(x, x.t());
   EXPECT_FLOAT_EQ(m.index({0, 1}).item<float>(), 32.f);
 }
+
+TEST(Smoke, ArithmeticMethodsTakeNumbersAsLibtorchDoes) {
+  Tensor x = tensor({1., 2, 3});
+  EXPECT_TRUE(x.add(2).equal(tensor({3., 4, 5})));
+  EXPECT_TRUE(x.add(2, 3).equal(tensor({7., 8, 9})));  // self + alpha * other
+  EXPECT_TRUE(x.sub(1, 2).equal(tensor({-1., 0, 1})));
+  EXPECT_TRUE(x.mul(2).equal(x * 2));
+  EXPECT_TRUE(x.div(2).equal(tensor({0.5, 1, 1.5})));
+  EXPECT_EQ(tensor({1, 2}).div(2).dtype(), kFloat32);  // true division, as torch
+  EXPECT_EQ(tensor({1, 2}).mul(2).dtype(), kInt64);
+  EXPECT_THROW(tensor({true, false}).sub(true), TypeError);
+}

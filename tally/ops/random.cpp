@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tally/kernels/cpu/box_muller.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
@@ -36,26 +37,35 @@ void normals(const Generator& g, uint64_t c, int64_t n, double* out) {
   }
 }
 
-/// The same pairs in float arithmetic (logf, sincosf), for tensors whose values are float or
-/// narrower: what they keep of a double computation is its float rounding anyway, and the float
-/// functions are several times cheaper (randn of 16M floats: 150 -> 84 ms). The uniforms are the
-/// top 24 of the same 53 bits normals() uses, so a float32 and a float64 draw with one seed agree
-/// to float precision; |z| < sqrt(-2 ln 2^-24) = 5.8, as in PyTorch's float path.
+/// The same pairs in float arithmetic, for tensors whose values are float or narrower: what they
+/// keep of a double computation is its float rounding anyway. The pairs go through the
+/// branch-free kernels/cpu/box_muller.h in a loop the compiler vectorises (16M normals: 150 ms
+/// with libm's double log and sincos, 84 ms with logf and sincosf, 10.5 ms vectorised). The uniforms
+/// are the top 24 of the same 53 bits normals() uses, so a float32 and a float64 draw with one
+/// seed agree to float precision; |z| < sqrt(-2 ln 2^-24) = 5.8, as in PyTorch's float path.
 void normals_float(const Generator& g, uint64_t c, int64_t n, double* out) {
-  constexpr float kTwoPi = 6.28318530717958647692f;
-  for (int64_t i = 0; i < n;) {
-    const uint64_t even = (c + static_cast<uint64_t>(i)) & ~uint64_t{1};
-    const float u1 = 1.0f - static_cast<float>(g.bits(even) >> 40) * 0x1.0p-24f;  // (0, 1], exact
-    const float u2 = static_cast<float>(g.bits(even + 1) >> 40) * 0x1.0p-24f;    // [0, 1)
-    const float r = std::sqrt(-2.0f * logf(u1));
-    float sin_t, cos_t;
-    ::sincosf(kTwoPi * u2, &sin_t, &cos_t);
-    if (c + static_cast<uint64_t>(i) == even) {
-      out[i++] = r * cos_t;
-      if (i < n) out[i++] = r * sin_t;
-    } else {
-      out[i++] = r * sin_t;
-    }
+  int64_t i = 0;
+  float cos_part, sin_part;
+  if (n > 0 && (c & 1)) {  // the chunk starts on the odd half of a pair: its sin part
+    kernels::normal_pair(g.bits(c - 1), g.bits(c), cos_part, sin_part);
+    out[i++] = sin_part;
+  }
+  const int64_t pairs = (n - i) / 2;
+  const uint64_t first = c + static_cast<uint64_t>(i);  // even
+  double* const dst = out + i;
+#pragma omp simd
+  for (int64_t p = 0; p < pairs; ++p) {
+    float cp, sp;
+    const uint64_t even = first + 2 * static_cast<uint64_t>(p);
+    kernels::normal_pair(g.bits(even), g.bits(even + 1), cp, sp);
+    dst[2 * p] = cp;
+    dst[2 * p + 1] = sp;
+  }
+  i += 2 * pairs;
+  if (i < n) {  // the chunk ends on the even half of a pair: its cos part
+    const uint64_t even = c + static_cast<uint64_t>(i);
+    kernels::normal_pair(g.bits(even), g.bits(even + 1), cos_part, sin_part);
+    out[i] = cos_part;
   }
 }
 

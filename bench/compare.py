@@ -20,7 +20,9 @@ import time
 
 import torch
 
-GROUPS = ["peak", "matmul_f32", "matmul_bf16", "memory", "views"]
+GROUPS = ["peak", "matmul_f32", "matmul_bf16", "memory", "views", "tiny_matmul"]
+TINY_SHAPES = [(2, 2, 2), (8, 8, 8), (4, 8, 16), (16, 16, 16), (32, 32, 32)]
+TINY_CALLS = 1000  # per timed iteration, on both sides
 MEMORY_ROWS, MEMORY_COLS = 16384, 4096  # 64M float32 elements = 256 MiB per tensor
 VIEW_CALLS = 100000
 
@@ -104,6 +106,19 @@ def torch_memory(iters):
     return out
 
 
+def torch_tiny_matmul(iters):
+    out = {}
+    for m, k, n in TINY_SHAPES:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        name = "tiny_matmul_%dx%dx%d" % (m, k, n)
+
+        def calls():
+            for _ in range(TINY_CALLS):
+                torch.matmul(a, b)
+        out[name] = time_torch(name, iters, TINY_CALLS * 2.0 * m * n * k, 0, calls)
+    return out
+
+
 def torch_views():
     out = {}
     for shape in [(4, 4), (4096, 4096)]:
@@ -130,6 +145,8 @@ def torch_group(group, iters):
         return torch_memory(iters)
     if group == "views":
         return torch_views()
+    if group == "tiny_matmul":
+        return torch_tiny_matmul(iters)
     return {}
 
 
@@ -217,6 +234,13 @@ def build_rows(data):
         tg, pg = rate(T["randn"], "bytes") / 1e9, rate(P["randn"], "bytes") / 1e9
         rows.append(("randn(16384, 4096) GB/s written", "%.2f" % tg, "%.2f" % pg, "%.2f×" % (tg / pg), "≥ 1.0×", "", "",
                      verdict(tg / pg >= 1.0)))
+    for m, k, n in TINY_SHAPES:
+        name = "tiny_matmul_%dx%dx%d" % (m, k, n)
+        if name not in T or name not in P:
+            continue
+        tn, pn = (median_seconds(side[name]) / TINY_CALLS * 1e9 for side in (T, P))
+        rows.append(("matmul f32 %d×%d @ %d×%d ns/call" % (m, k, k, n), "%.0f" % tn, "%.0f" % pn,
+                     "%.2f× faster" % (pn / tn), "≥ 1.0×", "", "", verdict(pn / tn >= 1.0)))
     for op in ["view", "transpose", "slice", "index", "reshape"]:
         small, large = T.get("%s/16" % op), T.get("%s/16777216" % op)
         if not small or not large:

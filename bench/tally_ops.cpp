@@ -4,11 +4,12 @@
 // state. The ceilings (FMA peak, STREAM) are measured here too, by the library's own probes.
 //
 // Usage: tally_ops GROUP [--iters N]
-//   GROUP is one of: info, peak, matmul_f32, matmul_bf16, memory.
+//   GROUP is one of: info, peak, matmul_f32, matmul_bf16, memory, tiny_matmul.
 // Output lines: {"name": ..., "seconds": [per-iteration times], "flops": F, "bytes": B}
 //   (peak lines carry "value" in FLOP/s or bytes/s instead of times.)
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -107,11 +108,23 @@ void run_memory(int iters) {
   time_op("randn", iters, 0, tensor_bytes, [&] { tally::Tensor z = tally::randn({kRows, kCols}); });
 }
 
+// Tiny float32 matmuls, where the per-call cost is all overhead: 1000 calls per timed iteration.
+void run_tiny_matmul(int iters) {
+  constexpr int kCalls = 1000;
+  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{2, 2, 2}, {8, 8, 8}, {4, 8, 16}, {16, 16, 16}, {32, 32, 32}}) {
+    const tally::Tensor a = tally::randn({m, k}), b = tally::randn({k, n});
+    const std::string name = "tiny_matmul_" + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    time_op(name, iters, kCalls * 2.0 * m * n * k, 0, [&] {
+      for (int i = 0; i < kCalls; ++i) tally::Tensor c = tally::matmul(a, b);
+    });
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s info|peak|matmul_f32|matmul_bf16|memory [--iters N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s info|peak|matmul_f32|matmul_bf16|memory|tiny_matmul [--iters N]\n", argv[0]);
     return 2;
   }
   const std::string group = argv[1];
@@ -124,6 +137,7 @@ int main(int argc, char** argv) {
     else if (group == "matmul_f32") run_matmul(tally::kFloat32, "f32", {256, 512, 1024, 2048, 4096}, iters);
     else if (group == "matmul_bf16") run_matmul(tally::kBFloat16, "bf16", {512, 1024, 2048}, iters);
     else if (group == "memory") run_memory(iters);
+    else if (group == "tiny_matmul") run_tiny_matmul(iters);
     else {
       std::fprintf(stderr, "unknown group '%s'\n", group.c_str());
       return 2;

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -59,6 +60,14 @@ int64_t size_class(int64_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
+// "37.25 GiB (40000000000 bytes)": the size in the unit a reader thinks in, and exactly.
+std::string describe_bytes(int64_t nbytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f GiB (%lld bytes)", static_cast<double>(nbytes) / (1 << 30),
+                static_cast<long long>(nbytes));
+  return text;
+}
+
 struct State {
   std::mutex mu;
   std::multimap<int64_t, void*> free_blocks;  // size class -> cached block
@@ -112,11 +121,17 @@ void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
     }
     void* p = std::aligned_alloc(64, static_cast<size_t>(cls));  // cls is a multiple of 64
     if (!p) {
-      std::lock_guard lock(s.mu);
-      s.stats.allocated_bytes[static_cast<size_t>(category)] -= nbytes;
-      s.stats.total_allocated_bytes -= nbytes;
-      s.stats.reserved_bytes -= cls;
-      throw std::bad_alloc();
+      empty_cache();  // the freed blocks this cache keeps may be what the OS is missing
+      p = std::aligned_alloc(64, static_cast<size_t>(cls));
+    }
+    if (!p) {
+      {
+        std::lock_guard lock(s.mu);
+        s.stats.allocated_bytes[static_cast<size_t>(category)] -= nbytes;
+        s.stats.total_allocated_bytes -= nbytes;
+        s.stats.reserved_bytes -= cls;
+      }
+      out_of_memory(nbytes);
     }
     return p;
   }
@@ -136,7 +151,11 @@ void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
   // mmap gives page-aligned memory whose pages are only faulted in when written: an empty
   // 2304 MiB tensor costs address space, not RAM.
   void* p = mmap(nullptr, static_cast<size_t>(cls), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
+  if (p == MAP_FAILED) {
+    empty_cache();  // the freed blocks this cache keeps may be what the OS is missing
+    p = mmap(nullptr, static_cast<size_t>(cls), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) out_of_memory(nbytes);
+  }
   madvise(p, static_cast<size_t>(cls), MADV_HUGEPAGE);
   std::lock_guard lock(s.mu);
   s.stats.num_os_allocs++;
@@ -144,6 +163,13 @@ void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
   bump_peak(s.stats.reserved_bytes, s.stats.peak_reserved_bytes);
   note_allocated(nbytes, category);
   return p;
+}
+
+void CpuAllocator::out_of_memory(int64_t nbytes) const {
+  const MemoryStats st = stats();
+  throw OutOfMemoryError(::tally::detail::str_cat(
+      "CPU out of memory: tried to allocate ", describe_bytes(nbytes), "; tally holds ",
+      describe_bytes(st.total_allocated_bytes), " in live tensors (its cache of freed blocks was returned to the OS first)"));
 }
 
 void CpuAllocator::deallocate(void* ptr, int64_t nbytes, MemoryCategory category) {

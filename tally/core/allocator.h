@@ -60,6 +60,8 @@ class CpuAllocator {
  private:
   CpuAllocator() = default;
   void note_allocated(int64_t nbytes, MemoryCategory category);
+  /// Raises OutOfMemoryError for a request of `nbytes` the OS refused.
+  [[noreturn]] void out_of_memory(int64_t nbytes) const;
 };
 
 }  // namespace tally

@@ -22,6 +22,8 @@ class IndexError : public Error { using Error::Error; };
 class TypeError : public Error { using Error::Error; };
 /// The operation exists in PyTorch but is not implemented here for these arguments.
 class NotImplementedError : public Error { using Error::Error; };
+/// The allocator could not get the memory a tensor needs (PyTorch's OutOfMemoryError).
+class OutOfMemoryError : public Error { using Error::Error; };
 /// A file could not be read or written.
 class IOError : public Error { using Error::Error; };
 /// A broken invariant inside tally: a bug, not a user mistake.

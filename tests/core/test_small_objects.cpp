@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -150,6 +151,26 @@ TEST(CpuAllocatorSmallBlocks, EverySizeUpToTheLargePathIsAlignedAndBalanced) {
   EXPECT_EQ(after.total_allocated_bytes, before.total_allocated_bytes);
   alloc.empty_cache();
   EXPECT_EQ(alloc.stats().cached_bytes, 0);
+}
+
+TEST(CpuAllocator, MemoryTheOsRefusesIsATypedErrorAndLeavesTheCountersBalanced) {
+  CpuAllocator& alloc = CpuAllocator::get();
+  const MemoryStats before = alloc.stats();
+  try {
+    // 256 TiB of float32: more than a 47-bit user address space holds, so even an OS that
+    // overcommits without limit refuses it.
+    Tensor huge = empty({int64_t{1} << 46});
+    FAIL() << "allocated 256 TiB";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("CPU out of memory: tried to allocate 262144.00 GiB (281474976710656 bytes)"),
+              std::string::npos)
+        << e.what();
+  }
+  const MemoryStats after = alloc.stats();
+  EXPECT_EQ(after.total_allocated_bytes, before.total_allocated_bytes);
+  EXPECT_EQ(after.reserved_bytes, before.reserved_bytes - before.cached_bytes);  // the cache was emptied to retry
+  Tensor fine = ones({1024});  // and the allocator still works
+  EXPECT_EQ(fine.sum().item<float>(), 1024.0f);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <map>
 #include <queue>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "tally/core/autograd_meta.h"
 #include "tally/ops/creation.h"
@@ -20,28 +20,37 @@ constexpr const char* kFreedGraphMessage =
     "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
     "saved tensors after calling backward.";
 
-/// Number of graph edges into each node reachable from root.
-std::unordered_map<Node*, int> count_dependencies(Node* root) {
-  std::unordered_map<Node*, int> deps;
-  std::unordered_set<Node*> seen{root};
+/// What the engine knows of one node: how many edges into it are still to run, and the gradient
+/// of its output summed so far. One map entry per node, so an edge costs one lookup.
+struct NodeTask {
+  int dependencies = 0;
+  Tensor grad;
+};
+using Tasks = std::unordered_map<Node*, NodeTask>;
+
+/// A task for every node reachable from root, with the number of graph edges into it.
+Tasks count_dependencies(Node* root) {
+  Tasks tasks;
+  tasks.reserve(1024);
+  tasks.try_emplace(root);
   std::vector<Node*> stack{root};
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next_edges) {
       if (!e.node) continue;
-      deps[e.node.get()]++;
-      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+      auto [it, first_visit] = tasks.try_emplace(e.node.get());
+      it->second.dependencies++;
+      if (first_visit) stack.push_back(e.node.get());
     }
   }
-  return deps;
+  return tasks;
 }
 
 void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
   std::shared_ptr<Node> root_node = autograd::gradient_edge(root).node;
-  auto deps = count_dependencies(root_node.get());
-  std::unordered_map<Node*, Tensor> pending;  // gradient summed so far for each node's output
-  pending[root_node.get()] = root_grad;
+  Tasks tasks = count_dependencies(root_node.get());
+  tasks[root_node.get()].grad = root_grad;
   // Ready nodes, latest-created first (as PyTorch orders them).
   auto later = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) { return a->sequence_nr < b->sequence_nr; };
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later)> ready(later);
@@ -51,8 +60,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   while (!ready.empty()) {
     std::shared_ptr<Node> node = ready.top();
     ready.pop();
-    Tensor grad = std::move(pending[node.get()]);
-    pending.erase(node.get());
+    Tensor grad = std::move(tasks[node.get()].grad);
     TALLY_CHECK(!node->released, kFreedGraphMessage);
     if (auto retained = node->retained_output.lock()) {
       retained->grad = retained->grad.defined() ? retained->grad + grad : grad.clone();
@@ -62,13 +70,10 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
       if (!e.node) continue;
-      if (i < grads.size() && grads[i].defined()) {
-        Tensor& slot = pending[e.node.get()];
-        slot = slot.defined() ? slot + grads[i] : grads[i];
-      }
-      if (--deps[e.node.get()] == 0) {
-        if (pending.count(e.node.get())) ready.push(e.node);
-      }
+      NodeTask& task = tasks[e.node.get()];
+      if (i < grads.size() && grads[i].defined()) task.grad = task.grad.defined() ? task.grad + grads[i] : grads[i];
+      // A node runs once every edge into it has run, and only if some gradient reached it.
+      if (--task.dependencies == 0 && task.grad.defined()) ready.push(e.node);
     }
   }
 }

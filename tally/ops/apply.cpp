@@ -28,13 +28,12 @@ std::string describe(const Tensor& t) {
 }
 }  // namespace
 
-void detail::check_saved_version(const Tensor& t, uint64_t saved, const std::string& node, const char* role,
-                                 size_t index) {
+void detail::check_saved_version(const Tensor& t, uint64_t saved, const Node& node, const char* role, size_t index) {
   const uint64_t now = version_of(t);
   if (now == saved) return;
   throw ValueError(::tally::detail::str_cat(
       "one of the variables needed for gradient computation has been modified by an inplace operation: ", describe(t),
-      ", ", role, " ", index, " of ", node, ", is at version ", now, "; expected version ", saved,
+      ", ", role, " ", index, " of ", node.name(), ", is at version ", now, "; expected version ", saved,
       " instead. Write the new values to a fresh tensor (the out-of-place op), or run backward before the in-place op"));
 }
 

@@ -114,8 +114,8 @@ std::string backward_node_name(std::string_view op);
 /// Version of `t`'s storage (0 for an undefined tensor).
 inline uint64_t version_of(const Tensor& t) { return t.defined() && t.storage() ? t.storage()->version() : 0; }
 
-/// Raises if a tensor a node kept was written in place after the node recorded it.
-void check_saved_version(const Tensor& t, uint64_t saved, const std::string& node, const char* role, size_t index);
+/// Raises if a tensor `node` kept was written in place after the node recorded it.
+void check_saved_version(const Tensor& t, uint64_t saved, const Node& node, const char* role, size_t index);
 
 /// A recorded call of Op: its arguments, output and the backward rule Op::backward.
 template <class Op, class... Stored>
@@ -133,10 +133,10 @@ struct OpNode final : Node {
     std::apply(
         [&](const auto&... a) {
           const SmallVector<const Tensor*, 4> kept = tensor_args(a...);
-          for (size_t i = 0; i < kept.size(); ++i) check_saved_version(*kept[i], arg_versions[i], name(), "input", i);
+          for (size_t i = 0; i < kept.size(); ++i) check_saved_version(*kept[i], arg_versions[i], *this, "input", i);
         },
         args);
-    check_saved_version(out, out_version, name(), "output", 0);
+    check_saved_version(out, out_version, *this, "output", 0);
     BackwardContext ctx{grad_output, out, needs};
     return std::apply([&](const auto&... a) { return Op::backward(ctx, a...); }, args);
   }

@@ -1,6 +1,7 @@
 // What accounting costs: a 1024³ float32 matmul loop with and without a FlopCounter (target:
-// < 2% slower; the calls alternate one by one), and the per-op dispatch cost of 100k tiny (8-element) ops with autograd
-// recording (target: < 1 µs), next to PyTorch eager measured in the same run.
+// < 2% slower; the calls alternate one by one), the per-op dispatch cost of 100k tiny (8-element)
+// ops with autograd recording (target: < 1 µs), and backward's cost per graph node, each next to
+// PyTorch eager measured in the same run.
 // Usage: ledger_overhead [--rounds N]
 
 #include <algorithm>
@@ -58,22 +59,46 @@ double tiny_ops(int n, bool counted) {
   return seconds_since(t) / n;
 }
 
-double torch_tiny_ops(int n) {
+/// Seconds per graph node of backward() through graphs of 2001 nodes (1000 steps of y = y * w + x,
+/// then sum), the size of a small model's step; the median of `graphs` runs.
+double backward_per_node(int graphs) {
+  Tensor x = ones({8}), w = ones({8}).requires_grad_();
+  std::vector<double> runs;
+  for (int g = 0; g < graphs; ++g) {
+    Tensor y = x;
+    for (int i = 0; i < 1000; ++i) y = y * w + x;
+    Tensor loss = y.sum();
+    auto t = Clock::now();
+    loss.backward();
+    runs.push_back(seconds_since(t) / 2001);
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[runs.size() / 2];
+}
+
+/// PyTorch's figures for the same two loops: {seconds per tiny op, seconds per backward node}.
+std::pair<double, double> torch_tiny_ops(int n, int graphs) {
   const std::string cmd =
-      "/usr/bin/python3 -c \"import torch,time\n"
+      "/usr/bin/python3 -c \"import torch,time,statistics\n"
       "torch.set_num_threads(2)\n"
       "x=torch.ones(8); w=torch.ones(8,requires_grad=True); y=x\n"
       "t=time.perf_counter()\n"
       "for i in range(" + std::to_string(n / 2) + "):\n"
       "  y=y*w; y=y+x\n"
       "  if i%64==63: y=y.detach()\n"
-      "print((time.perf_counter()-t)/" + std::to_string(n) + ")\" 2>/dev/null";
+      "print((time.perf_counter()-t)/" + std::to_string(n) + ")\n"
+      "runs=[]\n"
+      "for g in range(" + std::to_string(graphs) + "):\n"
+      "  y=x\n"
+      "  for i in range(1000): y=y*w+x\n"
+      "  loss=y.sum(); t=time.perf_counter(); loss.backward(); runs.append((time.perf_counter()-t)/2001)\n"
+      "print(statistics.median(runs))\" 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return 0;
-  double s = 0;
-  if (std::fscanf(p, "%lf", &s) != 1) s = 0;
+  if (!p) return {0, 0};
+  double op = 0, node = 0;
+  if (std::fscanf(p, "%lf %lf", &op, &node) != 2) op = node = 0;
   pclose(p);
-  return s;
+  return {op, node};
 }
 
 }  // namespace
@@ -95,9 +120,13 @@ int main(int argc, char** argv) {
   std::sort(plain_runs.begin(), plain_runs.end());
   std::sort(counted_runs.begin(), counted_runs.end());
   const double plain = plain_runs[plain_runs.size() / 2], counted = counted_runs[counted_runs.size() / 2];
-  const double torch = torch_tiny_ops(n);
+  const double node = backward_per_node(50);
+  const auto [torch, torch_node] = torch_tiny_ops(n, 50);
   std::printf("tiny ops (8 elements, autograd recording): %.0f ns/op, %.0f ns/op with a FlopCounter (target < 1000 ns)\n",
               plain * 1e9, counted * 1e9);
   if (torch > 0) std::printf("PyTorch eager, same loop, same run: %.0f ns/op: tally is %.1fx faster\n", torch * 1e9, torch / counted);
+  std::printf("backward through 2001-node graphs: %.0f ns/node", node * 1e9);
+  if (torch_node > 0) std::printf("; PyTorch %.0f ns/node: tally is %.1fx faster", torch_node * 1e9, torch_node / node);
+  std::printf("\n");
   return 0;
 }

@@ -108,8 +108,17 @@ std::string backward_node_name(std::string_view op);
 // between forward and backward would change the values a backward rule reads, and the gradient
 // would be silently wrong. Every in-place op bumps its storage's version (shared by all views);
 // a node remembers the versions of the tensors it keeps, and backward raises PyTorch's error if
-// one moved. A node keeps every tensor argument, so this is stricter than PyTorch, which checks
-// only what a rule saves: tally also refuses, say, an in-place write to an input of an add.
+// one moved. An op whose rule reads only shapes and dtypes (add, sub, views, cat, copies) says
+// so with `static constexpr bool backward_reads_values = false;` and is not checked, as PyTorch
+// does not check what a rule does not save; for every other op all kept tensors are checked,
+// which is stricter than PyTorch where a rule reads only some of them.
+
+/// Whether Op's backward rule reads the values of the tensors its node keeps (unless it says not).
+template <class Op>
+constexpr bool backward_reads_values() {
+  if constexpr (requires { Op::backward_reads_values; }) return Op::backward_reads_values;
+  else return true;
+}
 
 /// Version of `t`'s storage (0 for an undefined tensor).
 inline uint64_t version_of(const Tensor& t) { return t.defined() && t.storage() ? t.storage()->version() : 0; }
@@ -130,13 +139,15 @@ struct OpNode final : Node {
     return n;
   }
   TensorList apply(const Tensor& grad_output) override {
-    std::apply(
-        [&](const auto&... a) {
-          const SmallVector<const Tensor*, 4> kept = tensor_args(a...);
-          for (size_t i = 0; i < kept.size(); ++i) check_saved_version(*kept[i], arg_versions[i], *this, "input", i);
-        },
-        args);
-    check_saved_version(out, out_version, *this, "output", 0);
+    if constexpr (backward_reads_values<Op>()) {
+      std::apply(
+          [&](const auto&... a) {
+            const SmallVector<const Tensor*, 4> kept = tensor_args(a...);
+            for (size_t i = 0; i < kept.size(); ++i) check_saved_version(*kept[i], arg_versions[i], *this, "input", i);
+          },
+          args);
+      check_saved_version(out, out_version, *this, "output", 0);
+    }
     BackwardContext ctx{grad_output, out, needs};
     return std::apply([&](const auto&... a) { return Op::backward(ctx, a...); }, args);
   }

@@ -50,7 +50,8 @@ struct AddDef {
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) { return static_cast<C>(a + b); }
-  // d(a+b) = da + db
+  // d(a+b) = da + db: no operand value is read (Note [Version counter])
+  static constexpr bool backward_reads_values = false;
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
 };
@@ -59,6 +60,7 @@ struct SubDef {
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) { return static_cast<C>(a - b); }
+  static constexpr bool backward_reads_values = false;
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return -g; }
 };
@@ -196,6 +198,7 @@ void run_binary(const Tensor& out, const Tensor& a, const Tensor& b) {
 template <class Def>
 struct Binary {
   static constexpr std::string_view name = Def::name;
+  static constexpr bool backward_reads_values = ops::detail::backward_reads_values<Def>();
   static Tensor forward(const Tensor& a, const Tensor& b) {
     const Dtype common = result_type(a, b);
     check_operands<Def>(a, b, common);

@@ -81,6 +81,7 @@ struct Clone {
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Dtype) { return {0, x.nbytes(), out.nbytes()}; }
   // A copy (or dtype conversion) passes the gradient through, converted back to x's dtype.
+  static constexpr bool backward_reads_values = false;
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Dtype) { return {c.grad.to(x.dtype())}; }
 };
 

@@ -46,7 +46,8 @@ struct Cat {
     for (const Tensor& t : tensors) c.bytes_read += t.nbytes();
     return c;
   }
-  // Each input gets its slice of the gradient.
+  // Each input gets its slice of the gradient, by its size alone (Note [Version counter]).
+  static constexpr bool backward_reads_values = false;
   static TensorList backward(const ops::BackwardContext& c, const TensorList& tensors, int64_t dim) {
     dim = maybe_wrap_dim(dim, c.grad.dim());
     TensorList grads(tensors.size());

@@ -137,6 +137,7 @@ Tensor split_among_ties(const Tensor& g, const Tensor& x, const Tensor& out, Int
 
 struct SumDef {
   static constexpr std::string_view name = "sum";
+  static constexpr bool backward_reads_values = false;  // the gradient is broadcast back, by shape
   template <class T> using Fold = SumFold<T>;
   template <class T> using Out = widened_int_t<T>;
   static constexpr Output output = Output::Value;
@@ -217,6 +218,7 @@ std::vector<bool> reduced_mask(const Tensor& x, IntArrayRef dims, std::string_vi
 template <class Def>
 struct Reduce {
   static constexpr std::string_view name = Def::name;
+  static constexpr bool backward_reads_values = ops::detail::backward_reads_values<Def>();
   static Tensor forward(const Tensor& x, IntArrayRef dims, bool keepdim, Dtype in_dtype) {
     TALLY_CHECK_TYPE_ERROR(!is_float8(x.dtype()), "\"", Def::name, "\" not implemented for '", dtype_name(x.dtype()), "'");
 

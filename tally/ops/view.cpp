@@ -30,6 +30,8 @@ Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t
 struct ViewCost {
   template <class... A>
   static ops::Cost cost(const Tensor&, const A&...) { return {}; }
+  // A view's backward places the gradient by shape alone (Note [Version counter]).
+  static constexpr bool backward_reads_values = false;
 };
 
 struct View : ViewCost {

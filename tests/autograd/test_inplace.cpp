@@ -75,6 +75,35 @@ TEST(VersionCounter, AWriteThroughAViewOrADetachedOutputIsSeen) {
   EXPECT_TRUE(contains(message_of([&] { loss4.backward(); }), "of MulBackward0"));
 }
 
+TEST(VersionCounter, RulesThatReadOnlyShapesAreNotChecked) {
+  // add, sum and views place the gradient by shape alone, so writing their inputs in place is
+  // harmless to backward, and, as in PyTorch, allowed.
+  Tensor x = ones({3});
+  Tensor w = ones({3}).requires_grad_();
+  Tensor loss = (x + w).sum();
+  x.mul_(5);
+  loss.backward();
+  EXPECT_TRUE(allclose(w.grad(), ones({3})));
+
+  Tensor v = full({2, 3}, 2.0).requires_grad_();
+  Tensor loss2 = (v.t().slice(0, 1).reshape({-1}) - 1).sum();  // views, sub, sum
+  {
+    NoGradGuard no_grad;
+    v.add_(1);  // every node above keeps a handle on v's storage, none reads it
+  }
+  loss2.backward();
+  EXPECT_TRUE(allclose(v.grad(), tensor({{0., 1, 1}, {0., 1, 1}})));
+
+  // A rule that reads values is still checked through the same kind of graph.
+  Tensor u = full({3}, 2.0).requires_grad_();
+  Tensor loss3 = (u.view({3}) * u).sum();
+  {
+    NoGradGuard no_grad;
+    u.add_(1);
+  }
+  EXPECT_TRUE(contains(message_of([&] { loss3.backward(); }), "of MulBackward0"));
+}
+
 TEST(VersionCounter, UntouchedGraphsAndTheOptimizerPatternStillWork) {
   Tensor x = tensor({1., 2, 3});
   Tensor w = ones({3}).requires_grad_();

@@ -185,9 +185,11 @@ void record_autograd(Tensor& out, const Args&... args) {
   node->args = std::tuple<stored_t<Args>...>(store(args)...);
   node->out = out.detach();  // saved without history: the node must not own itself
   node->needs = std::move(needs);
-  node->arg_versions.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) node->arg_versions[i] = version_of(*inputs[i]);
-  node->out_version = version_of(out);
+  if constexpr (backward_reads_values<Op>()) {  // only what backward will check (Note [Version counter])
+    node->arg_versions.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) node->arg_versions[i] = version_of(*inputs[i]);
+    node->out_version = version_of(out);
+  }
   node->sequence_nr = autograd::next_sequence_nr();
   node->next_edges.reserve(inputs.size());
   for (const Tensor* t : inputs) node->next_edges.push_back(autograd::gradient_edge(*t));

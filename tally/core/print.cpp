@@ -113,6 +113,13 @@ void render(const Tensor& t, std::vector<int64_t>& idx, bool summarize, const Fo
 
 std::string Tensor::to_string() const {
   if (!defined()) return "[ Tensor (undefined) ]";
+  if (!is_cpu()) {
+    // PyTorch prints a GPU tensor's values like a CPU one's, then names its device.
+    std::string s = cpu().to_string();
+    const size_t dtype_at = s.rfind(", dtype=");
+    s.insert(dtype_at != std::string::npos ? dtype_at : s.size() - 1, ", device='" + device().str() + "'");
+    return s;
+  }
   std::ostringstream os;
   os << "tensor(";
   const bool summarize = numel() > kSummarizeThreshold;

@@ -8,16 +8,17 @@
 #include <memory>
 
 #include "tally/core/allocator.h"
+#include "tally/core/device.h"
 
 namespace tally {
 
 /// The bytes behind one or more tensors.
 class StorageImpl {
  public:
-  /// `nbytes` fresh bytes from the caching allocator, counted under `category`. Not zeroed.
-  StorageImpl(int64_t nbytes, MemoryCategory category);
-  /// Bytes owned elsewhere (a memory-mapped file), released with `deleter`; not counted.
-  StorageImpl(void* data, int64_t nbytes, std::function<void(void*)> deleter);
+  /// `nbytes` fresh bytes from `device`'s caching allocator, counted under `category`. Not zeroed.
+  StorageImpl(int64_t nbytes, MemoryCategory category, Device device = Device(kCPU));
+  /// Bytes owned elsewhere (a memory-mapped file, pinned host memory), released with `deleter`; not counted.
+  StorageImpl(void* data, int64_t nbytes, std::function<void(void*)> deleter, Device device = Device(kCPU));
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
@@ -26,6 +27,11 @@ class StorageImpl {
   void* data() const { return data_; }
   /// Size in bytes.
   int64_t nbytes() const { return nbytes_; }
+  /// Where the bytes are.
+  Device device() const { return device_; }
+  /// Whether these are page-locked host bytes that the GPU copies asynchronously (pin_memory()).
+  bool is_pinned() const { return pinned_; }
+  void set_pinned() { pinned_ = true; }
   /// Memory category these bytes are accounted under.
   MemoryCategory category() const { return category_; }
   /// Move these bytes to another memory category (e.g. a tensor registered as a parameter).
@@ -45,6 +51,8 @@ class StorageImpl {
   void* data_;
   int64_t nbytes_;
   MemoryCategory category_;
+  Device device_;
+  bool pinned_ = false;
   std::function<void(void*)> deleter_;  // empty for allocator-owned bytes
   std::atomic<uint64_t> version_{0};
 };

@@ -30,6 +30,7 @@ bool Tensor::is_contiguous() const { return geometry::is_contiguous(impl().sizes
 
 Scalar Tensor::item() const {
   TALLY_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to Scalar");
+  if (!is_cpu()) return cpu().item();
   return dispatch(dtype(), "item", [&]<class T>() -> Scalar {
     T v = *static_cast<const T*>(data_ptr());
     if constexpr (std::is_same_v<T, bool> || std::is_integral_v<T>) return Scalar(v);

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tally/core/device.h"
 #include "tally/core/indexing.h"
 #include "tally/core/int_array_ref.h"
 #include "tally/core/scalar.h"
@@ -66,6 +67,14 @@ class Tensor {
   int64_t element_size() const { return tally::element_size(dtype()); }
   /// numel() * element_size(): the bytes this tensor's elements occupy.
   int64_t nbytes() const { return numel() * element_size(); }
+  /// Where the elements are (torch's `x.device`).
+  Device device() const { return impl().storage ? impl().storage->device() : Device(kCPU); }
+  /// Whether the elements are in a GPU's memory.
+  bool is_cuda() const { return device().is_cuda(); }
+  /// Whether the elements are in host memory.
+  bool is_cpu() const { return device().is_cpu(); }
+  /// Whether the elements are in page-locked host memory (pin_memory()).
+  bool is_pinned() const { return impl().storage && impl().storage->is_pinned(); }
   /// Offset of element [0, ..., 0] in the storage, in elements.
   int64_t storage_offset() const { return impl().storage_offset; }
   /// The storage this tensor views.
@@ -172,6 +181,18 @@ class Tensor {
   Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
   /// A copy converted to `dtype` (self if already that dtype and copy is false).
   Tensor to(Dtype dtype, bool copy = false) const;
+  /// A copy on `device` (self if already there and copy is false): `x.to("cuda:0")`. With
+  /// `non_blocking` a copy between pinned host memory and the GPU returns before it finishes.
+  /// Differentiable: the gradient goes back to this tensor's device.
+  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  /// A copy on `device` converted to `dtype`.
+  Tensor to(Device device, Dtype dtype, bool non_blocking = false, bool copy = false) const;
+  /// to(kCPU).
+  Tensor cpu() const { return to(Device(kCPU)); }
+  /// to(Device("cuda:index")).
+  Tensor cuda(int index = 0) const { return to(Device(kCUDA, index)); }
+  /// A copy in page-locked host memory, which the GPU reads and writes asynchronously (CPU tensors only).
+  Tensor pin_memory() const;
 
   // ---- operators as methods (defined in tally/ops) ----
   Tensor add(const Tensor& other, Scalar alpha = 1) const;

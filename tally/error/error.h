@@ -24,6 +24,9 @@ class TypeError : public Error { using Error::Error; };
 class NotImplementedError : public Error { using Error::Error; };
 /// The allocator could not get the memory a tensor needs (PyTorch's OutOfMemoryError).
 class OutOfMemoryError : public Error { using Error::Error; };
+/// Tensors on different devices in one op, or a device this build or machine does not have
+/// (PyTorch raises RuntimeError for both).
+class DeviceError : public Error { using Error::Error; };
 /// A file could not be read or written.
 class IOError : public Error { using Error::Error; };
 /// A broken invariant inside tally: a bug, not a user mistake.

@@ -28,6 +28,31 @@ std::string describe(const Tensor& t) {
 }
 }  // namespace
 
+Device common_device(std::span<const Tensor* const> tensors) {
+  Device device(kCPU);
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    const Device d = t->device();
+    if (d.is_cpu() && t->dim() == 0) continue;  // a wrapped number joins any device
+    if (!first) {
+      first = t;
+      device = d;
+    } else if (d != device) {
+      // PyTorch names the devices in this order: the GPU one first.
+      const Device a = device.is_cuda() ? device : d, b = device.is_cuda() ? d : device;
+      throw DeviceError(::tally::detail::str_cat("Expected all tensors to be on the same device, but found at least two devices, ",
+                                                 a.str(), " and ", b.str(), "!"));
+    }
+  }
+  return device;
+}
+
+void detail::raise_no_cuda_kernel(std::string_view op) {
+  throw NotImplementedError(::tally::detail::str_cat("Could not run '", op, "' with arguments from the 'CUDA' backend: tally has "
+                                                     "no CUDA kernel for it yet; move the tensors to the CPU with .cpu() first"));
+}
+
 void detail::check_saved_version(const Tensor& t, uint64_t saved, const Node& node, const char* role, size_t index) {
   const uint64_t now = version_of(t);
   if (now == saved) return;

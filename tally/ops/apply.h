@@ -15,6 +15,9 @@
 // report them a second time.
 
 #include <chrono>
+#include <initializer_list>
+#include <optional>
+#include <span>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +27,7 @@
 
 #include "tally/core/autograd_meta.h"
 #include "tally/core/tensor.h"
+#include "tally/cuda/runtime.h"
 
 namespace tally::ops {
 
@@ -47,6 +51,23 @@ class OpObserver {
   /// Called after op `name` ran, with its declared cost and measured wall time.
   virtual void on_op(std::string_view name, const Cost& cost, double seconds) = 0;
 };
+
+// Note [Devices]
+// An op runs where its tensors are. apply() finds that device (common_device) and refuses a call
+// that mixes devices with PyTorch's error, except that a 0-d CPU tensor (a wrapped number) may
+// join an op on the GPU, as in PyTorch. An op whose forward can run on CUDA says so with
+// `static constexpr bool supports_cuda = true;` and picks its kernel by its output's device; any
+// other op given a CUDA tensor raises NotImplementedError instead of reading device memory on the
+// host. An op that moves bytes between devices (copy_) says `crosses_devices = true`. On the GPU
+// the ledger's time is measured with CUDA events around the op, not with the host clock, since
+// kernels run asynchronously.
+
+/// The device an op on these tensors runs on; DeviceError if two of them disagree (a 0-d CPU
+/// tensor agrees with any device).
+Device common_device(std::span<const Tensor* const> tensors);
+inline Device common_device(std::initializer_list<const Tensor*> tensors) {
+  return common_device(std::span<const Tensor* const>(tensors.begin(), tensors.size()));
+}
 
 /// Names of every op with a backward rule, sorted (the registry gradcheck tests walk).
 std::vector<std::string> differentiable_ops();
@@ -98,6 +119,29 @@ SmallVector<const Tensor*, 4> tensor_args(const Args&... args) {
   };
   (add(args), ...);
   return out;
+}
+
+/// NotImplementedError for an op with no CUDA kernel given a CUDA tensor.
+[[noreturn]] void raise_no_cuda_kernel(std::string_view op);
+
+/// Whether Op declares a CUDA forward (Note [Devices]).
+template <class Op>
+constexpr bool supports_cuda() {
+  if constexpr (requires { Op::supports_cuda; }) return Op::supports_cuda;
+  else return false;
+}
+
+/// The device Op runs on for these arguments; raises for mixed devices or an op without a CUDA kernel.
+template <class Op, class... Args>
+Device op_device(const Args&... args) {
+  const SmallVector<const Tensor*, 4> ts = tensor_args(args...);
+  if constexpr (requires { Op::crosses_devices; }) {
+    return ts.empty() ? Device(kCPU) : ts[0]->device();
+  } else {
+    const Device d = common_device(std::span<const Tensor* const>(ts.data(), ts.size()));
+    if (d.is_cuda() && !supports_cuda<Op>()) raise_no_cuda_kernel(Op::name);
+    return d;
+  }
 }
 
 /// "softmax" -> "SoftmaxBackward0", PyTorch's naming of grad_fn.
@@ -228,9 +272,12 @@ auto apply(const Args&... args) {
   if constexpr (requires { Op::inplace; }) {
     if (top_level) detail::check_inplace_allowed(Op::name, args...);
   }
+  const Device device = detail::op_device<Op>(args...);
   detail::OpDepthGuard guard;
   const bool observed = top_level && detail::tls_observer != nullptr;
   auto start = observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  std::optional<cuda::detail::EventTimer> gpu_clock;  // Note [Devices]: GPU ops are timed by the GPU
+  if (observed && device.is_cuda()) gpu_clock.emplace(device.index());
   auto out = Op::forward(args...);
   // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
   // are the outer op's; only the user's own in-place call moves the version.
@@ -239,7 +286,8 @@ auto apply(const Args&... args) {
   }
   if (observed) {
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    detail::tls_observer->on_op(Op::name, Op::cost(out, args...), took.count());
+    const double seconds = gpu_clock ? gpu_clock->elapsed_seconds() : took.count();
+    detail::tls_observer->on_op(Op::name, Op::cost(out, args...), seconds);
   }
   if constexpr (detail::Differentiable<Op, Args...>) {
     (void)detail::DifferentiableRegistrar<Op>::registered;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tally/ops/cuda_launch.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
 #include "tally/ops/reduce.h"
@@ -47,6 +48,7 @@ constexpr const char* kBoolSubtractionMessage =
 
 struct AddDef {
   static constexpr std::string_view name = "add";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Add;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) { return static_cast<C>(a + b); }
@@ -57,6 +59,7 @@ struct AddDef {
 };
 struct SubDef {
   static constexpr std::string_view name = "sub";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Sub;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) { return static_cast<C>(a - b); }
@@ -66,6 +69,7 @@ struct SubDef {
 };
 struct MulDef {
   static constexpr std::string_view name = "mul";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Mul;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) {
@@ -77,6 +81,7 @@ struct MulDef {
 };
 struct DivDef {
   static constexpr std::string_view name = "div";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Div;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::PromoteToFloat;
   template <class C> static C f(C a, C b) { return a / b; }
@@ -86,6 +91,7 @@ struct DivDef {
 };
 struct PowDef {
   static constexpr std::string_view name = "pow";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Pow;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) {
@@ -108,6 +114,7 @@ struct PowDef {
 };
 struct MaximumDef {
   static constexpr std::string_view name = "maximum";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Maximum;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) {
@@ -125,6 +132,7 @@ struct MaximumDef {
 };
 struct MinimumDef {
   static constexpr std::string_view name = "minimum";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Minimum;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) {
@@ -140,19 +148,20 @@ struct MinimumDef {
   }
 };
 
-#define TALLY_COMPARISON(Name, str, expr)                        \
+#define TALLY_COMPARISON(Name, str, op, expr)                     \
   struct Name {                                                  \
     static constexpr std::string_view name = str;                \
+    static constexpr auto cuda_op = kernels::cuda::BinaryOp::op; \
     static constexpr int64_t flops = 1;                          \
     static constexpr ResultRule rule = ResultRule::Compare;      \
     template <class C> static bool f(C a, C b) { return expr; }  \
   };
-TALLY_COMPARISON(EqDef, "eq", a == b)
-TALLY_COMPARISON(NeDef, "ne", a != b)
-TALLY_COMPARISON(LtDef, "lt", a < b)
-TALLY_COMPARISON(LeDef, "le", a <= b)
-TALLY_COMPARISON(GtDef, "gt", a > b)
-TALLY_COMPARISON(GeDef, "ge", a >= b)
+TALLY_COMPARISON(EqDef, "eq", Eq, a == b)
+TALLY_COMPARISON(NeDef, "ne", Ne, a != b)
+TALLY_COMPARISON(LtDef, "lt", Lt, a < b)
+TALLY_COMPARISON(LeDef, "le", Le, a <= b)
+TALLY_COMPARISON(GtDef, "gt", Gt, a > b)
+TALLY_COMPARISON(GeDef, "ge", Ge, a >= b)
 #undef TALLY_COMPARISON
 
 /// The dtype computation happens in, for operands promoted to `common`.
@@ -172,7 +181,7 @@ void check_operands(const Tensor& a, const Tensor& b, Dtype common) {
     if (is_integral(common) && is_integral(b.dtype())) {
       bool negative = false;
       dispatch(b.dtype(), "pow", [&]<class T>() {
-        Tensor bc = b.contiguous();
+        Tensor bc = b.cpu().contiguous();
         const T* p = bc.data_ptr<T>();
         if constexpr (std::is_signed_v<T>)
           for (int64_t i = 0; i < bc.numel() && !negative; ++i) negative = p[i] < 0;
@@ -187,6 +196,7 @@ void check_operands(const Tensor& a, const Tensor& b, Dtype common) {
 template <class Def>
 void run_binary(const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.numel() == 0) return;
+  if (out.is_cuda()) return kernels::cuda::binary(Def::cuda_op, ops::cuda_launch<3>(out, {&a, &b}));
   auto loop = ops::make_loop<3>(out, {&a, &b});
   dispatch_arith(a.dtype(), Def::name, [&]<class T>() {
     using C = compute_t<T>;
@@ -199,12 +209,14 @@ template <class Def>
 struct Binary {
   static constexpr std::string_view name = Def::name;
   static constexpr bool backward_reads_values = ops::detail::backward_reads_values<Def>();
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& a, const Tensor& b) {
     const Dtype common = result_type(a, b);
     check_operands<Def>(a, b, common);
     const Dtype compute = compute_dtype<Def>(common);
     const auto shape = geometry::broadcast_shapes(a.sizes(), b.sizes());
-    Tensor out = empty(shape, Def::rule == ResultRule::Compare ? kBool : compute);
+    Tensor out = empty(shape, TensorOptions(Def::rule == ResultRule::Compare ? kBool : compute)
+                                  .device(ops::common_device({&a, &b})));
     run_binary<Def>(out, a.to(compute), b.to(compute));
     return out;
   }
@@ -227,6 +239,7 @@ template <class Def>
 struct BinaryInplace {
   static constexpr std::string_view name = Def::name;
   static constexpr bool inplace = true;
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& self, const Tensor& other) {
     const Dtype common = compute_dtype<Def>(result_type(self, other));
     check_operands<Def>(self, other, common);
@@ -241,7 +254,7 @@ struct BinaryInplace {
     Tensor b = other.to(common);
     if (common != self.dtype()) {
       // Computed in the wider dtype, then rounded into self (float32 += float64).
-      Tensor wide = empty(self.sizes(), common);
+      Tensor wide = empty(self.sizes(), TensorOptions(common).device(self.device()));
       run_binary<Def>(wide, self.to(common), b);
       Tensor(self).copy_(wide);
       return self;

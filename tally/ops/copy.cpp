@@ -4,16 +4,18 @@
 #include <cstring>
 
 #include "tally/core/geometry.h"
+#include "tally/cuda/runtime.h"
 #include "tally/kernels/cpu/elementwise.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
+#include "tally/ops/cuda_launch.h"
 
 namespace tally {
 
 namespace {
 
-/// dst[...] = src[...] converted; shapes already equal (src broadcast by the caller).
-void copy_kernel(const Tensor& dst, const Tensor& src) {
+/// dst[...] = src[...] converted, both on the CPU; shapes already equal (src broadcast by the caller).
+void copy_cpu(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
     char* d = static_cast<char*>(dst.data_ptr());
@@ -34,9 +36,49 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
   });
 }
 
+/// Bytes of two dense tensors of one dtype between host and GPU (or GPU and GPU).
+void copy_dense_bytes(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  const Device gpu = dst.is_cuda() ? dst.device() : src.device();
+  // Only page-locked host memory can be left to an asynchronous copy (Note in cuda/runtime.h).
+  const bool async = non_blocking && (dst.is_cuda() || dst.is_pinned()) && (src.is_cuda() || src.is_pinned());
+  cuda::detail::copy_bytes(dst.data_ptr(), dst.is_cuda(), src.data_ptr(), src.is_cuda(), dst.nbytes(), gpu.index(), async);
+}
+
+/// dst[...] = src[...] converted, on any devices; shapes already equal. A copy between host and
+/// GPU moves dense bytes; any conversion or re-striding happens on one side of it.
+void copy_kernel(const Tensor& dst, const Tensor& src, bool non_blocking = false) {
+  if (dst.numel() == 0) return;
+  if (dst.is_cpu() && src.is_cpu()) return copy_cpu(dst, src);
+  if (dst.is_cuda() && src.is_cuda()) {
+    TALLY_CHECK_TYPE(NotImplementedError, dst.device() == src.device(), "copy_ between two GPUs (", src.device(),
+                     " to ", dst.device(), ") is not supported yet: go through the CPU");
+    if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && !src.is_same_storage(dst) &&
+        src.strides() == dst.strides())
+      return copy_dense_bytes(dst, src, true);
+    return kernels::cuda::copy(ops::cuda_launch<2>(dst, {&src}));
+  }
+  const bool direct = dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
+                      geometry::numel(src.sizes()) == dst.numel() && src.strides() == dst.strides();
+  if (direct) return copy_dense_bytes(dst, src, non_blocking);
+  if (dst.is_cuda()) {  // host -> GPU: convert and pack on the host, re-stride on the GPU
+    Tensor packed = src.to(dst.dtype()).contiguous();
+    if (dst.is_contiguous()) return copy_dense_bytes(dst, packed, false);
+    Tensor staged = empty(dst.sizes(), TensorOptions(dst.dtype()).device(dst.device()));
+    copy_dense_bytes(staged, packed, false);
+    return kernels::cuda::copy(ops::cuda_launch<2>(dst, {&staged}));
+  }
+  // GPU -> host: pack on the GPU, convert and re-stride on the host
+  Tensor packed = src.contiguous();
+  if (dst.is_contiguous() && dst.dtype() == src.dtype()) return copy_dense_bytes(dst, packed, false);
+  Tensor staged = empty(src.sizes(), src.dtype());
+  copy_dense_bytes(staged, packed, false);
+  copy_cpu(dst, staged);
+}
+
 struct Copy {
   static constexpr std::string_view name = "copy_";
   static constexpr bool inplace = true;
+  static constexpr bool crosses_devices = true;
   static Tensor forward(const Tensor& dst, const Tensor& src) {
     geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
     Tensor s = src;
@@ -57,10 +99,17 @@ struct Copy {
 struct Fill {
   static constexpr std::string_view name = "fill_";
   static constexpr bool inplace = true;
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& dst, Scalar value) {
     if (dst.numel() == 0) return dst;
     dispatch(dst.dtype(), "fill_", [&]<class T>() {
       const T v = value.to<T>();
+      if (dst.is_cuda()) {
+        unsigned char bytes[8] = {};
+        std::memcpy(bytes, &v, sizeof(T));
+        kernels::cuda::fill(ops::cuda_launch<1>(dst, {}), bytes);
+        return;
+      }
       kernels::StridedLoop<1> loop(dst.sizes(), {static_cast<char*>(dst.data_ptr())}, {dst.strides()}, {dst.element_size()});
       loop.for_each([&](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
         if (s[0] == sizeof(T)) std::fill_n(reinterpret_cast<T*>(p[0]), n, v);
@@ -74,8 +123,9 @@ struct Fill {
 
 struct Clone {
   static constexpr std::string_view name = "clone";
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& x, Dtype dtype) {
-    Tensor out = empty(x.sizes(), dtype);
+    Tensor out = empty(x.sizes(), TensorOptions(dtype).device(x.device()));
     copy_kernel(out, x);
     return out;
   }
@@ -85,7 +135,47 @@ struct Clone {
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Dtype) { return {c.grad.to(x.dtype())}; }
 };
 
+/// x.to(device, dtype): a copy on another device (PyTorch's _to_copy); the gradient goes back.
+struct ToDevice {
+  static constexpr std::string_view name = "_to_copy";
+  static constexpr bool crosses_devices = true;
+  static Tensor forward(const Tensor& x, Device device, Dtype dtype, bool non_blocking) {
+    Tensor out = empty(x.sizes(), TensorOptions(dtype).device(device));
+    copy_kernel(out, x, non_blocking);
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, Device, Dtype, bool) { return {0, x.nbytes(), out.nbytes()}; }
+  static constexpr bool backward_reads_values = false;
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Device, Dtype, bool) {
+    return {c.grad.to(x.device(), x.dtype())};
+  }
+};
+
 }  // namespace
+
+Tensor Tensor::to(Device device, bool non_blocking, bool copy) const { return to(device, dtype(), non_blocking, copy); }
+
+Tensor Tensor::to(Device device, Dtype dtype, bool non_blocking, bool copy) const {
+  if (device == this->device() && !copy) return to(dtype);
+  return ops::apply<ToDevice>(*this, device, dtype, non_blocking);
+}
+
+Tensor Tensor::pin_memory() const {
+  TALLY_CHECK_TYPE(DeviceError, is_cpu(), "cannot pin '", device(), "' memory: only CPU tensors can be pinned");
+  const int64_t nbytes = this->nbytes();
+  void* p = cuda::detail::allocate_pinned(nbytes);
+  auto storage = std::make_shared<StorageImpl>(p, nbytes, [](void* q) { cuda::detail::free_pinned(q); });
+  storage->set_pinned();
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->sizes = DimVector(sizes());
+  impl->strides = DimVector(geometry::contiguous_strides(sizes()));
+  impl->dtype = dtype();
+  Tensor out(std::move(impl));
+  out.copy_(*this);
+  out.storage()->reset_version();
+  return out;
+}
 
 Tensor& Tensor::copy_(const Tensor& src) {
   ops::apply<Copy>(*this, src);

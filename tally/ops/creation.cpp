@@ -8,7 +8,8 @@
 
 namespace tally {
 
-Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, Dtype dtype) {
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+  const Dtype dtype = options.dtype_or(kFloat32);
   geometry::check_sizes(sizes, "empty");
   TALLY_CHECK(sizes.size() == strides.size(), "empty_strided: ", sizes.size(), " sizes but ", strides.size(), " strides");
   int64_t extent = 1;  // elements from the first to one past the last
@@ -20,48 +21,63 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, Dtype dtype) {
   int64_t nbytes = 0;
   TALLY_CHECK(!__builtin_mul_overflow(extent, element_size(dtype), &nbytes), "empty: size overflow for sizes ", sizes);
   auto impl = detail::make_pooled<TensorImpl>();
-  impl->storage = detail::make_pooled<StorageImpl>(nbytes, MemoryCategory::Other);
+  impl->storage = detail::make_pooled<StorageImpl>(nbytes, MemoryCategory::Other, options.device_or());
   impl->sizes = DimVector(sizes);
   impl->strides = DimVector(strides);
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 
-Tensor empty(IntArrayRef sizes, Dtype dtype) {
+Tensor empty(IntArrayRef sizes, TensorOptions options) {
   geometry::check_sizes(sizes, "empty");
-  return empty_strided(sizes, geometry::contiguous_strides(sizes), dtype);
+  return empty_strided(sizes, geometry::contiguous_strides(sizes), options);
 }
 
-Tensor zeros(IntArrayRef sizes, Dtype dtype) { return full(sizes, 0, dtype); }
-Tensor ones(IntArrayRef sizes, Dtype dtype) { return full(sizes, 1, dtype); }
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(kFloat32))); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kFloat32))); }
 
-Tensor full(IntArrayRef sizes, Scalar value, std::optional<Dtype> dtype) {
-  Tensor t = empty(sizes, dtype.value_or(value.natural_dtype()));
+Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) {
+  Tensor t = empty(sizes, options.dtype(options.dtype_or(value.natural_dtype())));
   t.fill_(value);
   t.storage()->reset_version();  // a new tensor, not a user's in-place write
   return t;
 }
 
-Tensor empty_like(const Tensor& t, std::optional<Dtype> dtype) { return empty(t.sizes(), dtype.value_or(t.dtype())); }
-Tensor zeros_like(const Tensor& t, std::optional<Dtype> dtype) { return zeros(t.sizes(), dtype.value_or(t.dtype())); }
-Tensor ones_like(const Tensor& t, std::optional<Dtype> dtype) { return ones(t.sizes(), dtype.value_or(t.dtype())); }
-Tensor full_like(const Tensor& t, Scalar value, std::optional<Dtype> dtype) {
-  return full(t.sizes(), value, dtype.value_or(t.dtype()));
+namespace {
+/// Options for a tensor like `t`: its dtype and device unless given.
+TensorOptions like(const Tensor& t, TensorOptions options) {
+  return options.dtype(options.dtype_or(t.dtype())).device(options.device_or(t.device()));
 }
+/// A tensor made on the CPU, moved to the device `options` asks for (factories whose values are
+/// computed element by element on the host: arange, eye, tensor).
+Tensor on_device(Tensor t, const TensorOptions& options) {
+  const Device d = options.device_or();
+  if (d.is_cpu()) return t;
+  Tensor moved = t.to(d);
+  moved.storage()->reset_version();
+  return moved;
+}
+}  // namespace
 
-Tensor scalar_tensor(Scalar value, std::optional<Dtype> dtype) {
+Tensor empty_like(const Tensor& t, TensorOptions options) { return empty(t.sizes(), like(t, options)); }
+Tensor zeros_like(const Tensor& t, TensorOptions options) { return zeros(t.sizes(), like(t, options)); }
+Tensor ones_like(const Tensor& t, TensorOptions options) { return ones(t.sizes(), like(t, options)); }
+Tensor full_like(const Tensor& t, Scalar value, TensorOptions options) { return full(t.sizes(), value, like(t, options)); }
+
+Tensor scalar_tensor(Scalar value, TensorOptions options) {
   // Written directly rather than through fill_: every `x * 2` wraps its number this way, and a
-  // 1-element store is not work the ledger should list.
-  Tensor t = empty({}, dtype.value_or(value.natural_dtype()));
+  // 1-element store is not work the ledger should list. (On the GPU `x * 2` keeps its number on
+  // the host: a 0-d CPU tensor joins a CUDA op as a kernel argument, Note [Devices].)
+  Tensor t = empty({}, options.dtype_or(value.natural_dtype()));
   dispatch(t.dtype(), "scalar_tensor", [&]<class T>() { *static_cast<T*>(t.data_ptr()) = value.to<T>(); });
-  return t;
+  return on_device(t, options);
 }
 
-Tensor arange(Scalar end, std::optional<Dtype> dtype) { return arange(0, end, 1, dtype); }
+Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }
 
-Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<Dtype> dtype) {
+Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
-  const Dtype dt = dtype.value_or(floating ? kFloat32 : kInt64);
+  const Dtype dt = options.dtype_or(floating ? kFloat32 : kInt64);
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
   TALLY_CHECK(st != 0, "arange: step must be nonzero");
   TALLY_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
@@ -76,15 +92,16 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<Dtype> dtype)
       else p[i] = cast_to<T>(s + static_cast<double>(i) * st);
     }
   });
-  return t;
+  return on_device(t, options);
 }
 
-Tensor eye(int64_t n, std::optional<int64_t> m, Dtype dtype) {
+Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
   const int64_t cols = m.value_or(n);
   TALLY_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got n=", n, ", m=", cols);
-  Tensor t = zeros({n, cols}, dtype);
+  Tensor t = zeros({n, cols}, options.dtype_or(kFloat32));
   for (int64_t i = 0; i < std::min(n, cols); ++i) t.index_put_({i, i}, 1);
-  return t;
+  t.storage()->reset_version();
+  return on_device(t, options);
 }
 
 namespace {
@@ -109,7 +126,8 @@ void flatten_leaves(const NestedList& l, size_t depth, const std::vector<int64_t
 }
 }  // namespace
 
-Tensor tensor(const NestedList& data, std::optional<Dtype> dtype) {
+Tensor tensor(const NestedList& data, TensorOptions options) {
+  const std::optional<Dtype> dtype = options.dtype_opt();
   std::vector<int64_t> shape;
   collect_shape(data, 0, shape);
   std::vector<double> values;
@@ -125,7 +143,7 @@ Tensor tensor(const NestedList& data, std::optional<Dtype> dtype) {
       else p[i] = cast_to<T>(values[i]);
     }
   });
-  return t;
+  return on_device(t, options);
 }
 
 }  // namespace tally

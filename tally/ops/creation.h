@@ -1,40 +1,42 @@
 #pragma once
-// Factory functions: empty, zeros, ones, full, arange, eye, tensor(...), *_like.
+// Factory functions: empty, zeros, ones, full, arange, eye, tensor(...), *_like. Each takes
+// TensorOptions (a dtype, a device, or both), as libtorch's do.
 
 #include <initializer_list>
 #include <optional>
 #include <vector>
 
 #include "tally/core/tensor.h"
+#include "tally/core/tensor_options.h"
 
 namespace tally {
 
 /// An uninitialised tensor; its pages are not touched until written.
-Tensor empty(IntArrayRef sizes, Dtype dtype = kFloat32);
+Tensor empty(IntArrayRef sizes, TensorOptions options = {});
 /// An uninitialised tensor with explicit strides (torch.empty_strided).
-Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, Dtype dtype = kFloat32);
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});
 /// Zeros.
-Tensor zeros(IntArrayRef sizes, Dtype dtype = kFloat32);
+Tensor zeros(IntArrayRef sizes, TensorOptions options = {});
 /// Ones.
-Tensor ones(IntArrayRef sizes, Dtype dtype = kFloat32);
+Tensor ones(IntArrayRef sizes, TensorOptions options = {});
 /// Every element `value`; the dtype defaults to the value's (bool, int64 or float32).
-Tensor full(IntArrayRef sizes, Scalar value, std::optional<Dtype> dtype = std::nullopt);
+Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options = {});
 /// empty() with t's sizes and (unless given) dtype.
-Tensor empty_like(const Tensor& t, std::optional<Dtype> dtype = std::nullopt);
+Tensor empty_like(const Tensor& t, TensorOptions options = {});
 /// zeros() with t's sizes and (unless given) dtype.
-Tensor zeros_like(const Tensor& t, std::optional<Dtype> dtype = std::nullopt);
+Tensor zeros_like(const Tensor& t, TensorOptions options = {});
 /// ones() with t's sizes and (unless given) dtype.
-Tensor ones_like(const Tensor& t, std::optional<Dtype> dtype = std::nullopt);
+Tensor ones_like(const Tensor& t, TensorOptions options = {});
 /// full() with t's sizes and (unless given) dtype.
-Tensor full_like(const Tensor& t, Scalar value, std::optional<Dtype> dtype = std::nullopt);
+Tensor full_like(const Tensor& t, Scalar value, TensorOptions options = {});
 /// 0, 1, ..., end-1 (int64 for integer arguments, float32 otherwise).
-Tensor arange(Scalar end, std::optional<Dtype> dtype = std::nullopt);
+Tensor arange(Scalar end, TensorOptions options = {});
 /// start, start+step, ... < end.
-Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<Dtype> dtype = std::nullopt);
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options = {});
 /// n×m identity (m defaults to n).
-Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, Dtype dtype = kFloat32);
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions options = {});
 /// A 0-d tensor holding `value`.
-Tensor scalar_tensor(Scalar value, std::optional<Dtype> dtype = std::nullopt);
+Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 
 /// A nested list of numbers for tally::tensor: {{1., 2, 3}, {4, 5, 6}}.
 class NestedList {
@@ -63,6 +65,6 @@ class NestedList {
 
 /// A tensor from nested lists; dtype float32 if any number is floating, else int64, else bool
 /// (as torch.tensor infers it), unless given.
-Tensor tensor(const NestedList& data, std::optional<Dtype> dtype = std::nullopt);
+Tensor tensor(const NestedList& data, TensorOptions options = {});
 
 }  // namespace tally

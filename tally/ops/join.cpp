@@ -14,6 +14,7 @@ namespace {
 
 struct Cat {
   static constexpr std::string_view name = "cat";
+  static constexpr bool supports_cuda = true;  // an output and copy_ into its slices: any device
   static Tensor forward(const TensorList& tensors, int64_t dim) {
     TALLY_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
     const Tensor& first = tensors[0];
@@ -33,7 +34,7 @@ struct Cat {
     }
     std::vector<int64_t> sizes = first.sizes().vec();
     sizes[dim] = total;
-    Tensor out = empty(sizes, dt);
+    Tensor out = empty(sizes, TensorOptions(dt).device(first.device()));
     int64_t offset = 0;
     for (const Tensor& t : tensors) {
       out.slice(dim, offset, offset + t.size(dim)).copy_(t);

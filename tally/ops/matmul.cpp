@@ -4,8 +4,10 @@
 
 #include "tally/core/geometry.h"
 #include "tally/kernels/cpu/matmul.h"
+#include "tally/kernels/cuda/kernels.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
 #include "tally/ops/reduce.h"
 
 namespace tally {
@@ -24,8 +26,32 @@ std::optional<int64_t> merged_batch_stride(const Tensor& t, int64_t nbatch) {
   return std::nullopt;
 }
 
+/// A CUDA matmul operand (rows × cols at `t`'s last two dims): cuBLASLt reads a matrix row-major
+/// (col stride 1) or column-major (row stride 1) with a leading dimension at least its extent;
+/// a size-1 dim may have any stride. Anything else is packed row-major first.
+kernels::cuda::Matrix cuda_operand(Tensor& t, int64_t& batch_stride, int64_t rows, int64_t cols) {
+  int64_t rs = t.stride(-2), cs = t.stride(-1);
+  if ((cs == 1 || cols == 1) && (rs >= std::max<int64_t>(cols, 1) || rows == 1)) {
+    cs = 1;
+    rs = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
+  } else if ((rs == 1 || rows == 1) && (cs >= std::max<int64_t>(rows, 1) || cols == 1)) {
+    rs = 1;
+    cs = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
+  } else {
+    t = t.contiguous();
+    batch_stride = rows * cols;
+    rs = cols;
+    cs = 1;
+  }
+  return {t.data_ptr(), batch_stride, rs, cs};
+}
+
+/// Make `t`'s last two dims column-major (FP8 tensor cores read B that way).
+Tensor column_major(const Tensor& t) { return t.transpose(-1, -2).contiguous().transpose(-1, -2); }
+
 struct Matmul {
   static constexpr std::string_view name = "matmul";
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& a, const Tensor& b) {
     TALLY_CHECK(a.dim() >= 1 && b.dim() >= 1, "both arguments to matmul need to be at least 1D, but they are ", a.dim(),
                 "D and ", b.dim(), "D");
@@ -53,8 +79,19 @@ struct Matmul {
     auto ys = merged_batch_stride(y, nbatch);
     if (!ys) { y = y.contiguous(); ys = k * m; }
     const int64_t nb = geometry::numel(batch);
-    Tensor out = empty(with(n, m), a.dtype());
-    if (out.numel() > 0) {
+    Tensor out = empty(with(n, m), TensorOptions(a.dtype()).device(a.device()));
+    if (out.numel() > 0 && out.is_cuda()) {
+      // float8 operands: the FP8 tensor cores want A row-major and B column-major, and produce
+      // float32 here, rounded once into the float8 result as the CPU path does.
+      const bool fp8 = is_float8(a.dtype());
+      if (fp8 && x.stride(-1) != 1) { x = x.contiguous(); xs = n * k; }
+      if (fp8 && y.stride(-2) != 1) { y = column_major(y); ys = k * m; }
+      const kernels::cuda::Matrix ma = cuda_operand(x, *xs, n, k), mb = cuda_operand(y, *ys, k, m);
+      Tensor result = fp8 ? empty(with(n, m), TensorOptions(kFloat32).device(a.device())) : out;
+      kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(result.dtype()), nb, n, m, k, ma, mb,
+                            result.data_ptr(), nullptr, nullptr);
+      if (fp8) out.copy_(result);
+    } else if (out.numel() > 0) {
       kernels::matmul(a.dtype(), nb, n, m, k, {x.data_ptr(), *xs, x.stride(-2), x.stride(-1)},
                       {y.data_ptr(), *ys, y.stride(-2), y.stride(-1)}, out.data_ptr());
     }
@@ -84,9 +121,51 @@ struct Matmul {
   }
 };
 
+struct ScaledMm {
+  static constexpr std::string_view name = "_scaled_mm";
+  static constexpr bool supports_cuda = true;
+  static Tensor forward(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
+    TALLY_CHECK(a.dim() == 2 && b.dim() == 2, "_scaled_mm: expected 2-D operands, got ", a.sizes(), " and ", b.sizes());
+    TALLY_CHECK_TYPE_ERROR(is_float8(a.dtype()) && is_float8(b.dtype()), "_scaled_mm: expected float8 operands, got ",
+                           dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+    TALLY_CHECK(a.size(1) == b.size(0), "_scaled_mm: mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x",
+                a.size(1), " and ", b.size(0), "x", b.size(1), ")");
+    for (const Tensor* s : {&scale_a, &scale_b}) {
+      TALLY_CHECK(s->numel() == 1 && s->dtype() == kFloat32, "_scaled_mm: scales must be float32 tensors of one element, got ",
+                  dtype_name(s->dtype()), " of shape ", s->sizes());
+    }
+    TALLY_CHECK_TYPE_ERROR(out_dtype == kBFloat16 || out_dtype == kFloat16 || out_dtype == kFloat32,
+                           "_scaled_mm: out_dtype must be bfloat16, float16 or float32, got ", dtype_name(out_dtype));
+    const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+    const Device device = ops::common_device({&a, &b});
+    Tensor out = empty({m, n}, TensorOptions(out_dtype).device(device));
+    if (out.numel() == 0) return out;
+    if (!device.is_cuda()) {
+      Tensor product = matmul(a.to(kFloat32), b.to(kFloat32)) * (scale_a.to(kFloat64).item<double>() * scale_b.to(kFloat64).item<double>());
+      out.copy_(product);
+      return out;
+    }
+    Tensor x = a.stride(1) == 1 ? a : a.contiguous();
+    Tensor y = b.stride(0) == 1 ? b : column_major(b);
+    int64_t xs = 0, ys = 0;
+    const kernels::cuda::Matrix ma = cuda_operand(x, xs, m, k), mb = cuda_operand(y, ys, k, n);
+    Tensor sa = scale_a.to(device).contiguous(), sb = scale_b.to(device).contiguous();
+    kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(out_dtype), 1, m, n, k, ma, mb, out.data_ptr(),
+                          static_cast<const float*>(sa.data_ptr()), static_cast<const float*>(sb.data_ptr()));
+    return out;
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor&, const Tensor&, Dtype) {
+    return {2 * out.numel() * a.size(1), a.nbytes() + b.nbytes(), out.nbytes()};
+  }
+};
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return ops::apply<Matmul>(a, b); }
+
+Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
+  return ops::apply<ScaledMm>(a, b, scale_a, scale_b, out_dtype);
+}
 
 Tensor mm(const Tensor& a, const Tensor& b) {
   TALLY_CHECK(a.dim() == 2, "self must be a matrix, got ", a.dim(), "-D tensor of shape ", a.sizes());

@@ -129,9 +129,18 @@ void fill_normal(Tensor& t, Generator* gen, double mean, double std) {
 struct RandomFill {
   static constexpr std::string_view name = "random_";
   static constexpr bool inplace = true;
+  static constexpr bool supports_cuda = true;
   template <class Fill>
   static Tensor forward(const Tensor& t, Generator* gen, const Fill& fill) {
     Tensor out = t;
+    if (t.is_cuda()) {
+      // The counter-based generator draws on the host and the values are copied over, so a seed
+      // gives the same numbers on every device.
+      Tensor host = empty(t.sizes(), t.dtype());
+      fill(host, gen);
+      out.copy_(host);
+      return out;
+    }
     fill(out, gen);
     return out;
   }
@@ -158,25 +167,29 @@ Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
 
 }  // namespace
 
-Tensor rand(IntArrayRef sizes, Dtype dtype, Generator* gen) {
+Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  const Dtype dtype = options.dtype_or(kFloat32);
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"check_uniform_bounds\" not implemented for '", dtype_name(dtype), "'");
-  return fresh(random_fill(empty(sizes, dtype), gen, [](const Generator& g, uint64_t c) { return uniform01(g.bits(c)); }));
+  return fresh(random_fill(empty(sizes, options.dtype(dtype)), gen, [](const Generator& g, uint64_t c) { return uniform01(g.bits(c)); }));
 }
 
-Tensor randn(IntArrayRef sizes, Dtype dtype, Generator* gen) {
+Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  const Dtype dtype = options.dtype_or(kFloat32);
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"normal_kernel_cpu\" not implemented for '", dtype_name(dtype), "'");
-  return fresh(normal_fill(empty(sizes, dtype), gen, 0.0, 1.0));
+  return fresh(normal_fill(empty(sizes, options.dtype(dtype)), gen, 0.0, 1.0));
 }
 
-Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Dtype dtype, Generator* gen) {
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
   TALLY_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
   const uint64_t range = static_cast<uint64_t>(high - low);
-  return fresh(random_fill(empty(sizes, dtype), gen, [=](const Generator& g, uint64_t c) {
+  return fresh(random_fill(empty(sizes, options.dtype(options.dtype_or(kInt64))), gen, [=](const Generator& g, uint64_t c) {
     return static_cast<double>(low + static_cast<int64_t>(g.bits(c) % range));
   }));
 }
 
-Tensor randint(int64_t high, IntArrayRef sizes, Dtype dtype, Generator* gen) { return randint(0, high, sizes, dtype, gen); }
+Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  return randint(0, high, sizes, options, gen);
+}
 
 namespace nn::init {
 

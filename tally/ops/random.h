@@ -3,17 +3,18 @@
 
 #include "tally/core/generator.h"
 #include "tally/core/tensor.h"
+#include "tally/core/tensor_options.h"
 
 namespace tally {
 
 /// Uniform on [0, 1).
-Tensor rand(IntArrayRef sizes, Dtype dtype = kFloat32, Generator* gen = nullptr);
+Tensor rand(IntArrayRef sizes, TensorOptions options = {}, Generator* gen = nullptr);
 /// Standard normal.
-Tensor randn(IntArrayRef sizes, Dtype dtype = kFloat32, Generator* gen = nullptr);
-/// Integers uniform on [low, high).
-Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Dtype dtype = kInt64, Generator* gen = nullptr);
+Tensor randn(IntArrayRef sizes, TensorOptions options = {}, Generator* gen = nullptr);
+/// Integers uniform on [low, high) (int64 unless options say otherwise).
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options = {}, Generator* gen = nullptr);
 /// Integers uniform on [0, high).
-Tensor randint(int64_t high, IntArrayRef sizes, Dtype dtype = kInt64, Generator* gen = nullptr);
+Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions options = {}, Generator* gen = nullptr);
 
 namespace nn::init {
 /// Fill with N(mean, std²) truncated to the absolute bounds [a, b] (torch.nn.init.trunc_normal_).

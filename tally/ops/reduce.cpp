@@ -11,6 +11,7 @@
 #include "tally/core/geometry.h"
 #include "tally/kernels/cpu/reduce.h"
 #include "tally/kernels/cpu/vec_math.h"
+#include "tally/kernels/cuda/kernels.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
@@ -137,6 +138,7 @@ Tensor split_among_ties(const Tensor& g, const Tensor& x, const Tensor& out, Int
 
 struct SumDef {
   static constexpr std::string_view name = "sum";
+  static constexpr auto cuda_op = kernels::cuda::ReduceOp::Sum;
   static constexpr bool backward_reads_values = false;  // the gradient is broadcast back, by shape
   template <class T> using Fold = SumFold<T>;
   template <class T> using Out = widened_int_t<T>;
@@ -146,6 +148,7 @@ struct SumDef {
 };
 struct ProdDef {
   static constexpr std::string_view name = "prod";
+  static constexpr auto cuda_op = kernels::cuda::ReduceOp::Prod;
   template <class T> using Fold = ProdFold<T>;
   template <class T> using Out = widened_int_t<T>;
   static constexpr Output output = Output::Value;
@@ -166,6 +169,7 @@ struct ProdDef {
 };
 struct AmaxDef {
   static constexpr std::string_view name = "amax";
+  static constexpr auto cuda_op = kernels::cuda::ReduceOp::Amax;
   template <class T> using Fold = ExtremeFold<T, true>;
   template <class T> using Out = T;
   static constexpr Output output = Output::Value;
@@ -173,6 +177,7 @@ struct AmaxDef {
 };
 struct AminDef {
   static constexpr std::string_view name = "amin";
+  static constexpr auto cuda_op = kernels::cuda::ReduceOp::Amin;
   template <class T> using Fold = ExtremeFold<T, false>;
   template <class T> using Out = T;
   static constexpr Output output = Output::Value;
@@ -180,24 +185,28 @@ struct AminDef {
 };
 struct ArgmaxDef {
   static constexpr std::string_view name = "argmax";
+  static constexpr auto cuda_op = kernels::cuda::ReduceOp::Argmax;
   template <class T> using Fold = ExtremeFold<T, true>;
   template <class T> using Out = int64_t;
   static constexpr Output output = Output::Index;
 };
 struct ArgminDef {
   static constexpr std::string_view name = "argmin";
+  static constexpr auto cuda_op = kernels::cuda::ReduceOp::Argmin;
   template <class T> using Fold = ExtremeFold<T, false>;
   template <class T> using Out = int64_t;
   static constexpr Output output = Output::Index;
 };
 struct AnyDef {
   static constexpr std::string_view name = "any";
+  static constexpr auto cuda_op = kernels::cuda::ReduceOp::Any;
   template <class T> using Fold = LogicalFold<T, true>;
   template <class T> using Out = logical_out_t<T>;
   static constexpr Output output = Output::Value;
 };
 struct AllDef {
   static constexpr std::string_view name = "all";
+  static constexpr auto cuda_op = kernels::cuda::ReduceOp::All;
   template <class T> using Fold = LogicalFold<T, false>;
   template <class T> using Out = logical_out_t<T>;
   static constexpr Output output = Output::Value;
@@ -219,6 +228,7 @@ template <class Def>
 struct Reduce {
   static constexpr std::string_view name = Def::name;
   static constexpr bool backward_reads_values = ops::detail::backward_reads_values<Def>();
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& x, IntArrayRef dims, bool keepdim, Dtype in_dtype) {
     TALLY_CHECK_TYPE_ERROR(!is_float8(x.dtype()), "\"", Def::name, "\" not implemented for '", dtype_name(x.dtype()), "'");
 
@@ -243,8 +253,16 @@ struct Reduce {
                         "Specify the reduction dim with the 'dim' argument (input sizes ", x.sizes(), ")");
     }
     const Dtype out_dtype = dispatch(src.dtype(), Def::name, [&]<class T>() { return dtype_of<typename Def::template Out<T>>(); });
-    Tensor out = empty(out_sizes, out_dtype);
+    Tensor out = empty(out_sizes, TensorOptions(out_dtype).device(x.device()));
     if (outer == 0) return out;
+    if (out.is_cuda()) {  // rows of the reduced elements, packed; one kernel over them
+      std::vector<int64_t> order = kept;
+      order.insert(order.end(), reduced.begin(), reduced.end());
+      Tensor rows = src.permute(order).contiguous();
+      kernels::cuda::reduce_rows(Def::cuda_op, static_cast<uint8_t>(src.dtype()), rows.data_ptr(), outer, inner,
+                                 static_cast<uint8_t>(out_dtype), out.data_ptr());
+      return out;
+    }
     dispatch(src.dtype(), Def::name, [&]<class T>() {
       using Fold = typename Def::template Fold<T>;
       Fold fold;

@@ -11,6 +11,7 @@
 
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/kernels/cpu/vec_math.h"
+#include "tally/kernels/cuda/kernels.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
@@ -83,6 +84,7 @@ void softmax_row(const T* x, T* y, int64_t n, bool log) {
 
 struct Softmax {
   static constexpr std::string_view name = "softmax";
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& x, int64_t dim, bool log) {
     TALLY_CHECK_TYPE_ERROR(x.is_floating_point() && !is_float8(x.dtype()), log ? "\"log_softmax_lastdim_kernel_impl\"" : "\"softmax_lastdim_kernel_impl\"",
                            " not implemented for '", dtype_name(x.dtype()), "'");
@@ -90,9 +92,14 @@ struct Softmax {
     else dim = maybe_wrap_dim(dim, x.dim());
     // Bring `dim` last and make rows contiguous (a view when it already is).
     Tensor src = x.dim() == 0 ? x.reshape({1}) : x.transpose(dim, -1).contiguous();
-    Tensor out = empty(src.sizes(), x.dtype());
+    Tensor out = empty(src.sizes(), TensorOptions(x.dtype()).device(x.device()));
     const int64_t n = src.dim() == 0 ? 1 : src.size(-1);
     const int64_t rows = n == 0 ? 0 : src.numel() / n;
+    if (out.is_cuda()) {
+      if (rows > 0) kernels::cuda::softmax_rows(static_cast<uint8_t>(x.dtype()), src.data_ptr(), out.data_ptr(), rows, n, log);
+      if (x.dim() == 0) return out.reshape({});
+      return out.transpose(dim, -1).contiguous();
+    }
     // Outputs larger than the last-level cache go straight to memory (Note in softmax_row_f32).
     const bool stream = out.nbytes() > kStreamingBytes;
     dispatch_floating(x.dtype(), "softmax", [&]<class T>() {

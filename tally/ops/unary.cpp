@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tally/ops/cuda_launch.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
 #include "tally/ops/reduce.h"
@@ -26,6 +27,7 @@ template <class C> C sigmoid_of(C x) { return C(1) / (C(1) + std::exp(-x)); }
 
 struct NegDef {
   static constexpr std::string_view name = "neg";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Neg;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::Negatable;
   template <class C> static C f(C x) { return static_cast<C>(-x); }
@@ -33,6 +35,7 @@ struct NegDef {
 };
 struct AbsDef {
   static constexpr std::string_view name = "abs";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Abs;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::NoBool;
   template <class C> static C f(C x) {
@@ -44,6 +47,7 @@ struct AbsDef {
 };
 struct SqrtDef {
   static constexpr std::string_view name = "sqrt";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Sqrt;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::sqrt(x); }
@@ -51,6 +55,7 @@ struct SqrtDef {
 };
 struct RsqrtDef {
   static constexpr std::string_view name = "rsqrt";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Rsqrt;
   static constexpr int64_t flops = 2;  // sqrt, reciprocal
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return C(1) / std::sqrt(x); }
@@ -59,6 +64,7 @@ struct RsqrtDef {
 };
 struct ExpDef {
   static constexpr std::string_view name = "exp";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Exp;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::exp(x); }
@@ -67,6 +73,7 @@ struct ExpDef {
 };
 struct LogDef {
   static constexpr std::string_view name = "log";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Log;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::log(x); }
@@ -74,6 +81,7 @@ struct LogDef {
 };
 struct TanhDef {
   static constexpr std::string_view name = "tanh";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Tanh;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::tanh(x); }
@@ -81,6 +89,7 @@ struct TanhDef {
 };
 struct SigmoidDef {
   static constexpr std::string_view name = "sigmoid";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Sigmoid;
   static constexpr int64_t flops = 4;  // negate, exp, add, divide
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return sigmoid_of(x); }
@@ -92,6 +101,7 @@ struct SigmoidDef {
 };
 struct SiluDef {
   static constexpr std::string_view name = "silu";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Silu;
   static constexpr int64_t flops = 5;  // sigmoid (4), multiply
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return x * sigmoid_of(x); }
@@ -104,6 +114,7 @@ struct SiluDef {
 };
 struct ErfDef {
   static constexpr std::string_view name = "erf";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Erf;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::erf(x); }
@@ -112,6 +123,7 @@ struct ErfDef {
 };
 struct ReluDef {
   static constexpr std::string_view name = "relu";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Relu;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::NoBool;
   template <class C> static C f(C x) {
@@ -124,6 +136,7 @@ struct ReluDef {
 };
 struct SquareDef {
   static constexpr std::string_view name = "square";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Square;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::BoolToLong;
   template <class C> static C f(C x) { return static_cast<C>(x * x); }
@@ -131,6 +144,7 @@ struct SquareDef {
 };
 struct GeluErfDef {
   static constexpr std::string_view name = "gelu";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluErf;
   static constexpr int64_t flops = 5;  // x/√2, erf, +1, ×x, ×0.5
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); }
@@ -144,6 +158,7 @@ struct GeluErfDef {
 };
 struct GeluTanhDef {
   static constexpr std::string_view name = "gelu";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluTanh;
   static constexpr int64_t flops = 9;  // x³ (2), ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) {
@@ -182,11 +197,17 @@ Dtype unary_result_dtype(Dtype in) {
 template <class Def>
 struct Unary {
   static constexpr std::string_view name = Def::name;
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& x) {
     const Dtype dt = unary_result_dtype<Def>(x.dtype());
     Tensor in = x.to(dt);
-    Tensor out = empty(x.sizes(), dt);
+    Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
     if (out.numel() == 0) return out;
+    if (out.is_cuda()) {
+      TALLY_CHECK_TYPE_ERROR(!is_float8(dt), "\"", Def::name, "\" not implemented for '", dtype_name(dt), "'");
+      kernels::cuda::unary(Def::cuda_op, ops::cuda_launch<2>(out, {&in}));
+      return out;
+    }
     auto loop = ops::make_loop<2>(out, {&in});
     dispatch_arith(dt, Def::name, [&]<class T>() {
       using C = compute_t<T>;
@@ -212,14 +233,20 @@ struct Unary {
 /// x ** exponent for a number exponent; the common exponents get exact fast forms.
 struct PowScalar {
   static constexpr std::string_view name = "pow";
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& x, Scalar exponent) {
     const Dtype dt = result_type(x, exponent);
     if (is_integral(dt) || dt == kBool) {
       TALLY_CHECK(exponent.to_long() >= 0 || exponent.is_floating_point(), "Integers to negative integer powers are not allowed.");
     }
     Tensor in = x.to(dt);
-    Tensor out = empty(x.sizes(), dt);
+    Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
     if (out.numel() == 0) return out;
+    if (out.is_cuda()) {
+      TALLY_CHECK_TYPE_ERROR(!is_float8(dt) && dt != kBool, "\"pow\" not implemented for '", dtype_name(dt), "'");
+      kernels::cuda::pow_scalar(ops::cuda_launch<2>(out, {&in}), exponent.to_double());
+      return out;
+    }
     auto loop = ops::make_loop<2>(out, {&in});
     dispatch_arith(dt, "pow", [&]<class T>() {
       using C = compute_t<T>;
@@ -256,14 +283,21 @@ struct PowScalar {
 
 struct Clamp {
   static constexpr std::string_view name = "clamp";
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
     TALLY_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
     Dtype dt = x.dtype();
     if (lo) dt = result_type(x.to(dt), *lo);
     if (hi) dt = result_type(x.to(dt), *hi);
     Tensor in = x.to(dt);
-    Tensor out = empty(x.sizes(), dt);
+    Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
     if (out.numel() == 0) return out;
+    if (out.is_cuda()) {
+      TALLY_CHECK_TYPE_ERROR(!is_float8(dt), "\"clamp\" not implemented for '", dtype_name(dt), "'");
+      kernels::cuda::clamp(ops::cuda_launch<2>(out, {&in}), lo.has_value(), lo ? lo->to_double() : 0.0, hi.has_value(),
+                           hi ? hi->to_double() : 0.0);
+      return out;
+    }
     auto loop = ops::make_loop<2>(out, {&in});
     dispatch_arith(dt, "clamp", [&]<class T>() {
       using C = compute_t<T>;
@@ -294,14 +328,19 @@ struct Clamp {
 
 struct Where {
   static constexpr std::string_view name = "where";
+  static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& cond, const Tensor& a, const Tensor& b) {
     TALLY_CHECK_TYPE_ERROR(cond.dtype() == kBool || cond.dtype() == kUInt8, "where expected condition to be a boolean tensor, but got a tensor with dtype ",
                            dtype_name(cond.dtype()));
     const Dtype dt = result_type(a, b);
     auto shape = geometry::broadcast_shapes(geometry::broadcast_shapes(cond.sizes(), a.sizes()), b.sizes());
-    Tensor out = empty(shape, dt);
+    Tensor out = empty(shape, TensorOptions(dt).device(ops::common_device({&cond, &a, &b})));
     if (out.numel() == 0) return out;
     Tensor ca = a.to(dt), cb = b.to(dt), cc = cond.to(kBool);
+    if (out.is_cuda()) {
+      kernels::cuda::where(ops::cuda_launch<4>(out, {&cc, &ca, &cb}));
+      return out;
+    }
     auto loop = ops::make_loop<4>(out, {&cc, &ca, &cb});
     dispatch(dt, "where", [&]<class T>() {
       kernels::ternary_kernel<T, bool, T, T>(loop, [](bool c, T x, T y) { return c ? x : y; });
@@ -406,7 +445,8 @@ bool equal(const Tensor& a, const Tensor& b) {
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-  Tensor x = a.to(kFloat64).contiguous(), y = b.to(kFloat64).expand(a.sizes()).contiguous();
+  ops::common_device({&a, &b});  // a CPU and a GPU tensor are never compared silently
+  Tensor x = a.to(kFloat64).cpu().contiguous(), y = b.to(kFloat64).expand(a.sizes()).cpu().contiguous();
   const double* px = x.data_ptr<double>();
   const double* py = y.data_ptr<double>();
   for (int64_t i = 0; i < x.numel(); ++i) {

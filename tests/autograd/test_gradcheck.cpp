@@ -90,6 +90,9 @@ std::multimap<std::string, Case> cases() {
   add("select", "", [](const TensorList& v) { return v[0].select(0, -1) * 1; }, {leaf({3, 4}, "s")});
   add("unsqueeze", "", [](const TensorList& v) { return v[0].unsqueeze(1) * 1; }, {leaf({3, 4})});
   add("squeeze", "", [](const TensorList& v) { return v[0].squeeze() * 1; }, {leaf({3, 1, 4})});
+  // On a GPU machine the same case runs through the GPU in tests/cuda; here a forced copy on the CPU.
+  add("_to_copy", "x.to(cpu, copy=true)", [](const TensorList& v) { return v[0].to(Device(kCPU), kFloat64, false, true) * v[1]; },
+      {leaf({3, 4}, "t"), leaf({3, 4})});
   add("clone", "contiguous of a transposed leaf", [](const TensorList& v) { return v[0].contiguous() + v[0].clone(); }, {leaf({3, 4}, "t")});
   return c;
 }

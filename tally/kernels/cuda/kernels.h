@@ -1,0 +1,78 @@
+#pragma once
+// The CUDA kernels the ops call. This header is the whole boundary between the C++20 library
+// and the CUDA sources: plain structs and enums only, so nvcc compiles the .cu files without
+// seeing the library's headers. Without CUDA (TALLY_CUDA off) the same functions exist and raise
+// DeviceError; no CUDA tensor can exist in such a build, so ops never reach them.
+//
+// Dtypes travel as the numeric value of tally::Dtype (the order is fixed in tally/dtype/dtype.h:
+// Float32, Float64, Float16, BFloat16, Float8_e4m3fn, Float8_e5m2, Int32, Int64, UInt8, Bool).
+
+#include <cstdint>
+
+namespace tally::kernels::cuda {
+
+inline constexpr int kMaxDims = 8;
+inline constexpr int kMaxOperands = 4;
+
+/// One operand of an elementwise launch: its data, its byte strides over the launch's dims, and
+/// (for a number or a 0-d CPU tensor joining a CUDA op, as PyTorch allows) its value inline.
+struct Operand {
+  char* data = nullptr;               ///< device address; null when `inline_value` holds it
+  int64_t strides[kMaxDims] = {};     ///< in bytes, per dim of the launch, innermost last
+  uint8_t dtype = 0;
+  bool is_inline = false;
+  alignas(8) unsigned char inline_value[8] = {};
+};
+
+/// An elementwise launch: operand 0 is the output, the rest inputs, all of one shape.
+struct Launch {
+  int ndim = 0;
+  int64_t sizes[kMaxDims] = {};       ///< innermost last
+  int64_t numel = 0;
+  int noperands = 0;
+  bool dense = false;                 ///< every operand contiguous in the same order: index = element number
+  Operand op[kMaxOperands];
+};
+
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
+enum class UnaryOp : uint8_t {
+  Neg, Abs, Sqrt, Rsqrt, Exp, Log, Tanh, Sigmoid, Silu, Erf, Relu, Square, GeluErf, GeluTanh,
+};
+
+/// out = op(a, b): operands 1 and 2 in `compute` dtype; out in `compute`, or bool for comparisons.
+void binary(BinaryOp op, const Launch& l);
+/// out = op(x).
+void unary(UnaryOp op, const Launch& l);
+/// out = x ** e (e a number), out = clamp(x, lo, hi) with either bound optional.
+void pow_scalar(const Launch& l, double e);
+void clamp(const Launch& l, bool has_lo, double lo, bool has_hi, double hi);
+/// out = cond ? a : b (operands 1, 2, 3; cond bool).
+void where(const Launch& l);
+/// out = in, converted from in's dtype to out's with the library's rounding (round to nearest even;
+/// float8 overflow gives NaN for e4m3fn and infinity for e5m2, as PyTorch).
+void copy(const Launch& l);
+/// out[...] = value (operand 0 only), value already in out's dtype as raw bytes.
+void fill(const Launch& l, const unsigned char value[8]);
+
+/// Reductions over the innermost `inner` elements of `outer` contiguous rows.
+enum class ReduceOp : uint8_t { Sum, Prod, Amax, Amin, Argmax, Argmin, Any, All };
+void reduce_rows(ReduceOp op, uint8_t in_dtype, const void* in, int64_t outer, int64_t inner, uint8_t out_dtype,
+                 void* out);
+
+/// Softmax or log-softmax of `rows` contiguous rows of length n (floating dtypes, computed in float32
+/// or float64).
+void softmax_rows(uint8_t dtype, const void* x, void* y, int64_t rows, int64_t n, bool log);
+
+/// A row-major matrix operand: element (i, j) of batch b at data + b·batch_stride + i·row_stride
+/// + j·col_stride (in elements). One of row_stride, col_stride must be 1.
+struct Matrix {
+  const void* data;
+  int64_t batch_stride, row_stride, col_stride;
+};
+/// C[b] = A[b] · B[b] (M×K times K×N), C dense row-major in `out_dtype`, through cuBLASLt. For
+/// float8 operands `scale_a` and `scale_b` (device float scalars, may be null for 1) multiply
+/// the product, as torch._scaled_mm does. float32 uses TF32 when allow_tf32() is set.
+void matmul(uint8_t in_dtype, uint8_t out_dtype, int64_t batch, int64_t M, int64_t N, int64_t K, Matrix A, Matrix B,
+            void* C, const float* scale_a, const float* scale_b);
+
+}  // namespace tally::kernels::cuda

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/gpu.h"
 #include "tally/accounting/cache_dir.h"
 #include "tally/accounting/cpu_info.h"
 #include "tally/accounting/peak_probe.h"
@@ -115,6 +116,7 @@ struct MatmulArgs {
   int64_t m = 2048, n = 2048, k = 2048;
   std::string dtype = "float32";
   int reps = 5;
+  std::string device = "cpu";
 };
 
 Dtype parse_dtype(const std::string& name) {
@@ -127,6 +129,7 @@ Dtype parse_dtype(const std::string& name) {
 void run_matmul(const MatmulArgs& a) {
   TALLY_CHECK(a.m > 0 && a.n > 0 && a.k > 0 && a.reps > 0, "bench matmul: sizes and --reps must be positive (got m=", a.m,
               ", n=", a.n, ", k=", a.k, ", reps=", a.reps, ")");
+  if (const Device device(a.device); device.is_cuda()) return run_gpu_matmul(device, a.m, a.n, a.k, a.dtype, a.reps);
   const Dtype dt = parse_dtype(a.dtype);
   const std::string dtype(dtype_name(dt));
   Tensor x = randn({a.m, a.k}).to(dt), y = randn({a.k, a.n}).to(dt);
@@ -164,7 +167,14 @@ void run_matmul(const MatmulArgs& a) {
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Measure this machine's peaks, or time a matmul with FLOPs and MFU");
   bench->require_subcommand(1);
-  bench->add_subcommand("peak", "Measure the float32 FMA peak and memory bandwidth, and store them")->callback(run_peak);
+  auto peak_device = std::make_shared<std::string>("cpu");
+  auto* peak = bench->add_subcommand("peak", "Measure the float32 FMA peak and memory bandwidth (or a GPU's matmul peaks), and store them");
+  peak->add_option("--device", *peak_device, "cpu, or cuda / cuda:N")->capture_default_str();
+  peak->callback([peak_device] {
+    const Device device(*peak_device);
+    if (device.is_cuda()) run_gpu_peak(device);
+    else run_peak();
+  });
   auto args = std::make_shared<MatmulArgs>();
   auto* mm = bench->add_subcommand("matmul", "Time an (m x k) @ (k x n) matmul: FLOPs, time, FLOP/s, MFU");
   mm->add_option("--m", args->m, "rows of the left operand")->capture_default_str();
@@ -172,6 +182,8 @@ void add_bench_command(CLI::App& app) {
   mm->add_option("--k", args->k, "inner dimension")->capture_default_str();
   mm->add_option("--dtype", args->dtype, "float32, float64, bfloat16 or float16")->capture_default_str();
   mm->add_option("--reps", args->reps, "timed calls")->capture_default_str();
+  mm->add_option("--device", args->device, "cpu, or cuda / cuda:N (dtypes there: bfloat16, float16, float8, tf32, float32)")
+      ->capture_default_str();
   mm->callback([args] { run_matmul(*args); });
 }
 

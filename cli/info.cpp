@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/gpu.h"
 #include "tally/accounting/cpu_info.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/kernels/cpu/matmul.h"
@@ -37,12 +38,13 @@ void run_info() {
   fmt::print("\nPromised peaks (cores x clock x FLOP/cycle; MFU is measured against these)\n");
   for (const auto& p : accounting::promised_cpu_peaks(cpu))
     fmt::print("  {:<9} {:>9.1f} GFLOP/s   {}\n", p.dtype, p.flops_per_sec / 1e9, p.basis);
+  print_gpu_info();
 }
 
 }  // namespace
 
 void add_info_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("info", "CPU features, cores, build configuration and promised peak FLOP/s");
+  auto* cmd = app.add_subcommand("info", "CPU features, cores, build configuration, promised peak FLOP/s, and the GPU");
   cmd->callback(run_info);
 }
 

@@ -113,6 +113,18 @@ std::string format_rate(double flops_per_sec) {
 
 }  // namespace
 
+const DeviceSpec* device_spec_for_gpu(std::string_view driver_name) {
+  // The driver's names carry the model as one word ("NVIDIA H100 80GB HBM3", "NVIDIA H200",
+  // "NVIDIA A100-SXM4-80GB"); PCIe parts differ from the SXM datasheet and are not matched.
+  if (driver_name.find("PCIe") != std::string_view::npos) return nullptr;
+  for (const char* model : {"H100", "H200", "A100", "B200"}) {
+    if (driver_name.find(model) == std::string_view::npos) continue;
+    for (const DeviceSpec& s : gpu_specs())
+      if (s.name.starts_with(model)) return &s;
+  }
+  return nullptr;
+}
+
 std::string PromisedPeak::label() const {
   return fmt::format("{} {} {}: {} (promised)", device, dtype, sparse ? "2:4-sparse" : "dense", format_rate(flops_per_sec));
 }

@@ -57,6 +57,10 @@ const std::vector<DeviceSpec>& device_specs();
 /// this machine). Raises ValueError listing the known devices for an unknown name.
 const DeviceSpec& device_spec(std::string_view name);
 
+/// The datasheet entry for a GPU the driver names ("NVIDIA H100 80GB HBM3" is the H100 SXM), or
+/// null when the table has none for it.
+const DeviceSpec* device_spec_for_gpu(std::string_view driver_name);
+
 /// Names of the known devices with their aliases, for messages and --help, without probing the CPU.
 std::string known_devices();
 

@@ -12,8 +12,13 @@ if [ ! -d "$prefix/usr" ]; then
   for deb in .deps/debs/*.deb; do dpkg -x "$deb" "$prefix"; done
 fi
 libdir=$prefix/usr/lib/x86_64-linux-gnu
-echo "export LD_LIBRARY_PATH=$libdir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" > .deps/env.sh
-export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# LD_LIBRARY_PATH to run the binaries; CMAKE_PREFIX_PATH for projects that find_package(tally) (and
+# through it oneDNN and fmt), the install test among them.
+cat > .deps/env.sh <<ENV
+export LD_LIBRARY_PATH=$libdir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+export CMAKE_PREFIX_PATH=$prefix/usr\${CMAKE_PREFIX_PATH:+:\$CMAKE_PREFIX_PATH}
+ENV
+source .deps/env.sh
 # The Python with PyTorch there (for the differential tests and benchmarks) is the first python3 on PATH.
 python=$(command -v python3 || echo /usr/bin/python3)
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTALLY_CUDA=ON \

@@ -155,7 +155,7 @@ void reset_peak_memory_stats(int device) {
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) {
-    DeviceGuard guard(d);
+    detail::DeviceGuard guard(d);
     DeviceState& s = state(d);
     std::lock_guard lock(s.mu);
     release_cache(s);

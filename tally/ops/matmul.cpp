@@ -81,16 +81,12 @@ struct Matmul {
     const int64_t nb = geometry::numel(batch);
     Tensor out = empty(with(n, m), TensorOptions(a.dtype()).device(a.device()));
     if (out.numel() > 0 && out.is_cuda()) {
-      // float8 operands: the FP8 tensor cores want A row-major and B column-major, and produce
-      // float32 here, rounded once into the float8 result as the CPU path does.
-      const bool fp8 = is_float8(a.dtype());
-      if (fp8 && x.stride(-1) != 1) { x = x.contiguous(); xs = n * k; }
-      if (fp8 && y.stride(-2) != 1) { y = column_major(y); ys = k * m; }
+      // As on the CPU (and in PyTorch), float8 products go through scaled_mm, never plain matmul.
+      TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && !is_float8(a.dtype()), "matmul: \"addmm_cuda\" not implemented for '",
+                             dtype_name(a.dtype()), "'", is_float8(a.dtype()) ? ": use scaled_mm for float8 operands" : "");
       const kernels::cuda::Matrix ma = cuda_operand(x, *xs, n, k), mb = cuda_operand(y, *ys, k, m);
-      Tensor result = fp8 ? empty(with(n, m), TensorOptions(kFloat32).device(a.device())) : out;
-      kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(result.dtype()), nb, n, m, k, ma, mb,
-                            result.data_ptr(), nullptr, nullptr);
-      if (fp8) out.copy_(result);
+      kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(out.dtype()), nb, n, m, k, ma, mb,
+                            out.data_ptr(), nullptr, nullptr);
     } else if (out.numel() > 0) {
       kernels::matmul(a.dtype(), nb, n, m, k, {x.data_ptr(), *xs, x.stride(-2), x.stride(-1)},
                       {y.data_ptr(), *ys, y.stride(-2), y.stride(-1)}, out.data_ptr());

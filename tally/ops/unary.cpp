@@ -362,6 +362,7 @@ struct Where {
 
 struct Triangle {
   static constexpr std::string_view name = "triu_tril";
+  static constexpr bool supports_cuda = true;  // a clone and fills of views: any device
   static Tensor forward(const Tensor& x, int64_t diagonal, bool upper) {
     TALLY_CHECK(x.dim() >= 2, upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions, got ", x.dim());
     Tensor out = x.clone();

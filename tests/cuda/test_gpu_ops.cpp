@@ -1,6 +1,7 @@
 // Every CUDA op against tally's CPU result (itself checked against PyTorch in tests/differential):
 // random inputs, every dtype each op takes, non-contiguous views, broadcasting, 0-d numbers.
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -162,7 +163,6 @@ TEST(CudaOps, CopiesBetweenEveryPairOfDtypesAndDevices) {
   for (Dtype from : all) {
     Tensor src = base.to(from);
     Tensor gsrc = src.to(kGpu);
-    EXPECT_TRUE(gsrc.cpu().equal(src) || from == kFloat32 || true);
     EXPECT_TRUE(same_as_cpu(gsrc, src, 0)) << dtype_name(from) << " round trip";
     for (Dtype to : all) {
       SCOPED_TRACE(std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to)));
@@ -299,13 +299,19 @@ TEST(CudaOps, Float8MatmulsAndScaledMm) {
   for (Dtype out : {kBFloat16, kFloat32}) {
     Tensor cpu = scaled_mm(a, w.t(), sa, sb, out);
     Tensor gpu = scaled_mm(a.to(kGpu), w.to(kGpu).t(), sa.to(kGpu), sb.to(kGpu), out);
-    EXPECT_TRUE(same_as_cpu(gpu, cpu, out == kFloat32 ? 1e-5 : 1e-2, 1e-2)) << dtype_name(out);
+    ASSERT_EQ(gpu.dtype(), out);
+    // ‖GPU − CPU‖ / ‖CPU‖: Hopper's FP8 tensor cores accumulate with fewer bits than float32
+    // (about 1e-3 relative here), and bf16 output rounds on top of that.
+    Tensor diff = gpu.cpu().to(kFloat64) - cpu.to(kFloat64);
+    const double rel = std::sqrt(diff.square().sum().item<double>() / cpu.to(kFloat64).square().sum().item<double>());
+    EXPECT_LT(rel, out == kFloat32 ? 3e-3 : 1e-2) << dtype_name(out);
   }
-  // The plain matmul of float8 tensors, rounded once into float8 as on the CPU.
+  // A plain matmul of float8 tensors is refused on both devices, as in PyTorch: scaling is explicit.
   Tensor b = sample({128, 32}, kFloat32, 3).to(kFloat8_e4m3fn);
-  Tensor cpu = matmul(a, b).to(kFloat32), gpu = matmul(a.to(kGpu), b.to(kGpu)).to(kFloat32);
-  EXPECT_TRUE(same_as_cpu(gpu, cpu, 0.07, 0.07));
-  EXPECT_THROW(scaled_mm(a.to(kGpu), w.to(kGpu).t(), tensor({1, 2}, kFloat32), sb, kBFloat16), ValueError);
+  EXPECT_THROW(matmul(a, b), TypeError);
+  EXPECT_THROW(matmul(a.to(kGpu), b.to(kGpu)), TypeError);
+  EXPECT_THROW(scaled_mm(a.to(kGpu), w.to(kGpu).t(), tensor({1, 2}, kFloat32).to(kGpu), sb.to(kGpu), kBFloat16), ValueError);
+  EXPECT_THROW(scaled_mm(a.to(kGpu), w.to(kGpu).t(), tensor({1.0}), sb.to(kGpu), kBFloat16), DeviceError);
 }
 
 TEST(CudaOps, MixedDevicesRaisePytorchsError) {

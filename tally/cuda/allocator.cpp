@@ -73,6 +73,9 @@ void release_cache(DeviceState& s) {
 namespace detail {
 
 void* allocate(int64_t nbytes, MemoryCategory category, int device) {
+  TALLY_CHECK_TYPE(DeviceError, device < device_count(), "cannot allocate on cuda:", device, ": ",
+                   device_count() == 0 ? std::string("no CUDA GPU is available on this machine")
+                                       : "this machine has " + std::to_string(device_count()) + " GPU(s)");
   DeviceGuard guard(device);
   DeviceState& s = state(device);
   const int64_t cls = block_class(nbytes);

@@ -25,6 +25,13 @@ std::string_view memory_category_name(MemoryCategory c) {
   return "unknown";
 }
 
+std::string describe_bytes(int64_t nbytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f GiB (%lld bytes)", static_cast<double>(nbytes) / (1 << 30),
+                static_cast<long long>(nbytes));
+  return text;
+}
+
 namespace {
 
 // Blocks above the largest small class (7/8 of this) are mmapped; smaller ones come from
@@ -58,14 +65,6 @@ int64_t size_class(int64_t nbytes) {
   int64_t pow2 = int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(nbytes)));
   int64_t step = std::max<int64_t>(pow2 / 8, 4096);
   return (nbytes + step - 1) / step * step;
-}
-
-// "37.25 GiB (40000000000 bytes)": the size in the unit a reader thinks in, and exactly.
-std::string describe_bytes(int64_t nbytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.2f GiB (%lld bytes)", static_cast<double>(nbytes) / (1 << 30),
-                static_cast<long long>(nbytes));
-  return text;
 }
 
 struct State {

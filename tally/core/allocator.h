@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace tally {
@@ -21,6 +22,10 @@ enum class MemoryCategory : uint8_t { Parameters, Gradients, OptimizerState, Act
 inline constexpr int kNumMemoryCategories = 5;
 /// "parameters", "gradients", "optimizer_state", "activations", "other".
 std::string_view memory_category_name(MemoryCategory c);
+
+/// "37.25 GiB (40000000000 bytes)": a size in the unit a reader thinks in, and exactly (for
+/// out-of-memory messages).
+std::string describe_bytes(int64_t nbytes);
 
 /// Counters read by accounting::MemoryTracker. All values in bytes.
 struct MemoryStats {

@@ -13,7 +13,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdio>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -33,13 +32,6 @@ int64_t block_class(int64_t nbytes) {
   const int64_t pow2 = int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(nbytes)));
   const int64_t step = pow2 / 8;
   return (nbytes + step - 1) / step * step;
-}
-
-std::string describe(int64_t nbytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.2f GiB (%lld bytes)", static_cast<double>(nbytes) / (1 << 30),
-                static_cast<long long>(nbytes));
-  return text;
 }
 
 struct DeviceState {
@@ -100,10 +92,10 @@ void* allocate(int64_t nbytes, MemoryCategory category, int device) {
       size_t free_bytes = 0, total_bytes = 0;
       cudaMemGetInfo(&free_bytes, &total_bytes);
       throw OutOfMemoryError(::tally::detail::str_cat(
-          "CUDA out of memory. Tried to allocate ", describe(nbytes), ". GPU ", device, " has a total capacity of ",
-          describe(static_cast<int64_t>(total_bytes)), " of which ", describe(static_cast<int64_t>(free_bytes)),
-          " is free; tally holds ", describe(s.stats.total_allocated_bytes), " in live tensors and ",
-          describe(s.stats.reserved_bytes), " reserved (", cudaGetErrorString(err), ")"));
+          "CUDA out of memory. Tried to allocate ", describe_bytes(nbytes), ". GPU ", device, " has a total capacity of ",
+          describe_bytes(static_cast<int64_t>(total_bytes)), " of which ", describe_bytes(static_cast<int64_t>(free_bytes)),
+          " is free; tally holds ", describe_bytes(s.stats.total_allocated_bytes), " in live tensors and ",
+          describe_bytes(s.stats.reserved_bytes), " reserved (", cudaGetErrorString(err), ")"));
     }
     ++s.stats.num_os_allocs;
     s.stats.reserved_bytes += cls;

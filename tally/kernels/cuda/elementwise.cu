@@ -319,23 +319,7 @@ void dispatch_size(uint8_t dtype, const char* what, Fn&& fn) {
   }
 }
 
-// ---- math --------------------------------------------------------------------------------------
-// Full-precision device math for float and double (never the __expf family).
-
-__device__ __forceinline__ float abs_(float x) { return fabsf(x); }
-__device__ __forceinline__ double abs_(double x) { return fabs(x); }
-__device__ __forceinline__ float exp_(float x) { return expf(x); }
-__device__ __forceinline__ double exp_(double x) { return exp(x); }
-__device__ __forceinline__ float log_(float x) { return logf(x); }
-__device__ __forceinline__ double log_(double x) { return log(x); }
-__device__ __forceinline__ float tanh_(float x) { return tanhf(x); }
-__device__ __forceinline__ double tanh_(double x) { return tanh(x); }
-__device__ __forceinline__ float erf_(float x) { return erff(x); }
-__device__ __forceinline__ double erf_(double x) { return erf(x); }
-__device__ __forceinline__ float sqrt_(float x) { return sqrtf(x); }
-__device__ __forceinline__ double sqrt_(double x) { return sqrt(x); }
-__device__ __forceinline__ float pow_(float x, float y) { return powf(x, y); }
-__device__ __forceinline__ double pow_(double x, double y) { return pow(x, y); }
+// ---- math (the float/double overloads are in dtypes.cuh) ----
 
 /// Integer power by squaring (the exponent is never negative: the op layer rejects it).
 template <class C, class E>

@@ -27,10 +27,6 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 template <class T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-__device__ __forceinline__ float exp_(float x) { return expf(x); }
-__device__ __forceinline__ double exp_(double x) { return exp(x); }
-__device__ __forceinline__ float log_(float x) { return logf(x); }
-__device__ __forceinline__ double log_(double x) { return log(x); }
 __device__ __forceinline__ float max_(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ double max_(double a, double b) { return fmax(a, b); }
 

@@ -61,6 +61,22 @@ void tensors_memory() {
              format_bytes(tracker.reserved_bytes()));
 }
 
+void tensors_on_gpu() {
+  section("tensors_on_gpu");
+  if (!cuda::is_available()) {
+    fmt::print("no GPU here ({}): tensors stay on the CPU; on a GPU machine this section moves them there\n",
+               cuda::device_count() == 0 ? "no CUDA device, or tally built without CUDA" : "CUDA unavailable");
+    return;
+  }
+  fmt::print("{} GPU(s); cuda:0 is {}\n", cuda::device_count(), cuda::get_device_properties(0).name);
+  const int64_t before = cuda::memory_allocated();
+  Tensor x = zeros({32, 32});
+  Tensor y = x.to(Device("cuda:0"));
+  Tensor z = zeros({32, 32}, Device("cuda:0"));
+  fmt::print("x on {}, y = x.to(\"cuda:0\") on {}, z on {}\n", x.device().str(), y.device().str(), z.device().str());
+  fmt::print("memory_allocated grew by {} bytes = 2 x 32 x 32 x 4\n", cuda::memory_allocated() - before);
+}
+
 void tensor_storage() {
   section("tensor_storage");
   Tensor x = arange(16, kFloat32).view({4, 4});
@@ -187,6 +203,7 @@ int main() {
   fmt::print("tally — lecture 2, resource accounting, measured on this machine\n");
   tensors_basics();
   tensors_memory();
+  tensors_on_gpu();
   tensor_storage();
   tensor_slicing();
   tensor_elementwise();

@@ -3,13 +3,18 @@
 #include <cstdio>
 #include <sstream>
 
+#include "tally/cuda/runtime.h"
+
 namespace tally::accounting {
 
-namespace {
-MemoryStats now() { return CpuAllocator::get().stats(); }
-}  // namespace
+MemoryStats MemoryTracker::now() const {
+  return device_.is_cpu() ? CpuAllocator::get().stats() : cuda::memory_stats(device_.index());
+}
 
-MemoryTracker::MemoryTracker() : start_allocated_(now().total_allocated_bytes) { CpuAllocator::get().reset_peak_stats(); }
+MemoryTracker::MemoryTracker(Device device) : device_(device), start_allocated_(now().total_allocated_bytes) {
+  if (device_.is_cpu()) CpuAllocator::get().reset_peak_stats();
+  else cuda::reset_peak_memory_stats(device_.index());
+}
 
 int64_t MemoryTracker::allocated_bytes(MemoryCategory c) const { return now().allocated_bytes[static_cast<size_t>(c)]; }
 int64_t MemoryTracker::allocated_bytes() const { return now().total_allocated_bytes; }

@@ -10,12 +10,12 @@
 
 namespace tally::accounting {
 
-/// A scope over the process's memory counters: peaks restart when it is created, and
-/// allocated_since_start() measures what the scope added.
+/// A scope over the process's memory counters of one device (the CPU unless given): peaks
+/// restart when it is created, and allocated_since_start() measures what the scope added.
 class MemoryTracker {
  public:
-  /// Start tracking: remember the current allocation and restart the peaks.
-  MemoryTracker();
+  /// Start tracking `device`: remember the current allocation and restart the peaks.
+  explicit MemoryTracker(Device device = Device(kCPU));
 
   /// Live bytes of one category.
   int64_t allocated_bytes(MemoryCategory c) const;
@@ -35,6 +35,8 @@ class MemoryTracker {
   std::string report() const;
 
  private:
+  MemoryStats now() const;
+  Device device_;
   int64_t start_allocated_;
 };
 

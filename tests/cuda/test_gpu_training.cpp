@@ -29,6 +29,18 @@ TEST(CudaLecture, TensorsOnGpu) {
   EXPECT_GE(cuda::memory_reserved(), cuda::memory_allocated());
 }
 
+TEST(CudaLecture, TrackerCategoriesOnTheGpu) {
+  TALLY_REQUIRE_GPU();
+  accounting::MemoryTracker tracker(kGpu);
+  Tensor w = zeros({64, 32}, kGpu);
+  accounting::set_memory_category(w, MemoryCategory::Parameters);
+  Tensor g = zeros({64, 32}, kGpu);
+  accounting::set_memory_category(g, MemoryCategory::Gradients);
+  EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::Parameters), 64 * 32 * 4);
+  EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::Gradients), 64 * 32 * 4);
+  EXPECT_EQ(tracker.allocated_since_start(), 2 * 64 * 32 * 4);
+}
+
 TEST(CudaAllocator, ReusesFreedBlocksAndEmptiesItsCache) {
   TALLY_REQUIRE_GPU();
   cuda::empty_cache();

@@ -5,6 +5,7 @@
 //   static constexpr std::string_view name;          // as PyTorch names it
 //   static Tensor forward(const Args&...);           // checks, shape/dtype rule, output, kernel call
 //   static Cost cost(const Tensor& out, const Args&...);  // its FLOPs and bytes, as a formula
+//   static constexpr bool supports_cuda = true;      // optional: forward also runs on the GPU (Note [Devices])
 // and apply<Op>(args...) runs it, timing it and reporting (name, cost, seconds) to the observer
 // the accounting layer installs. Backward rules (the autograd issue) attach here too, so an op
 // stays defined in exactly one place.
@@ -15,10 +16,10 @@
 // report them a second time.
 
 #include <chrono>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <span>
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <tuple>

@@ -122,12 +122,17 @@ decltype(auto) dispatch(Dtype d, std::string_view op, Fn&& fn) {
   throw TypeError(detail::str_cat(op, ": unknown dtype"));
 }
 
-/// As dispatch, for the dtypes arithmetic kernels support (all but float8: PyTorch, too, only
-/// converts float8 and leaves arithmetic to scaled matmuls).
-template <class Fn>
-decltype(auto) dispatch_arith(Dtype d, std::string_view op, Fn&& fn) {
+/// Raises TypeError for a dtype arithmetic does not take: float8 (PyTorch, too, only converts
+/// float8 and leaves arithmetic to scaled matmuls). Ops call it before choosing a device's kernel.
+inline void check_arith(Dtype d, std::string_view op) {
   TALLY_CHECK_TYPE_ERROR(!is_float8(d), "\"", op, "\" not implemented for '", dtype_name(d),
                          "': convert float8 tensors with .to() first");
+}
+
+/// As dispatch, for the dtypes arithmetic kernels support (check_arith).
+template <class Fn>
+decltype(auto) dispatch_arith(Dtype d, std::string_view op, Fn&& fn) {
+  check_arith(d, op);
   return dispatch(d, op, std::forward<Fn>(fn));
 }
 

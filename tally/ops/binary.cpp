@@ -173,6 +173,7 @@ Dtype compute_dtype(Dtype common) {
 
 template <class Def>
 void check_operands(const Tensor& a, const Tensor& b, Dtype common) {
+  check_arith(common, Def::name);  // before any device's kernel is chosen
   if constexpr (std::is_same_v<Def, SubDef>) {
     TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
   }

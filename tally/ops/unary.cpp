@@ -200,11 +200,11 @@ struct Unary {
   static constexpr bool supports_cuda = true;
   static Tensor forward(const Tensor& x) {
     const Dtype dt = unary_result_dtype<Def>(x.dtype());
+    check_arith(dt, Def::name);
     Tensor in = x.to(dt);
     Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
     if (out.numel() == 0) return out;
     if (out.is_cuda()) {
-      TALLY_CHECK_TYPE_ERROR(!is_float8(dt), "\"", Def::name, "\" not implemented for '", dtype_name(dt), "'");
       kernels::cuda::unary(Def::cuda_op, ops::cuda_launch<2>(out, {&in}));
       return out;
     }
@@ -239,11 +239,11 @@ struct PowScalar {
     if (is_integral(dt) || dt == kBool) {
       TALLY_CHECK(exponent.to_long() >= 0 || exponent.is_floating_point(), "Integers to negative integer powers are not allowed.");
     }
+    check_arith(dt, "pow");
     Tensor in = x.to(dt);
     Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
     if (out.numel() == 0) return out;
     if (out.is_cuda()) {
-      TALLY_CHECK_TYPE_ERROR(!is_float8(dt) && dt != kBool, "\"pow\" not implemented for '", dtype_name(dt), "'");
       kernels::cuda::pow_scalar(ops::cuda_launch<2>(out, {&in}), exponent.to_double());
       return out;
     }
@@ -289,11 +289,11 @@ struct Clamp {
     Dtype dt = x.dtype();
     if (lo) dt = result_type(x.to(dt), *lo);
     if (hi) dt = result_type(x.to(dt), *hi);
+    check_arith(dt, "clamp");
     Tensor in = x.to(dt);
     Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
     if (out.numel() == 0) return out;
     if (out.is_cuda()) {
-      TALLY_CHECK_TYPE_ERROR(!is_float8(dt), "\"clamp\" not implemented for '", dtype_name(dt), "'");
       kernels::cuda::clamp(ops::cuda_launch<2>(out, {&in}), lo.has_value(), lo ? lo->to_double() : 0.0, hi.has_value(),
                            hi ? hi->to_double() : 0.0);
       return out;

@@ -225,7 +225,9 @@ TEST(CudaOps, ReductionsOverEveryDimChoice) {
           EXPECT_TRUE(same_as_cpu(gx.amax(dims, keep), x.amax(dims, keep), 0));
           EXPECT_TRUE(same_as_cpu(gx.amin(dims, keep), x.amin(dims, keep), 0));
         }
-        if (is_floating_point(d)) EXPECT_TRUE(same_as_cpu(gx.mean(dims, keep), x.mean(dims, keep), 50 * tol(d)));
+        if (is_floating_point(d)) {
+          EXPECT_TRUE(same_as_cpu(gx.mean(dims, keep), x.mean(dims, keep), 50 * tol(d)));
+        }
       }
     }
     if (d != kBool) {

@@ -150,7 +150,7 @@ void reset_peak_memory_stats(int device) {
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) {
-    detail::DeviceGuard guard(d);
+    DeviceGuard guard(d);
     DeviceState& s = state(d);
     std::lock_guard lock(s.mu);
     release_cache(s);

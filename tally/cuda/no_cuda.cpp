@@ -27,6 +27,9 @@ MemoryStats memory_stats(int) { return {}; }
 void reset_peak_memory_stats(int) {}
 void empty_cache() {}
 bool allow_tf32() { return false; }
+double time_per_call(int, const std::function<void()>&, int, int) { no_cuda(); }
+DeviceGuard::DeviceGuard(int) { no_cuda(); }
+DeviceGuard::~DeviceGuard() = default;
 void set_allow_tf32(bool) {}
 
 namespace detail {
@@ -51,9 +54,10 @@ void clamp(const Launch&, bool, double, bool, double) { ::tally::cuda::detail_nc
 void where(const Launch&) { ::tally::cuda::detail_nc::no_cuda(); }
 void copy(const Launch&) { ::tally::cuda::detail_nc::no_cuda(); }
 void fill(const Launch&, const unsigned char[8]) { ::tally::cuda::detail_nc::no_cuda(); }
-void reduce_rows(ReduceOp, uint8_t, const void*, int64_t, int64_t, uint8_t, void*) { ::tally::cuda::detail_nc::no_cuda(); }
+void reduce_rows(ReduceOp, uint8_t, const void*, int64_t, int64_t, uint8_t, void*, void*) { ::tally::cuda::detail_nc::no_cuda(); }
+int64_t reduce_rows_scratch_bytes() { ::tally::cuda::detail_nc::no_cuda(); }
 void softmax_rows(uint8_t, const void*, void*, int64_t, int64_t, bool) { ::tally::cuda::detail_nc::no_cuda(); }
-void matmul(uint8_t, uint8_t, int64_t, int64_t, int64_t, int64_t, Matrix, Matrix, void*, const float*, const float*) {
+void matmul(uint8_t, uint8_t, int64_t, int64_t, int64_t, int64_t, Matrix, Matrix, void*, const float*, const float*, bool) {
   ::tally::cuda::detail_nc::no_cuda();
 }
 }  // namespace tally::kernels::cuda

@@ -5,7 +5,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "tally/cuda/runtime_internal.h"
 #include "tally/error/error.h"
@@ -14,25 +16,6 @@ namespace tally::cuda {
 
 namespace detail {
 
-void raise_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
-  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
-  throw DeviceError(::tally::detail::str_cat("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err),
-                                             ") in ", call, " at ", file, ":", line));
-}
-
-DeviceGuard::DeviceGuard(int device) {
-  TALLY_CUDA_CHECK(cudaGetDevice(&previous_));
-  if (previous_ != device) {
-    TALLY_CHECK_TYPE(DeviceError, device >= 0 && device < device_count(), "CUDA error: invalid device ordinal ", device,
-                     " (this machine has ", device_count(), " GPUs)");
-    TALLY_CUDA_CHECK(cudaSetDevice(device));
-  }
-}
-DeviceGuard::~DeviceGuard() {
-  int now = -1;
-  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
-}
-
 void copy_bytes(void* dst, bool dst_on_device, const void* src, bool src_on_device, int64_t nbytes, int device,
                 bool non_blocking) {
   if (nbytes == 0) return;
@@ -40,15 +23,15 @@ void copy_bytes(void* dst, bool dst_on_device, const void* src, bool src_on_devi
   const cudaMemcpyKind kind = dst_on_device ? (src_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                                             : (src_on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   cudaStream_t stream = current_stream(device);
-  TALLY_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(nbytes), kind, stream));
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(nbytes), kind, stream));
   // A copy to or from the host must be over before the host reads or reuses its bytes, unless the
   // caller asked otherwise (pinned memory, non_blocking=true); device-to-device copies stay queued.
-  if (!non_blocking && kind != cudaMemcpyDeviceToDevice) TALLY_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (!non_blocking && kind != cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 void* allocate_pinned(int64_t nbytes) {
   void* p = nullptr;
-  TALLY_CUDA_CHECK(cudaHostAlloc(&p, static_cast<size_t>(nbytes > 0 ? nbytes : 1), cudaHostAllocDefault));
+  CUDA_CHECK(cudaHostAlloc(&p, static_cast<size_t>(nbytes > 0 ? nbytes : 1), cudaHostAllocDefault));
   return p;
 }
 void free_pinned(void* ptr) { cudaFreeHost(ptr); }
@@ -56,11 +39,11 @@ void free_pinned(void* ptr) { cudaFreeHost(ptr); }
 EventTimer::EventTimer(int device) : device_(device) {
   DeviceGuard guard(device);
   cudaEvent_t a, b;
-  TALLY_CUDA_CHECK(cudaEventCreate(&a));
-  TALLY_CUDA_CHECK(cudaEventCreate(&b));
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
   start_ = a;
   stop_ = b;
-  TALLY_CUDA_CHECK(cudaEventRecord(a, current_stream(device)));
+  CUDA_CHECK(cudaEventRecord(a, current_stream(device)));
 }
 EventTimer::~EventTimer() {
   cudaEventDestroy(static_cast<cudaEvent_t>(start_));
@@ -69,14 +52,39 @@ EventTimer::~EventTimer() {
 double EventTimer::elapsed_seconds() {
   DeviceGuard guard(device_);
   auto a = static_cast<cudaEvent_t>(start_), b = static_cast<cudaEvent_t>(stop_);
-  TALLY_CUDA_CHECK(cudaEventRecord(b, current_stream(device_)));
-  TALLY_CUDA_CHECK(cudaEventSynchronize(b));
+  CUDA_CHECK(cudaEventRecord(b, current_stream(device_)));
+  CUDA_CHECK(cudaEventSynchronize(b));
   float ms = 0;
-  TALLY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
   return ms * 1e-3;
 }
 
 }  // namespace detail
+
+double time_per_call(int device, const std::function<void()>& fn, int iters, int rounds) {
+  for (int i = 0; i < iters; ++i) fn();
+  std::vector<double> per_call;
+  for (int r = 0; r < rounds; ++r) {
+    detail::EventTimer timer(device);
+    for (int i = 0; i < iters; ++i) fn();
+    per_call.push_back(timer.elapsed_seconds() / iters);
+  }
+  std::sort(per_call.begin(), per_call.end());
+  return per_call[per_call.size() / 2];
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != device) {
+    TALLY_CHECK_TYPE(DeviceError, device >= 0 && device < device_count(), "CUDA error: invalid device ordinal ", device,
+                     " (this machine has ", device_count(), " GPUs)");
+    CUDA_CHECK(cudaSetDevice(device));
+  }
+}
+DeviceGuard::~DeviceGuard() {
+  int now = -1;
+  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+}
 
 int device_count() {
   static const int count = [] {
@@ -94,17 +102,17 @@ bool is_available() { return device_count() > 0; }
 
 void synchronize(int device) {
   if (device < 0) {
-    TALLY_CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaGetDevice(&device));
   }
-  detail::DeviceGuard guard(device);
-  TALLY_CUDA_CHECK(cudaDeviceSynchronize());
+  DeviceGuard guard(device);
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 DeviceProperties get_device_properties(int device) {
   TALLY_CHECK_TYPE(DeviceError, device >= 0 && device < device_count(), "CUDA error: invalid device ordinal ", device,
                    " (this machine has ", device_count(), " GPUs)");
   cudaDeviceProp p{};
-  TALLY_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   DeviceProperties out;
   out.name = p.name;
   out.major = p.major;
@@ -130,5 +138,6 @@ void set_allow_tf32(bool allow) { tf32.store(allow, std::memory_order_relaxed); 
 
 }  // namespace tally::cuda
 
-// The matmul kernels (compiled apart from the library headers) ask through this.
-extern "C" bool tally_cuda_allow_tf32() { return tally::cuda::allow_tf32(); }
+namespace tally::kernels::cuda {
+void raise_error(const std::string& message) { throw DeviceError(message); }
+}  // namespace tally::kernels::cuda

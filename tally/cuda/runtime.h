@@ -5,6 +5,7 @@
 // counts are 0) and anything that needs a GPU raises DeviceError.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tally/core/allocator.h"
@@ -49,6 +50,24 @@ void empty_cache();
 /// off by default, as in PyTorch since 1.12).
 bool allow_tf32();
 void set_allow_tf32(bool allow);
+
+/// Makes `device` current for a scope and restores the previous one (c10::cuda::CUDAGuard).
+/// apply() holds one around every op on the GPU, so its kernels launch where its tensors are.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+/// Median GPU seconds of one call of `fn` on `device`: a warm-up round of `iters` calls, then
+/// `rounds` rounds of `iters` calls, each timed with CUDA events (what bench and `tally bench`
+/// quote; host time would measure only the launches).
+double time_per_call(int device, const std::function<void()>& fn, int iters, int rounds = 5);
 
 namespace detail {
 // Used by the core; each raises DeviceError in a build without CUDA.

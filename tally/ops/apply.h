@@ -59,7 +59,8 @@ class OpObserver {
 // join an op on the GPU, as in PyTorch. An op whose forward can run on CUDA says so with
 // `static constexpr bool supports_cuda = true;` and picks its kernel by its output's device; any
 // other op given a CUDA tensor raises NotImplementedError instead of reading device memory on the
-// host. An op that moves bytes between devices (copy_) says `crosses_devices = true`. On the GPU
+// host. An op that moves bytes between devices (copy_) says `crosses_devices = true`. A top-level
+// op on a GPU makes that GPU current for its duration (its nested ops inherit it). On the GPU
 // the ledger's time is measured with CUDA events around the op, not with the host clock, since
 // kernels run asynchronously.
 
@@ -277,6 +278,8 @@ auto apply(const Args&... args) {
   detail::OpDepthGuard guard;
   const bool observed = top_level && detail::tls_observer != nullptr;
   auto start = observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  std::optional<cuda::DeviceGuard> on_gpu;  // Note [Devices]: kernels launch where the tensors are
+  if (top_level && device.is_cuda()) on_gpu.emplace(device.index());
   std::optional<cuda::detail::EventTimer> gpu_clock;  // Note [Devices]: GPU ops are timed by the GPU
   if (observed && device.is_cuda()) gpu_clock.emplace(device.index());
   auto out = Op::forward(args...);

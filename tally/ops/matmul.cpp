@@ -3,6 +3,7 @@
 #include "tally/ops/matmul.h"
 
 #include "tally/core/geometry.h"
+#include "tally/cuda/runtime.h"
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/kernels/cuda/kernels.h"
 #include "tally/ops/apply.h"
@@ -57,6 +58,9 @@ struct Matmul {
                 "D and ", b.dim(), "D");
     TALLY_CHECK_TYPE_ERROR(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ", dtype_name(a.dtype()),
                            " != ", dtype_name(b.dtype()));
+    // On every device, as in PyTorch: float8 products go through scaled_mm, never plain matmul.
+    TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && !is_float8(a.dtype()), "matmul: \"addmm\" not implemented for '",
+                           dtype_name(a.dtype()), "'", is_float8(a.dtype()) ? ": use scaled_mm for float8 operands" : "");
     // Promote vectors to matrices, remembering which dims to drop at the end.
     Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;
     Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
@@ -81,12 +85,9 @@ struct Matmul {
     const int64_t nb = geometry::numel(batch);
     Tensor out = empty(with(n, m), TensorOptions(a.dtype()).device(a.device()));
     if (out.numel() > 0 && out.is_cuda()) {
-      // As on the CPU (and in PyTorch), float8 products go through scaled_mm, never plain matmul.
-      TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && !is_float8(a.dtype()), "matmul: \"addmm_cuda\" not implemented for '",
-                             dtype_name(a.dtype()), "'", is_float8(a.dtype()) ? ": use scaled_mm for float8 operands" : "");
       const kernels::cuda::Matrix ma = cuda_operand(x, *xs, n, k), mb = cuda_operand(y, *ys, k, m);
       kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(out.dtype()), nb, n, m, k, ma, mb,
-                            out.data_ptr(), nullptr, nullptr);
+                            out.data_ptr(), nullptr, nullptr, cuda::allow_tf32());
     } else if (out.numel() > 0) {
       kernels::matmul(a.dtype(), nb, n, m, k, {x.data_ptr(), *xs, x.stride(-2), x.stride(-1)},
                       {y.data_ptr(), *ys, y.stride(-2), y.stride(-1)}, out.data_ptr());
@@ -147,7 +148,7 @@ struct ScaledMm {
     const kernels::cuda::Matrix ma = cuda_operand(x, xs, m, k), mb = cuda_operand(y, ys, k, n);
     Tensor sa = scale_a.to(device).contiguous(), sb = scale_b.to(device).contiguous();
     kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(out_dtype), 1, m, n, k, ma, mb, out.data_ptr(),
-                          static_cast<const float*>(sa.data_ptr()), static_cast<const float*>(sb.data_ptr()));
+                          static_cast<const float*>(sa.data_ptr()), static_cast<const float*>(sb.data_ptr()), false);
     return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor&, const Tensor&, Dtype) {

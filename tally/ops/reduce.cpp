@@ -259,8 +259,9 @@ struct Reduce {
       std::vector<int64_t> order = kept;
       order.insert(order.end(), reduced.begin(), reduced.end());
       Tensor rows = src.permute(order).contiguous();
+      Tensor scratch = empty({kernels::cuda::reduce_rows_scratch_bytes()}, TensorOptions(kUInt8).device(x.device()));
       kernels::cuda::reduce_rows(Def::cuda_op, static_cast<uint8_t>(src.dtype()), rows.data_ptr(), outer, inner,
-                                 static_cast<uint8_t>(out_dtype), out.data_ptr());
+                                 static_cast<uint8_t>(out_dtype), out.data_ptr(), scratch.data_ptr());
       return out;
     }
     dispatch(src.dtype(), Def::name, [&]<class T>() {

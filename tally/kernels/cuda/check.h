@@ -1,7 +1,7 @@
 #pragma once
-// Error checks for the CUDA kernel sources (private to tally/kernels/cuda). A failed CUDA or
-// cuBLASLt call throws std::runtime_error naming the call, the library's message and where it
-// was made; the library's op layer turns it into its own error type.
+// Error checks for the CUDA sources (the kernels here and the runtime in tally/cuda). A failed
+// CUDA or cuBLASLt call raises, through kernels::cuda::raise_error (tally::DeviceError), naming
+// the call, the library's message and where it was made.
 //
 // Launches are asynchronous, so a fault inside a kernel surfaces at a later call (often the
 // next synchronising copy); LAUNCH_CHECK() only catches what the launch itself rejected
@@ -9,13 +9,14 @@
 
 #include <cuda_runtime.h>
 
-#include <stdexcept>
 #include <string>
+
+#include "tally/kernels/cuda/kernels.h"
 
 namespace tally::kernels::cuda::detail {
 
 [[noreturn]] inline void throw_call_error(const char* call, const char* message, const char* file, int line) {
-  throw std::runtime_error(std::string(call) + " failed: " + message + " (" + file + ":" + std::to_string(line) + ")");
+  raise_error(std::string("CUDA error: ") + call + " failed: " + message + " (" + file + ":" + std::to_string(line) + ")");
 }
 
 }  // namespace tally::kernels::cuda::detail
@@ -23,8 +24,10 @@ namespace tally::kernels::cuda::detail {
 #define CUDA_CHECK(call)                                                                              \
   do {                                                                                                \
     const cudaError_t tally_err_ = (call);                                                            \
-    if (tally_err_ != cudaSuccess)                                                                    \
+    if (tally_err_ != cudaSuccess) {                                                                  \
+      cudaGetLastError(); /* clear a non-sticky error so the next call starts clean */                \
       ::tally::kernels::cuda::detail::throw_call_error(#call, cudaGetErrorString(tally_err_), __FILE__, __LINE__); \
+    }                                                                                                 \
   } while (0)
 
 // Needs cublasLt.h included before use.

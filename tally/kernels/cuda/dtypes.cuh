@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -158,7 +157,7 @@ inline int dtype_size(uint8_t d) {
 }
 
 [[noreturn]] inline void unsupported(const char* what, uint8_t dtype) {
-  throw std::runtime_error(std::string("tally CUDA kernel ") + what + ": dtype " + dtype_name(dtype) +
+  raise_error(std::string("tally CUDA kernel ") + what + ": dtype " + dtype_name(dtype) +
                            " not supported");
 }
 

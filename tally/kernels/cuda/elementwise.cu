@@ -254,16 +254,16 @@ void launch(const Launch& l, const F& f, const char* what) {
   constexpr int N = 1 + sizeof...(TI);
   if (l.numel <= 0) return;
   if (l.noperands != N)
-    throw std::runtime_error(std::string("tally CUDA kernel ") + what + ": expected " + std::to_string(N) +
+    raise_error(std::string("tally CUDA kernel ") + what + ": expected " + std::to_string(N) +
                              " operands, got " + std::to_string(l.noperands));
   constexpr int kSizes[N] = {static_cast<int>(sizeof(TO)), static_cast<int>(sizeof(TI))...};
   for (int k = 0; k < N; ++k) {
     if (dtype_size(l.op[k].dtype) != kSizes[k])
-      throw std::runtime_error(std::string("tally CUDA kernel ") + what + ": operand " + std::to_string(k) +
+      raise_error(std::string("tally CUDA kernel ") + what + ": operand " + std::to_string(k) +
                                " has dtype " + dtype_name(l.op[k].dtype) + ", not the one dispatched");
   }
   if (l.op[0].is_inline || l.op[0].data == nullptr)
-    throw std::runtime_error(std::string("tally CUDA kernel ") + what + ": the output has no device memory");
+    raise_error(std::string("tally CUDA kernel ") + what + ": the output has no device memory");
 
   Inputs<N - 1> in{};
   for (int k = 1; k < N; ++k) {
@@ -476,7 +476,7 @@ struct FillF {
 void expect_dtype(const Launch& l, int first, int last, uint8_t id, const char* what) {
   for (int k = first; k <= last && k < l.noperands; ++k) {
     if (l.op[k].dtype != id)
-      throw std::runtime_error(std::string("tally CUDA kernel ") + what + ": operand " + std::to_string(k) +
+      raise_error(std::string("tally CUDA kernel ") + what + ": operand " + std::to_string(k) +
                                " is " + dtype_name(l.op[k].dtype) + ", expected " + dtype_name(id));
   }
 }
@@ -527,7 +527,7 @@ void binary(BinaryOp op, const Launch& l) {
     case BinaryOp::Gt:
     case BinaryOp::Ge: return compare(op, l);
   }
-  throw std::runtime_error("tally CUDA kernel binary: unknown op");
+  raise_error("tally CUDA kernel binary: unknown op");
 }
 
 void unary(UnaryOp op, const Launch& l) {
@@ -548,7 +548,7 @@ void unary(UnaryOp op, const Launch& l) {
     case UnaryOp::GeluErf: return unary_with<UnaryOp::GeluErf, kFloatDtypes>(l);
     case UnaryOp::GeluTanh: return unary_with<UnaryOp::GeluTanh, kFloatDtypes>(l);
   }
-  throw std::runtime_error("tally CUDA kernel unary: unknown op");
+  raise_error("tally CUDA kernel unary: unknown op");
 }
 
 void pow_scalar(const Launch& l, double e) {

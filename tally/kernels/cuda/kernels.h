@@ -8,8 +8,14 @@
 // Float32, Float64, Float16, BFloat16, Float8_e4m3fn, Float8_e5m2, Int32, Int64, UInt8, Bool).
 
 #include <cstdint>
+#include <string>
 
 namespace tally::kernels::cuda {
+
+/// Every failure of the CUDA side (a CUDA or cuBLASLt call, an argument a kernel cannot take)
+/// ends here. Defined by the library (tally/cuda/runtime.cpp): it throws tally::DeviceError, so
+/// the user gets the library's typed error, whichever layer failed.
+[[noreturn]] void raise_error(const std::string& message);
 
 inline constexpr int kMaxDims = 8;
 inline constexpr int kMaxOperands = 4;
@@ -56,8 +62,11 @@ void fill(const Launch& l, const unsigned char value[8]);
 
 /// Reductions over the innermost `inner` elements of `outer` contiguous rows.
 enum class ReduceOp : uint8_t { Sum, Prod, Amax, Amin, Argmax, Argmin, Any, All };
+/// `scratch` is device memory of reduce_rows_scratch_bytes() for the partial results of rows split
+/// into chunks; the caller takes it from the library's allocator, so it is on the books.
 void reduce_rows(ReduceOp op, uint8_t in_dtype, const void* in, int64_t outer, int64_t inner, uint8_t out_dtype,
-                 void* out);
+                 void* out, void* scratch);
+int64_t reduce_rows_scratch_bytes();
 
 /// Softmax or log-softmax of `rows` contiguous rows of length n (floating dtypes, computed in float32
 /// or float64).
@@ -71,8 +80,8 @@ struct Matrix {
 };
 /// C[b] = A[b] · B[b] (M×K times K×N), C dense row-major in `out_dtype`, through cuBLASLt. For
 /// float8 operands `scale_a` and `scale_b` (device float scalars, may be null for 1) multiply
-/// the product, as torch._scaled_mm does. float32 uses TF32 when allow_tf32() is set.
+/// the product, as torch._scaled_mm does. float32 runs on TF32 tensor cores when `tf32`.
 void matmul(uint8_t in_dtype, uint8_t out_dtype, int64_t batch, int64_t M, int64_t N, int64_t K, Matrix A, Matrix B,
-            void* C, const float* scale_a, const float* scale_b);
+            void* C, const float* scale_a, const float* scale_b, bool tf32);
 
 }  // namespace tally::kernels::cuda

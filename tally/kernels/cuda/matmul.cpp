@@ -20,15 +20,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 
 #include "tally/kernels/cuda/check.h"
 #include "tally/kernels/cuda/kernels.h"
-
-/// Whether float32 products may use TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32);
-/// defined by the library.
-extern "C" bool tally_cuda_allow_tf32();
 
 namespace tally::kernels::cuda {
 
@@ -64,13 +59,13 @@ cudaDataType_t data_type(uint8_t d) {
     case kBFloat16: return CUDA_R_16BF;
     case kFloat8_e4m3fn: return CUDA_R_8F_E4M3;
     case kFloat8_e5m2: return CUDA_R_8F_E5M2;
-    default: throw std::runtime_error(std::string("matmul (CUDA): dtype ") + dtype_name(d) + " not supported");
+    default: raise_error(std::string("matmul (CUDA): dtype ") + dtype_name(d) + " not supported");
   }
 }
 
 bool is_float8(uint8_t d) { return d == kFloat8_e4m3fn || d == kFloat8_e5m2; }
 
-[[noreturn]] void fail(const std::string& what) { throw std::runtime_error("matmul (CUDA): " + what); }
+[[noreturn]] void fail(const std::string& what) { raise_error("matmul (CUDA): " + what); }
 
 /// The transpose of a row-major R x S operand as cuBLASLt takes it: column-major storage
 /// (rows x cols, leading dimension ld) and whether cuBLASLt must transpose it.
@@ -225,7 +220,7 @@ std::unique_ptr<Plan> make_plan(const Key& k, cublasLtHandle_t handle) {
 }  // namespace
 
 void matmul(uint8_t in_dtype, uint8_t out_dtype, int64_t batch, int64_t M, int64_t N, int64_t K, Matrix A, Matrix B,
-            void* C, const float* scale_a, const float* scale_b) {
+            void* C, const float* scale_a, const float* scale_b, bool tf32) {
   // The dtypes cuBLASLt takes for these inputs (C is never read: beta is 0).
   switch (in_dtype) {
     case kFloat32:
@@ -265,7 +260,7 @@ void matmul(uint8_t in_dtype, uint8_t out_dtype, int64_t batch, int64_t M, int64
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   const int64_t esize = element_size(in_dtype);
-  Key key{device, in_dtype, out_dtype, in_dtype == kFloat32 && tally_cuda_allow_tf32(), N, M, K, batch, ta.trans,
+  Key key{device, in_dtype, out_dtype, in_dtype == kFloat32 && tf32, N, M, K, batch, ta.trans,
           tb.trans, ta.ld, tb.ld, B.batch_stride, A.batch_stride,
           alignment(B.data, B.batch_stride * esize, batch), alignment(A.data, A.batch_stride * esize, batch),
           alignment(C, M * N * element_size(out_dtype), batch)};

@@ -12,7 +12,6 @@
 // float64 for float64, int64 for integers and bool.
 
 #include <algorithm>
-#include <mutex>
 
 #include "tally/kernels/cuda/dtypes.cuh"
 #include "tally/kernels/cuda/kernels.h"
@@ -220,33 +219,17 @@ __global__ void __launch_bounds__(kBlock)
 constexpr int64_t kGroupMaxInner = 1024;
 constexpr int64_t kMinChunk = 16384;  // elements; a chunk smaller than this is not worth a block
 
-/// Device memory for the chunks' partial results: one buffer per device, made on first use and
-/// kept. Kernels on the one stream use it in turn, so reuse needs no synchronisation; a pool
-/// allocation per call (cudaMallocAsync) would go back to the driver at every synchronisation.
-void* scratch(size_t bytes) {
-  constexpr int kMaxDevices = 64;
-  static std::mutex mutex;
-  static void* buffers[kMaxDevices] = {};
-  static size_t sizes[kMaxDevices] = {};
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  if (device >= kMaxDevices) throw std::runtime_error("tally CUDA kernel reduce_rows: device id out of range");
-  std::lock_guard<std::mutex> lock(mutex);
-  if (sizes[device] < bytes) {
-    if (buffers[device]) CUDA_CHECK(cudaFree(buffers[device]));  // waits for kernels still reading it
-    buffers[device] = nullptr;
-    sizes[device] = 0;
-    CUDA_CHECK(cudaMalloc(&buffers[device], bytes));
-    sizes[device] = bytes;
-  }
-  return buffers[device];
-}
+/// Blocks that fill the GPU twice over; rows are split into chunks until there are this many.
+int64_t target_blocks() { return static_cast<int64_t>(sm_count()) * (2048 / kBlock) * 2; }
+
+/// The largest partial result (argmax of a double: value and index).
+constexpr int64_t kLargestAcc = 16;
 
 /// Every block launched at once (as for elementwise: a full grid beats a looping one on an H100).
 unsigned grid(int64_t blocks) { return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, INT32_MAX)); }
 
 template <class T, class R>
-void run(const T* in, int64_t outer, int64_t inner, uint8_t out_dtype, void* out, const R& r) {
+void run(const T* in, int64_t outer, int64_t inner, uint8_t out_dtype, void* out, void* scratch, const R& r) {
   if (inner <= kGroupMaxInner) {
     // About four 16-byte packs per lane (loads in flight together), at most a warp per row.
     const int64_t packs = ceil_div(inner, 16 / static_cast<int64_t>(sizeof(T)));
@@ -261,7 +244,7 @@ void run(const T* in, int64_t outer, int64_t inner, uint8_t out_dtype, void* out
     return;
   }
   // Enough blocks to fill the GPU twice over: split rows into chunks when there are too few rows.
-  const int64_t target = static_cast<int64_t>(sm_count()) * (2048 / kBlock) * 2;
+  const int64_t target = target_blocks();
   int64_t chunks = 1;
   if (outer < target) chunks = std::max<int64_t>(1, std::min(ceil_div(target, outer), inner / kMinChunk));
   // Chunks start on a multiple of 256 elements, so they keep the row's 16-byte alignment.
@@ -273,11 +256,10 @@ void run(const T* in, int64_t outer, int64_t inner, uint8_t out_dtype, void* out
     LAUNCH_CHECK();
     return;
   }
-  // outer * chunks < 2 * target: the first call sizes the buffer for every later one.
-  constexpr size_t kLargestAcc = 16;  // argmax of a double
+  // outer < target and chunks <= ceil(target / outer), so outer * chunks < 2 * target partial
+  // results: reduce_rows_scratch_bytes() holds them.
   static_assert(sizeof(Acc) <= kLargestAcc);
-  const size_t bytes = std::max(static_cast<size_t>(outer * chunks) * sizeof(Acc), static_cast<size_t>(2 * target) * kLargestAcc);
-  auto* partial = static_cast<Acc*>(scratch(bytes));
+  auto* partial = static_cast<Acc*>(scratch);
   reduce_block_kernel<T, R><<<grid(outer * chunks), kBlock>>>(in, outer, inner, chunk, chunks, out, out_dtype, partial, r);
   LAUNCH_CHECK();
   combine_kernel<R><<<grid(ceil_div(outer, kWarps)), kBlock>>>(partial, outer, chunks, out, out_dtype, r);
@@ -286,8 +268,10 @@ void run(const T* in, int64_t outer, int64_t inner, uint8_t out_dtype, void* out
 
 }  // namespace
 
+int64_t reduce_rows_scratch_bytes() { return 2 * target_blocks() * kLargestAcc; }
+
 void reduce_rows(ReduceOp op, uint8_t in_dtype, const void* in, int64_t outer, int64_t inner, uint8_t out_dtype,
-                 void* out) {
+                 void* out, void* scratch) {
   if (outer <= 0) return;
   if (dtype_size(out_dtype) == 0) unsupported("reduce_rows (output)", out_dtype);
   dispatch<kArithDtypes>(in_dtype, "reduce_rows", [&](auto t) {
@@ -295,16 +279,16 @@ void reduce_rows(ReduceOp op, uint8_t in_dtype, const void* in, int64_t outer, i
     using C = compute_t<T>;
     const T* x = static_cast<const T*>(in);
     switch (op) {
-      case ReduceOp::Sum: return run(x, outer, inner, out_dtype, out, SumProdR<C, false>{});
-      case ReduceOp::Prod: return run(x, outer, inner, out_dtype, out, SumProdR<C, true>{});
-      case ReduceOp::Amax: return run(x, outer, inner, out_dtype, out, ExtremeR<C, true>{});
-      case ReduceOp::Amin: return run(x, outer, inner, out_dtype, out, ExtremeR<C, false>{});
-      case ReduceOp::Argmax: return run(x, outer, inner, out_dtype, out, ArgR<C, true>{});
-      case ReduceOp::Argmin: return run(x, outer, inner, out_dtype, out, ArgR<C, false>{});
-      case ReduceOp::Any: return run(x, outer, inner, out_dtype, out, LogicalR<C, true>{});
-      case ReduceOp::All: return run(x, outer, inner, out_dtype, out, LogicalR<C, false>{});
+      case ReduceOp::Sum: return run(x, outer, inner, out_dtype, out, scratch, SumProdR<C, false>{});
+      case ReduceOp::Prod: return run(x, outer, inner, out_dtype, out, scratch, SumProdR<C, true>{});
+      case ReduceOp::Amax: return run(x, outer, inner, out_dtype, out, scratch, ExtremeR<C, true>{});
+      case ReduceOp::Amin: return run(x, outer, inner, out_dtype, out, scratch, ExtremeR<C, false>{});
+      case ReduceOp::Argmax: return run(x, outer, inner, out_dtype, out, scratch, ArgR<C, true>{});
+      case ReduceOp::Argmin: return run(x, outer, inner, out_dtype, out, scratch, ArgR<C, false>{});
+      case ReduceOp::Any: return run(x, outer, inner, out_dtype, out, scratch, LogicalR<C, true>{});
+      case ReduceOp::All: return run(x, outer, inner, out_dtype, out, scratch, LogicalR<C, false>{});
     }
-    throw std::runtime_error("tally CUDA kernel reduce_rows: unknown op");
+    raise_error("tally CUDA kernel reduce_rows: unknown op");
   });
 }
 

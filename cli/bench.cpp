@@ -82,10 +82,7 @@ MeasuredPeaks measure_peaks() {
   const auto stream = accounting::measure_stream(int64_t{256} << 20, cores);
   p.stream_triad_bytes = stream.triad_bytes_per_sec;
   p.stream_read_bytes = stream.read_bytes_per_sec;
-  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  p.measured_at = buf;
+  p.measured_at = accounting::utc_timestamp();
   return p;
 }
 

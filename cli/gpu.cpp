@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -46,19 +45,6 @@ void require_gpu(const Device& device) {
                    cuda::device_count(), ")");
   TALLY_CHECK_TYPE(DeviceError, device.index() < cuda::device_count(), "no ", device.str(), ": this machine has ",
                    cuda::device_count(), " GPU(s)");
-}
-
-/// Median seconds per call of `fn` over 5 rounds of `iters` calls, timed by the GPU.
-double time_on_gpu(int device, const std::function<void()>& fn, int iters) {
-  fn();
-  std::vector<double> t;
-  for (int r = 0; r < 5; ++r) {
-    cuda::detail::EventTimer timer(device);
-    for (int i = 0; i < iters; ++i) fn();
-    t.push_back(timer.elapsed_seconds() / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[2];
 }
 
 /// One (m×k)·(k×n) product in `dtype` on `device`, as a callable; float8 goes through scaled_mm
@@ -126,7 +112,7 @@ nlohmann::json measure_gpu(const Device& device) {
     try {
       TfGuard tf(std::string(d.name) == "tf32");
       auto fn = matmul_call(d.name, s, s, s, device, keep);
-      const double secs = time_on_gpu(dev, fn, std::string(d.name) == "float32" ? 2 : 10);
+      const double secs = cuda::time_per_call(dev, fn, std::string(d.name) == "float32" ? 2 : 10);
       j["flops_per_sec"][d.peak_name] = 2.0 * s * s * s / secs;
     } catch (const Error& e) {
       fmt::print("  {}: not measured ({})\n", d.name, e.what());
@@ -137,14 +123,11 @@ nlohmann::json measure_gpu(const Device& device) {
     const int64_t n = int64_t{1} << 28;  // 1 GiB of float32
     Tensor x = empty({n}, device), y = empty({n}, device);
     x.fill_(1);
-    const double secs = time_on_gpu(dev, [&] { y.copy_(x); }, 10);
+    const double secs = cuda::time_per_call(dev, [&] { y.copy_(x); }, 10);
     j["copy_bytes_per_sec"] = 2.0 * n * 4 / secs;  // read + written
   }
   cuda::empty_cache();
-  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  j["measured_at"] = buf;
+  j["measured_at"] = accounting::utc_timestamp();
   return j;
 }
 

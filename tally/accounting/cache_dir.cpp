@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 
 #include "tally/error/error.h"
@@ -36,6 +38,15 @@ void write_file_atomically(const fs::path& path, const std::string& contents) {
     fs::remove(tmp, ec);
     throw IOError(detail::str_cat("cannot replace ", path.string(), ": ", ec.message()));
   }
+}
+
+std::string utc_timestamp() {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
 }
 
 }  // namespace tally::accounting

@@ -14,4 +14,7 @@ std::filesystem::path cache_dir();
 /// so a reader or a crash never sees half a file. Creates the folder. Raises IOError on failure.
 void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
 
+/// Now in UTC, ISO 8601 ("2026-11-23T10:00:52Z"): when a stored measurement was taken.
+std::string utc_timestamp();
+
 }  // namespace tally::accounting

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tally/ops/apply.h"
+#include "tally/ops/cost.h"
 
 namespace tally::accounting {
 

@@ -8,12 +8,20 @@
 namespace tally::accounting {
 
 MemoryStats MemoryTracker::now() const {
-  return device_.is_cpu() ? CpuAllocator::get().stats() : cuda::memory_stats(device_.index());
+  switch (device_.type()) {
+    case kCPU: return CpuAllocator::get().stats();
+    case kMeta: return meta_memory::stats();
+    case kCUDA: break;
+  }
+  return cuda::memory_stats(device_.index());
 }
 
 MemoryTracker::MemoryTracker(Device device) : device_(device), start_allocated_(now().total_allocated_bytes) {
-  if (device_.is_cpu()) CpuAllocator::get().reset_peak_stats();
-  else cuda::reset_peak_memory_stats(device_.index());
+  switch (device_.type()) {
+    case kCPU: CpuAllocator::get().reset_peak_stats(); break;
+    case kMeta: meta_memory::reset_peak_stats(); break;
+    case kCUDA: cuda::reset_peak_memory_stats(device_.index()); break;
+  }
 }
 
 int64_t MemoryTracker::allocated_bytes(MemoryCategory c) const { return now().allocated_bytes[static_cast<size_t>(c)]; }

@@ -11,7 +11,8 @@
 namespace tally::accounting {
 
 /// A scope over the process's memory counters of one device (the CPU unless given): peaks
-/// restart when it is created, and allocated_since_start() measures what the scope added.
+/// restart when it is created, and allocated_since_start() measures what the scope added. On the
+/// meta device it reports what the same program would hold on a real one (a prediction).
 class MemoryTracker {
  public:
   /// Start tracking `device`: remember the current allocation and restart the peaks.

@@ -84,19 +84,31 @@ void bump_peak(int64_t value, int64_t& peak) { peak = std::max(peak, value); }
 
 }  // namespace
 
+void MemoryStats::add_live(int64_t nbytes, MemoryCategory category) {
+  auto c = static_cast<size_t>(category);
+  allocated_bytes[c] += nbytes;
+  total_allocated_bytes += nbytes;
+  bump_peak(allocated_bytes[c], peak_allocated_bytes[c]);
+  bump_peak(total_allocated_bytes, peak_total_allocated_bytes);
+}
+
+void MemoryStats::remove_live(int64_t nbytes, MemoryCategory category) {
+  allocated_bytes[static_cast<size_t>(category)] -= nbytes;
+  total_allocated_bytes -= nbytes;
+}
+
+void MemoryStats::reset_peaks() {
+  peak_allocated_bytes = allocated_bytes;
+  peak_total_allocated_bytes = total_allocated_bytes;
+  peak_reserved_bytes = reserved_bytes;
+}
+
 CpuAllocator& CpuAllocator::get() {
   static CpuAllocator a;
   return a;
 }
 
-void CpuAllocator::note_allocated(int64_t nbytes, MemoryCategory category) {
-  State& s = state();
-  auto c = static_cast<size_t>(category);
-  s.stats.allocated_bytes[c] += nbytes;
-  s.stats.total_allocated_bytes += nbytes;
-  bump_peak(s.stats.allocated_bytes[c], s.stats.peak_allocated_bytes[c]);
-  bump_peak(s.stats.total_allocated_bytes, s.stats.peak_total_allocated_bytes);
-}
+void CpuAllocator::note_allocated(int64_t nbytes, MemoryCategory category) { state().stats.add_live(nbytes, category); }
 
 void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
   TALLY_CHECK(nbytes >= 0, "allocate: negative size ", nbytes);
@@ -126,8 +138,7 @@ void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
     if (!p) {
       {
         std::lock_guard lock(s.mu);
-        s.stats.allocated_bytes[static_cast<size_t>(category)] -= nbytes;
-        s.stats.total_allocated_bytes -= nbytes;
+        s.stats.remove_live(nbytes, category);
         s.stats.reserved_bytes -= cls;
       }
       out_of_memory(nbytes);
@@ -174,13 +185,11 @@ void CpuAllocator::out_of_memory(int64_t nbytes) const {
 void CpuAllocator::deallocate(void* ptr, int64_t nbytes, MemoryCategory category) {
   if (!ptr) return;
   State& s = state();
-  auto c = static_cast<size_t>(category);
   if (is_small(nbytes)) {
     const int64_t cls = small_class_bytes(nbytes);
     {
       std::lock_guard lock(s.mu);
-      s.stats.allocated_bytes[c] -= nbytes;
-      s.stats.total_allocated_bytes -= nbytes;
+      s.stats.remove_live(nbytes, category);
       if (s.stats.cached_bytes + cls <= s.cache_limit) {
         s.free_small[static_cast<size_t>(small_class_index(cls))].push_back(ptr);
         s.stats.cached_bytes += cls;
@@ -195,8 +204,7 @@ void CpuAllocator::deallocate(void* ptr, int64_t nbytes, MemoryCategory category
   bool release = false;
   {
     std::lock_guard lock(s.mu);
-    s.stats.allocated_bytes[c] -= nbytes;
-    s.stats.total_allocated_bytes -= nbytes;
+    s.stats.remove_live(nbytes, category);
     if (s.stats.cached_bytes + cls <= s.cache_limit) {
       s.free_blocks.emplace(cls, ptr);
       s.stats.cached_bytes += cls;
@@ -212,9 +220,8 @@ void CpuAllocator::recategorize(int64_t nbytes, MemoryCategory from, MemoryCateg
   if (from == to) return;
   State& s = state();
   std::lock_guard lock(s.mu);
-  s.stats.allocated_bytes[static_cast<size_t>(from)] -= nbytes;
-  s.stats.total_allocated_bytes -= nbytes;
-  note_allocated(nbytes, to);
+  s.stats.remove_live(nbytes, from);
+  s.stats.add_live(nbytes, to);
 }
 
 MemoryStats CpuAllocator::stats() const {
@@ -226,9 +233,7 @@ MemoryStats CpuAllocator::stats() const {
 void CpuAllocator::reset_peak_stats() {
   State& s = state();
   std::lock_guard lock(s.mu);
-  s.stats.peak_allocated_bytes = s.stats.allocated_bytes;
-  s.stats.peak_total_allocated_bytes = s.stats.total_allocated_bytes;
-  s.stats.peak_reserved_bytes = s.stats.reserved_bytes;
+  s.stats.reset_peaks();
 }
 
 void CpuAllocator::empty_cache() {

@@ -38,7 +38,25 @@ struct MemoryStats {
   int64_t cached_bytes = 0;         ///< reserved but free, waiting for reuse
   int64_t num_allocs = 0;           ///< allocations requested
   int64_t num_os_allocs = 0;        ///< of which went to the OS (cache misses)
+
+  /// `nbytes` more live bytes of `category`; the peaks follow.
+  void add_live(int64_t nbytes, MemoryCategory category);
+  /// `nbytes` fewer live bytes of `category`.
+  void remove_live(int64_t nbytes, MemoryCategory category);
+  /// Restart the peaks from the current values.
+  void reset_peaks();
 };
+
+/// The meta device's byte counters: a meta storage counts its bytes here as a CPU or GPU storage
+/// counts them in its allocator, but nothing is allocated, so a run on meta tensors predicts
+/// the live and peak bytes by category of the same run on real ones. Thread-safe.
+namespace meta_memory {
+void allocate(int64_t nbytes, MemoryCategory category);
+void deallocate(int64_t nbytes, MemoryCategory category);
+void recategorize(int64_t nbytes, MemoryCategory from, MemoryCategory to);
+MemoryStats stats();
+void reset_peak_stats();
+}  // namespace meta_memory
 
 /// Process-wide CPU allocator with a cache of large blocks. Thread-safe.
 class CpuAllocator {

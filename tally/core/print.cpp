@@ -113,6 +113,16 @@ void render(const Tensor& t, std::vector<int64_t>& idx, bool summarize, const Fo
 
 std::string Tensor::to_string() const {
   if (!defined()) return "[ Tensor (undefined) ]";
+  if (device().is_meta()) {
+    // No values to print: PyTorch's form, tensor(..., device='meta', size=(2, 3)).
+    std::ostringstream os;
+    os << "tensor(..., device='meta', size=(";
+    for (int64_t d = 0; d < dim(); ++d) os << (d ? ", " : "") << size(d);
+    os << (dim() == 1 ? ",)" : ")");
+    if (dtype() != kFloat32) os << ", dtype=torch." << dtype_name(dtype());
+    os << ')';
+    return os.str();
+  }
   if (!is_cpu()) {
     // PyTorch prints a GPU tensor's values like a CPU one's, then names its device.
     std::string s = cpu().to_string();

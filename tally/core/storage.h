@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 #include "tally/core/allocator.h"
 #include "tally/core/device.h"
@@ -23,7 +24,7 @@ class StorageImpl {
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
 
-  /// First byte.
+  /// First byte (null on the meta device, which holds no bytes).
   void* data() const { return data_; }
   /// Size in bytes.
   int64_t nbytes() const { return nbytes_; }
@@ -36,6 +37,16 @@ class StorageImpl {
   MemoryCategory category() const { return category_; }
   /// Move these bytes to another memory category (e.g. a tensor registered as a parameter).
   void set_category(MemoryCategory category);
+
+  // Note [Activations]
+  // The lecture's "activations" are the tensors autograd keeps for backward. A graph node marks
+  // each storage it keeps; while at least one node keeps it, bytes of category Other count as
+  // Activations, and they go back to Other when the last node lets go (backward released it, or
+  // the graph was dropped). Parameters, gradients and optimizer state a node keeps stay theirs.
+  /// A graph node keeps these bytes for backward.
+  void retain_for_backward();
+  /// A node that kept these bytes let them go.
+  void release_for_backward();
 
   /// How many in-place ops have written these bytes (PyTorch's version counter, shared by every
   /// view). Graph nodes remember it for the tensors they save, so a backward that would read
@@ -55,6 +66,8 @@ class StorageImpl {
   bool pinned_ = false;
   std::function<void(void*)> deleter_;  // empty for allocator-owned bytes
   std::atomic<uint64_t> version_{0};
+  std::mutex saved_mu_;   // guards saved_by_nodes_ with the category it decides
+  int saved_by_nodes_ = 0;  // graph nodes keeping these bytes (Note [Activations])
 };
 
 using Storage = std::shared_ptr<StorageImpl>;

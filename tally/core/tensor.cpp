@@ -23,6 +23,9 @@ int64_t Tensor::numel() const { return geometry::numel(impl().sizes); }
 
 void* Tensor::data_ptr() const {
   const TensorImpl& i = impl();
+  TALLY_CHECK_TYPE(NotImplementedError, !i.storage->device().is_meta(), "a meta tensor (", dtype_name(i.dtype),
+                   " of shape ", i.sizes, ") has no data: only its sizes, strides and dtype exist. Make it on a real "
+                   "device to read or write its values");
   return static_cast<char*>(i.storage->data()) + i.storage_offset * tally::element_size(i.dtype);
 }
 
@@ -30,7 +33,7 @@ bool Tensor::is_contiguous() const { return geometry::is_contiguous(impl().sizes
 
 Scalar Tensor::item() const {
   TALLY_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to Scalar");
-  if (!is_cpu()) return cpu().item();
+  if (is_cuda()) return cpu().item();
   return dispatch(dtype(), "item", [&]<class T>() -> Scalar {
     T v = *static_cast<const T*>(data_ptr());
     if constexpr (std::is_same_v<T, bool> || std::is_integral_v<T>) return Scalar(v);

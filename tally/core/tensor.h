@@ -212,6 +212,27 @@ class Tensor {
   Tensor& sub_(Scalar other);
   Tensor& mul_(Scalar other);
   Tensor& div_(Scalar other);
+  Tensor& pow_(Scalar exponent);
+  Tensor& pow_(const Tensor& exponent);
+  /// self + value·t1·t2; self + value·t1/t2; self + weight·(end − self) (the optimizers' steps).
+  Tensor addcmul(const Tensor& t1, const Tensor& t2, Scalar value = 1) const;
+  Tensor addcdiv(const Tensor& t1, const Tensor& t2, Scalar value = 1) const;
+  Tensor lerp(const Tensor& end, Scalar weight) const;
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
+  Tensor& lerp_(const Tensor& end, Scalar weight);
+  Tensor& sqrt_();
+  Tensor& rsqrt_();
+  Tensor& exp_();
+  Tensor& log_();
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& tanh_();
+  Tensor& sigmoid_();
+  Tensor& relu_();
+  Tensor& square_();
+  Tensor& erf_();
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
   Tensor pow(Scalar exponent) const;
   Tensor pow(const Tensor& exponent) const;
   Tensor sqrt() const;

@@ -72,7 +72,6 @@ void* allocate(int64_t nbytes, MemoryCategory category, int device) {
   DeviceState& s = state(device);
   const int64_t cls = block_class(nbytes);
   cudaStream_t stream = current_stream(device);
-  const auto c = static_cast<size_t>(category);
   std::lock_guard lock(s.mu);
   void* p = nullptr;
   auto it = s.free_blocks.find({stream, cls});
@@ -102,10 +101,7 @@ void* allocate(int64_t nbytes, MemoryCategory category, int device) {
     s.stats.peak_reserved_bytes = std::max(s.stats.peak_reserved_bytes, s.stats.reserved_bytes);
   }
   ++s.stats.num_allocs;
-  s.stats.allocated_bytes[c] += nbytes;
-  s.stats.peak_allocated_bytes[c] = std::max(s.stats.peak_allocated_bytes[c], s.stats.allocated_bytes[c]);
-  s.stats.total_allocated_bytes += nbytes;
-  s.stats.peak_total_allocated_bytes = std::max(s.stats.peak_total_allocated_bytes, s.stats.total_allocated_bytes);
+  s.stats.add_live(nbytes, category);
   return p;
 }
 
@@ -116,17 +112,14 @@ void deallocate(void* ptr, int64_t nbytes, MemoryCategory category, int device) 
   std::lock_guard lock(s.mu);
   s.free_blocks[{current_stream(device), cls}].push_back(ptr);
   s.stats.cached_bytes += cls;
-  s.stats.allocated_bytes[static_cast<size_t>(category)] -= nbytes;
-  s.stats.total_allocated_bytes -= nbytes;
+  s.stats.remove_live(nbytes, category);
 }
 
 void recategorize(int64_t nbytes, MemoryCategory from, MemoryCategory to, int device) {
   DeviceState& s = state(device);
   std::lock_guard lock(s.mu);
-  s.stats.allocated_bytes[static_cast<size_t>(from)] -= nbytes;
-  auto t = static_cast<size_t>(to);
-  s.stats.allocated_bytes[t] += nbytes;
-  s.stats.peak_allocated_bytes[t] = std::max(s.stats.peak_allocated_bytes[t], s.stats.allocated_bytes[t]);
+  s.stats.remove_live(nbytes, from);
+  s.stats.add_live(nbytes, to);
 }
 
 }  // namespace detail
@@ -143,9 +136,7 @@ int64_t memory_reserved(int device) { return memory_stats(device).reserved_bytes
 void reset_peak_memory_stats(int device) {
   DeviceState& s = state(device);
   std::lock_guard lock(s.mu);
-  s.stats.peak_allocated_bytes = s.stats.allocated_bytes;
-  s.stats.peak_total_allocated_bytes = s.stats.total_allocated_bytes;
-  s.stats.peak_reserved_bytes = s.stats.reserved_bytes;
+  s.stats.reset_peaks();
 }
 
 void empty_cache() {

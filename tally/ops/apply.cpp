@@ -3,11 +3,16 @@
 #include <cctype>
 #include <mutex>
 #include <set>
+#include <utility>
+
+#include "tally/core/geometry.h"
 
 namespace tally::ops {
 
 namespace detail {
 thread_local OpObserver* tls_observer = nullptr;
+thread_local AutocastHook* tls_autocast = nullptr;
+thread_local bool tls_autocast_done = false;
 thread_local int tls_op_depth = 0;
 }  // namespace detail
 
@@ -51,6 +56,73 @@ Device common_device(std::span<const Tensor* const> tensors) {
 void detail::raise_no_cuda_kernel(std::string_view op) {
   throw NotImplementedError(::tally::detail::str_cat("Could not run '", op, "' with arguments from the 'CUDA' backend: tally has "
                                                      "no CUDA kernel for it yet; move the tensors to the CPU with .cpu() first"));
+}
+
+void detail::raise_no_meta_rule(std::string_view op) {
+  throw NotImplementedError(::tally::detail::str_cat("Could not run '", op, "' with arguments from the 'Meta' backend: it has "
+                                                     "no meta step (its output depends on values a meta tensor does not have)"));
+}
+
+void detail::refuse_out_in_graph(std::string_view op, const Tensor& out, const SmallVector<const Tensor*, 4>& args) {
+  bool any = out.requires_grad();
+  for (const Tensor* t : args) any = any || (t->defined() && t->requires_grad());
+  TALLY_CHECK_TYPE(NotImplementedError, !any, op, "(): functions with out=... arguments don't support automatic "
+                   "differentiation, but one of the arguments requires grad.");
+}
+
+namespace {
+/// PyTorch's canCast: no floating result into an integer tensor, nothing but bool into a bool one.
+bool can_cast(Dtype from, Dtype to) {
+  if (is_floating_point(from) && !is_floating_point(to)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+/// Give `t` fresh contiguous storage of `sizes` (an out= tensor of another shape).
+void resize_output(Tensor& t, IntArrayRef sizes) {
+  Tensor fresh = empty(sizes, TensorOptions(t.dtype()).device(t.device()));
+  TensorImpl& impl = t.impl();
+  impl.storage = fresh.storage();
+  impl.sizes = DimVector(sizes);
+  impl.strides = fresh.impl().strides;
+  impl.storage_offset = 0;
+}
+
+/// Whether two tensors may touch the same bytes (same storage and overlapping byte ranges).
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (!a.is_same_storage(b) || a.numel() == 0 || b.numel() == 0) return false;
+  auto range = [](const Tensor& t) {
+    int64_t lo = t.storage_offset(), hi = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); ++d) (t.stride(d) >= 0 ? hi : lo) += (t.size(d) - 1) * t.stride(d);
+    return std::pair{lo * t.element_size(), (hi + 1) * t.element_size()};
+  };
+  auto [alo, ahi] = range(a);
+  auto [blo, bhi] = range(b);
+  return alo < bhi && blo < ahi;
+}
+}  // namespace
+
+void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable) {
+  TALLY_CHECK_TYPE_ERROR(can_cast(spec.dtype, dst.dtype()), "result type ", dtype_name(spec.dtype),
+                         " can't be cast to the desired output type ", dtype_name(dst.dtype()));
+  if (IntArrayRef(spec.sizes) != dst.sizes()) {
+    TALLY_CHECK(resizable, "output with shape ", dst.sizes(), " doesn't match the broadcast shape ", IntArrayRef(spec.sizes));
+    resize_output(dst, spec.sizes);
+  }
+  geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
+}
+
+bool detail::writes_directly(const OutputSpec& spec, const Tensor& dst, bool elementwise, std::span<const Tensor* const> inputs) {
+  if (spec.dtype != dst.dtype()) return false;
+  if (!elementwise && !dst.is_contiguous()) return false;
+  for (const Tensor* t : inputs) {
+    if (!t->defined() || !may_overlap(*t, dst)) continue;
+    // An elementwise kernel reads index i before it writes index i: the written tensor itself
+    // may be an input, but not a view that lands elsewhere in it.
+    const bool same_view = t->sizes() == dst.sizes() && t->strides() == dst.strides() && t->storage_offset() == dst.storage_offset();
+    if (!elementwise || !same_view) return false;
+  }
+  return true;
 }
 
 void detail::check_saved_version(const Tensor& t, uint64_t saved, const Node& node, const char* role, size_t index) {
@@ -99,6 +171,12 @@ void detail::register_differentiable(std::string_view name) {
 std::vector<std::string> differentiable_ops() {
   std::lock_guard lock(registry_mutex());
   return {registry().begin(), registry().end()};
+}
+
+AutocastHook* set_autocast_hook(AutocastHook* hook) {
+  AutocastHook* previous = detail::tls_autocast;
+  detail::tls_autocast = hook;
+  return previous;
 }
 
 OpObserver* set_op_observer(OpObserver* observer) {

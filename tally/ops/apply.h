@@ -1,17 +1,26 @@
 #pragma once
 // The one path every operator goes through.
 //
-// An operator is a struct with
-//   static constexpr std::string_view name;          // as PyTorch names it
-//   static Tensor forward(const Args&...);           // checks, shape/dtype rule, output, kernel call
-//   static Cost cost(const Tensor& out, const Args&...);  // its FLOPs and bytes, as a formula
-//   static constexpr bool supports_cuda = true;      // optional: forward also runs on the GPU (Note [Devices])
-// and apply<Op>(args...) runs it, timing it and reporting (name, cost, seconds) to the observer
-// the accounting layer installs. Backward rules (the autograd issue) attach here too, so an op
-// stays defined in exactly one place.
+// An operator that computes values is a struct with
+//   static constexpr std::string_view name;                  // as PyTorch names it
+//   static OutputSpec meta(const Args&...);                  // every check; the output's sizes and dtype
+//   static void compute(const Tensor& out, const Args&...);  // the kernel: fills `out` as meta described it
+//   static Cost cost(const Tensor& out, const Args&...);     // its FLOPs and bytes, as a formula
+// and, where they apply,
+//   static TensorList backward(const BackwardContext&, const Args&...);  // its gradient rule
+//   static constexpr bool supports_cuda = true;  // compute also runs on the GPU (Note [Devices])
+//   static constexpr bool elementwise = true;    // out[i] reads inputs at i only (Note [Forms])
+// From that one definition come the functional form apply<Op>(args...), which allocates the
+// output, the in-place form apply_inplace<Op>(self, rest...) and the out= form
+// apply_out<Op>(out, args...) (Note [Forms]), and the run on the meta device (Note [Meta device]).
+// Each form reports (name, cost, seconds) to the observer the accounting layer installs, and the
+// functional form attaches the backward node, so an op stays defined in exactly one place.
+//
+// An op that makes no new values (a view, which aliases its input; a composite of other ops)
+// defines `static Tensor forward(const Args&...)` instead of meta and compute.
 //
 // Note [Nested ops]
-// An op's forward may call other ops (reshape calls contiguous, matmul may copy an operand).
+// An op's compute may call other ops (reshape calls contiguous, matmul may copy an operand).
 // Those inner calls are part of the outer op: its declared cost covers them, so apply() does not
 // report them a second time.
 
@@ -29,29 +38,57 @@
 #include "tally/core/autograd_meta.h"
 #include "tally/core/tensor.h"
 #include "tally/cuda/runtime.h"
+#include "tally/ops/cost.h"
+#include "tally/ops/creation.h"
 
 namespace tally::ops {
 
-/// What one op run cost. Conventions: a (M×K)·(K×N) matmul is 2·M·N·K FLOPs; elementwise math
-/// is one FLOP per output element per arithmetic step; views cost nothing; bytes are counted at
-/// the tensors' dtypes.
-struct Cost {
-  int64_t flops = 0;
-  int64_t bytes_read = 0;
-  int64_t bytes_written = 0;
-  Cost& operator+=(const Cost& o) {
-    flops += o.flops; bytes_read += o.bytes_read; bytes_written += o.bytes_written;
-    return *this;
-  }
+/// What an op's meta step decides about its output: sizes and dtype, and the device when it is
+/// not the device of the op's tensors (a factory, a copy to another device).
+struct OutputSpec {
+  DimVector sizes;
+  Dtype dtype = kFloat32;
+  std::optional<Device> device = std::nullopt;
 };
 
-/// Receives every top-level op that runs (installed by accounting::FlopCounter).
-class OpObserver {
+// Note [Forms]
+// One op definition gives three forms, as in PyTorch:
+//   functional  y = op(a, b)        apply allocates y from meta's spec and computes into it;
+//   in-place    a.op_(b)            the result is written into a (the first argument);
+//   out=        op_out(out, a, b)   the result is written into a given tensor.
+// The in-place and out= forms follow PyTorch's rules: the result dtype must cast to the written
+// tensor's (no floating result into an integer tensor, nothing but bool into a bool one); in
+// place, the result's shape must be self's; an out= tensor of another shape is resized (it gets
+// fresh storage of the result's shape, which its other views do not see). The kernel writes the
+// tensor directly when it can: same dtype, and either the op is `elementwise` (any strides, and
+// an input may be the written tensor itself) or the tensor is contiguous and shares no memory
+// with an input. Otherwise the op computes into a temporary and copies it over, inside the op.
+// Neither form can be recorded by autograd: in place is refused on tensors in a graph
+// (Note [Version counter]), out= when any argument requires grad, as in PyTorch.
+
+// Note [Meta device]
+// A tensor on the meta device has sizes, strides and a dtype but no bytes. An op on meta tensors
+// runs its meta step only: every check and shape rule, the output's allocation (which the meta
+// device counts but never makes, core/allocator.h), the ledger row with its cost, the backward
+// node. So a model run on meta tensors gives the real run's FLOPs and, by category, its memory,
+// in the time it takes to walk the graph. Ops defined by `forward` run it on meta tensors only
+// if they say `static constexpr bool forward_on_meta = true;` (views and composites of other
+// ops); any other op refuses meta tensors with NotImplementedError naming itself.
+
+// Note [Autocast]
+// A mixed-precision layer installs an AutocastHook (set_autocast_hook), as the accounting layer
+// installs its observer: ops never include it. Before a top-level functional op checks its
+// arguments, the hook may name a dtype for the op's floating-point tensor inputs; apply casts
+// them (each cast is an op of its own, recorded and differentiable) and runs the op on the casts.
+class AutocastHook {
  public:
-  virtual ~OpObserver() = default;
-  /// Called after op `name` ran, with its declared cost and measured wall time.
-  virtual void on_op(std::string_view name, const Cost& cost, double seconds) = 0;
+  virtual ~AutocastHook() = default;
+  /// The dtype `op`'s floating inputs should be cast to, or nullopt to run the op as called.
+  virtual std::optional<Dtype> input_dtype(std::string_view op, std::span<const Tensor* const> inputs) = 0;
 };
+
+/// Install (or, with nullptr, remove) the autocast hook for the calling thread; returns the previous one.
+AutocastHook* set_autocast_hook(AutocastHook* hook);
 
 // Note [Devices]
 // An op runs where its tensors are. apply() finds that device (common_device) and refuses a call
@@ -74,22 +111,6 @@ inline Device common_device(std::initializer_list<const Tensor*> tensors) {
 /// Names of every op with a backward rule, sorted (the registry gradcheck tests walk).
 std::vector<std::string> differentiable_ops();
 
-/// Install (or, with nullptr, remove) the observer for the calling thread; returns the previous one.
-OpObserver* set_op_observer(OpObserver* observer);
-
-namespace detail {
-extern thread_local OpObserver* tls_observer;
-extern thread_local int tls_op_depth;
-
-/// Marks that an op is running on this thread (Note [Nested ops]).
-struct OpDepthGuard {
-  OpDepthGuard() { ++tls_op_depth; }
-  ~OpDepthGuard() { --tls_op_depth; }
-  OpDepthGuard(const OpDepthGuard&) = delete;
-  OpDepthGuard& operator=(const OpDepthGuard&) = delete;
-};
-}  // namespace detail
-
 /// What a backward rule receives besides the op's own arguments.
 struct BackwardContext {
   const Tensor& grad;               ///< gradient of the op's output
@@ -101,6 +122,19 @@ struct BackwardContext {
 
 namespace detail {
 
+extern thread_local OpObserver* tls_observer;
+extern thread_local AutocastHook* tls_autocast;
+extern thread_local bool tls_autocast_done;  // the op being run already went through the hook
+extern thread_local int tls_op_depth;
+
+/// Marks that an op is running on this thread (Note [Nested ops]).
+struct OpDepthGuard {
+  OpDepthGuard() { ++tls_op_depth; }
+  ~OpDepthGuard() { --tls_op_depth; }
+  OpDepthGuard(const OpDepthGuard&) = delete;
+  OpDepthGuard& operator=(const OpDepthGuard&) = delete;
+};
+
 /// How an argument is kept in a graph node: views of caller memory become owned copies.
 template <class T> struct stored { using type = std::decay_t<T>; };
 template <> struct stored<IntArrayRef> { using type = std::vector<int64_t>; };
@@ -110,21 +144,29 @@ template <class T> stored_t<T> store(const T& v) {
   else return v;
 }
 
-/// The tensors among an op's arguments, in order (a TensorList contributes each element).
+/// Calls f on each tensor among an op's arguments, in order (a TensorList gives each element).
+template <class F, class... Args>
+void for_each_tensor(F&& f, const Args&... args) {
+  [[maybe_unused]] auto visit = [&](const auto& a) {
+    using A = std::decay_t<decltype(a)>;
+    if constexpr (std::is_same_v<A, Tensor>) f(a);
+    else if constexpr (std::is_same_v<A, TensorList>) for (const Tensor& t : a) f(t);
+  };
+  (visit(args), ...);
+}
+
+/// The tensors among an op's arguments, in order.
 template <class... Args>
 SmallVector<const Tensor*, 4> tensor_args(const Args&... args) {
   SmallVector<const Tensor*, 4> out;
-  auto add = [&](const auto& a) {
-    using A = std::decay_t<decltype(a)>;
-    if constexpr (std::is_same_v<A, Tensor>) out.push_back(&a);
-    else if constexpr (std::is_same_v<A, TensorList>) for (const Tensor& t : a) out.push_back(&t);
-  };
-  (add(args), ...);
+  for_each_tensor([&](const Tensor& t) { out.push_back(&t); }, args...);
   return out;
 }
 
 /// NotImplementedError for an op with no CUDA kernel given a CUDA tensor.
 [[noreturn]] void raise_no_cuda_kernel(std::string_view op);
+/// NotImplementedError for an op with no meta step given a meta tensor.
+[[noreturn]] void raise_no_meta_rule(std::string_view op);
 
 /// Whether Op declares a CUDA forward (Note [Devices]).
 template <class Op>
@@ -133,18 +175,72 @@ constexpr bool supports_cuda() {
   else return false;
 }
 
-/// The device Op runs on for these arguments; raises for mixed devices or an op without a CUDA kernel.
+/// Whether Op is defined by meta + compute for these arguments (else by forward).
+template <class Op, class... Args>
+constexpr bool computes() {
+  return requires(const Args&... a) { Op::meta(a...); };
+}
+
+/// Whether Op's output at each index reads its inputs at that index only (Note [Forms]).
+template <class Op>
+constexpr bool elementwise() {
+  if constexpr (requires { Op::elementwise; }) return Op::elementwise;
+  else return false;
+}
+
+/// The device Op runs on for these arguments; raises for mixed devices, or an op without a CUDA
+/// kernel or meta step given such tensors.
 template <class Op, class... Args>
 Device op_device(const Args&... args) {
   const SmallVector<const Tensor*, 4> ts = tensor_args(args...);
+  Device d(kCPU);
   if constexpr (requires { Op::crosses_devices; }) {
-    return ts.empty() ? Device(kCPU) : ts[0]->device();
+    d = ts.empty() ? Device(kCPU) : ts[0]->device();
   } else {
-    const Device d = common_device(std::span<const Tensor* const>(ts.data(), ts.size()));
+    d = common_device(std::span<const Tensor* const>(ts.data(), ts.size()));
     if (d.is_cuda() && !supports_cuda<Op>()) raise_no_cuda_kernel(Op::name);
-    return d;
   }
+  if constexpr (!computes<Op, Args...>()) {
+    if constexpr (requires { Op::forward_on_meta; }) {
+      static_assert(Op::forward_on_meta, "forward_on_meta is a promise: leave it out rather than set it false");
+    } else {
+      if (d.is_meta()) raise_no_meta_rule(Op::name);
+    }
+  }
+  return d;
 }
+
+/// The bookkeeping every run of an op shares: the nesting depth, the GPU made current, and for a
+/// top-level op the clock whose time goes to the observer with the op's cost.
+class OpScope {
+ public:
+  explicit OpScope(Device device)
+      : top_level_(tls_op_depth == 0), observed_(top_level_ && tls_observer != nullptr), device_(device) {
+    if (top_level_ && device.is_cuda()) on_gpu_.emplace(device.index());  // Note [Devices]
+    if (observed_ && device.is_cuda()) gpu_clock_.emplace(device.index());
+    if (observed_) start_ = std::chrono::steady_clock::now();
+  }
+  bool top_level() const { return top_level_; }
+  /// Tell the observer, if any, that Op(args) ran with output `out`.
+  template <class Op, class... Args>
+  void report(const Tensor& out, const Args&... args) {
+    if (observed_) tls_observer->on_op(Op::name, Op::cost(out, args...), seconds());
+  }
+
+ private:
+  double seconds() {
+    if (device_.is_meta()) return 0.0;  // nothing ran
+    if (gpu_clock_) return gpu_clock_->elapsed_seconds();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  bool top_level_;
+  bool observed_;
+  Device device_;
+  std::chrono::steady_clock::time_point start_;
+  std::optional<cuda::DeviceGuard> on_gpu_;
+  std::optional<cuda::detail::EventTimer> gpu_clock_;
+  OpDepthGuard depth_;  // last: top_level_ reads the depth before it rises
+};
 
 /// "softmax" -> "SoftmaxBackward0", PyTorch's naming of grad_fn.
 std::string backward_node_name(std::string_view op);
@@ -172,7 +268,8 @@ inline uint64_t version_of(const Tensor& t) { return t.defined() && t.storage() 
 /// Raises if a tensor `node` kept was written in place after the node recorded it.
 void check_saved_version(const Tensor& t, uint64_t saved, const Node& node, const char* role, size_t index);
 
-/// A recorded call of Op: its arguments, output and the backward rule Op::backward.
+/// A recorded call of Op: its arguments, output and the backward rule Op::backward. The storages
+/// it keeps count as activations while it keeps them (Note [Activations] in core/storage.h).
 template <class Op, class... Stored>
 struct OpNode final : Node {
   std::tuple<Stored...> args;
@@ -180,6 +277,8 @@ struct OpNode final : Node {
   SmallVector<bool, 4> needs;
   SmallVector<uint64_t, 4> arg_versions;  // per tensor argument, at record time (Note [Version counter])
   uint64_t out_version = 0;
+  bool keeps_activations = false;
+  ~OpNode() override { let_go(); }
   std::string name() const override {
     static const std::string n = backward_node_name(Op::name);
     return n;
@@ -198,9 +297,30 @@ struct OpNode final : Node {
     return std::apply([&](const auto&... a) { return Op::backward(ctx, a...); }, args);
   }
   void release() override {
+    let_go();
     args = {};
     out = Tensor();
     released = true;
+  }
+  /// Mark the storages this node keeps as activations.
+  void keep() {
+    for_each_kept([](StorageImpl& s) { s.retain_for_backward(); });
+    keeps_activations = true;
+  }
+
+ private:
+  void let_go() {
+    if (!keeps_activations) return;
+    keeps_activations = false;
+    for_each_kept([](StorageImpl& s) { s.release_for_backward(); });
+  }
+  template <class F>
+  void for_each_kept(F f) {
+    auto visit = [&](const Tensor& t) {
+      if (t.defined() && t.storage()) f(*t.storage());
+    };
+    std::apply([&](const auto&... a) { for_each_tensor(visit, a...); }, args);
+    visit(out);
   }
 };
 
@@ -230,6 +350,7 @@ void record_autograd(Tensor& out, const Args&... args) {
   auto node = ::tally::detail::make_pooled<OpNode<Op, stored_t<Args>...>>();
   node->args = std::tuple<stored_t<Args>...>(store(args)...);
   node->out = out.detach();  // saved without history: the node must not own itself
+  node->keep();
   node->needs = std::move(needs);
   if constexpr (backward_reads_values<Op>()) {  // only what backward will check (Note [Version counter])
     node->arg_versions.resize(inputs.size());
@@ -258,45 +379,119 @@ void check_inplace_allowed(std::string_view op, const Tensor& self, const Args&.
   if (any) refuse_inplace_in_graph(op, self, operands);
 }
 
-/// After an in-place op wrote `self`: its storage has a new version (Note [Version counter]).
-template <class... Args>
-void bump_version(const Tensor& self, const Args&...) {
-  if (self.defined() && self.storage()) self.storage()->bump_version();
+/// out= cannot be recorded: PyTorch's error when an argument (or out) requires grad.
+void refuse_out_in_graph(std::string_view op, const Tensor& out, const SmallVector<const Tensor*, 4>& args);
+
+/// Raises unless a result of `spec` can be written into `dst` (Note [Forms]): its dtype must
+/// cast to dst's, and in place its shape must be dst's. For out=, resizes dst instead.
+void check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable);
+
+/// Whether the kernel may write `dst` directly with these inputs (Note [Forms]).
+bool writes_directly(const OutputSpec& spec, const Tensor& dst, bool elementwise, std::span<const Tensor* const> inputs);
+
+/// Compute Op(args) into dst, which already has spec's shape: directly, or through a temporary.
+template <class Op, class... Args>
+void write_result(const OutputSpec& spec, Tensor& dst, const Args&... args) {
+  const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
+  if (writes_directly(spec, dst, elementwise<Op>(), std::span<const Tensor* const>(inputs.data(), inputs.size()))) {
+    Op::compute(dst, args...);
+    return;
+  }
+  Tensor result = empty(spec.sizes, TensorOptions(spec.dtype).device(dst.device()));
+  Op::compute(result, args...);
+  dst.copy_(result);  // nested: part of this op's cost
+}
+
+/// A copy of an argument with its floating tensors cast to `dtype` (Note [Autocast]).
+inline Tensor autocast_arg(const Tensor& t, Dtype dtype) {
+  return t.defined() && is_floating_point(t.dtype()) ? t.to(dtype) : t;
+}
+inline TensorList autocast_arg(const TensorList& ts, Dtype dtype) {
+  TensorList out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(autocast_arg(t, dtype));
+  return out;
+}
+template <class T>
+const T& autocast_arg(const T& v, Dtype) {
+  return v;
+}
+
+/// Sets tls_autocast_done for one op's run.
+struct AutocastDone {
+  bool previous = tls_autocast_done;
+  AutocastDone() { tls_autocast_done = true; }
+  ~AutocastDone() { tls_autocast_done = previous; }
+};
+
+/// The functional form, after autocast.
+template <class Op, class... Args>
+auto run(const Args&... args) {
+  const Device device = op_device<Op>(args...);
+  OpScope scope(device);
+  Tensor out;
+  if constexpr (computes<Op, Args...>()) {
+    const OutputSpec spec = Op::meta(args...);
+    out = empty(spec.sizes, TensorOptions(spec.dtype).device(spec.device.value_or(device)));
+    if (!out.device().is_meta() && out.numel() > 0) Op::compute(out, args...);
+  } else {
+    out = Op::forward(args...);
+  }
+  scope.report<Op>(out, args...);
+  if constexpr (Differentiable<Op, Args...>) {
+    (void)DifferentiableRegistrar<Op>::registered;
+    if (scope.top_level() && GradMode::is_enabled()) record_autograd<Op>(out, args...);
+  }
+  return out;
 }
 
 }  // namespace detail
 
-/// Run op `Op` on `args`: forward; then, for a top-level call, report its cost and time to the
-/// observer and attach its backward node when an input requires grad.
+/// Run op `Op` on `args` and return its new output: checks and shape (meta), allocation, kernel
+/// (compute, skipped on the meta device); then, for a top-level call, report its cost and time to
+/// the observer and attach its backward node when an input requires grad.
 template <class Op, class... Args>
-auto apply(const Args&... args) {
-  const bool top_level = detail::tls_op_depth == 0;
-  if constexpr (requires { Op::inplace; }) {
-    if (top_level) detail::check_inplace_allowed(Op::name, args...);
+Tensor apply(const Args&... args) {
+  if (detail::tls_autocast && detail::tls_op_depth == 0 && !detail::tls_autocast_done) {
+    const SmallVector<const Tensor*, 4> inputs = detail::tensor_args(args...);
+    if (std::optional<Dtype> dtype = detail::tls_autocast->input_dtype(Op::name, {inputs.data(), inputs.size()})) {
+      detail::AutocastDone done;  // the casts below, and the op on them, are not asked again
+      auto cast = std::make_tuple(detail::autocast_arg(args, *dtype)...);
+      return std::apply([](const auto&... a) { return detail::run<Op>(a...); }, cast);
+    }
   }
-  const Device device = detail::op_device<Op>(args...);
-  detail::OpDepthGuard guard;
-  const bool observed = top_level && detail::tls_observer != nullptr;
-  auto start = observed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  std::optional<cuda::DeviceGuard> on_gpu;  // Note [Devices]: kernels launch where the tensors are
-  if (top_level && device.is_cuda()) on_gpu.emplace(device.index());
-  std::optional<cuda::detail::EventTimer> gpu_clock;  // Note [Devices]: GPU ops are timed by the GPU
-  if (observed && device.is_cuda()) gpu_clock.emplace(device.index());
-  auto out = Op::forward(args...);
+  return detail::run<Op>(args...);
+}
+
+/// Run Op(self, rest...) and write the result into self (x.mul_(y)); Note [Forms].
+template <class Op, class... Rest>
+Tensor& apply_inplace(Tensor& self, const Rest&... rest) {
+  if (detail::tls_op_depth == 0) detail::check_inplace_allowed(Op::name, self, rest...);
+  const Device device = detail::op_device<Op>(self, rest...);
+  detail::OpScope scope(device);
+  OutputSpec spec = Op::meta(self, rest...);
+  detail::check_result_fits(spec, self, /*resizable=*/false);
+  if (!device.is_meta() && self.numel() > 0) detail::write_result<Op>(spec, self, self, rest...);
   // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
   // are the outer op's; only the user's own in-place call moves the version.
-  if constexpr (requires { Op::inplace; }) {
-    if (top_level) detail::bump_version(args...);
-  }
-  if (observed) {
-    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    const double seconds = gpu_clock ? gpu_clock->elapsed_seconds() : took.count();
-    detail::tls_observer->on_op(Op::name, Op::cost(out, args...), seconds);
-  }
-  if constexpr (detail::Differentiable<Op, Args...>) {
-    (void)detail::DifferentiableRegistrar<Op>::registered;
-    if (top_level && GradMode::is_enabled()) detail::record_autograd<Op>(out, args...);
-  }
+  if (scope.top_level() && self.storage()) self.storage()->bump_version();
+  scope.report<Op>(self, self, rest...);
+  return self;
+}
+
+/// Run Op(args...) and write the result into `out` (torch.add(a, b, out=c)); Note [Forms].
+template <class Op, class... Args>
+Tensor& apply_out(Tensor& out, const Args&... args) {
+  if (detail::tls_op_depth == 0 && GradMode::is_enabled()) detail::refuse_out_in_graph(Op::name, out, detail::tensor_args(args...));
+  const Device device = detail::op_device<Op>(args...);
+  TALLY_CHECK_TYPE(DeviceError, out.device() == device, Op::name, "(): expected the out tensor on ", device.str(),
+                   " with the inputs, but it is on ", out.device().str());
+  detail::OpScope scope(device);
+  OutputSpec spec = Op::meta(args...);
+  detail::check_result_fits(spec, out, /*resizable=*/true);
+  if (!device.is_meta() && out.numel() > 0) detail::write_result<Op>(spec, out, args...);
+  if (scope.top_level() && out.storage()) out.storage()->bump_version();
+  scope.report<Op>(out, args...);
   return out;
 }
 

@@ -24,19 +24,22 @@ std::optional<Dtype> promote_opt(std::optional<Dtype> acc, Dtype d) { return acc
 
 }  // namespace
 
-Dtype result_type(const Tensor& a, const Tensor& b) {
+Dtype result_type(const Tensor& a, const Tensor& b) { return result_type({&a, &b}); }
+
+Dtype result_type(std::initializer_list<const Tensor*> tensors) {
   std::optional<Dtype> dim_result, zero_result;
-  for (const Tensor* t : {&a, &b}) {
+  for (const Tensor* t : tensors) {
     if (t->dim() > 0) dim_result = promote_opt(dim_result, t->dtype());
     else zero_result = promote_opt(zero_result, t->dtype());
   }
   return *combine_categories(dim_result, zero_result);
 }
 
-Dtype result_type(const Tensor& a, Scalar b) {
+Dtype result_type(Dtype a, Scalar b) {
   // A number joins as the default dtype of its kind, and only lifts the category.
-  return *combine_categories(a.dtype(), b.natural_dtype());
+  return *combine_categories(a, b.natural_dtype());
 }
+Dtype result_type(const Tensor& a, Scalar b) { return result_type(a.dtype(), b); }
 
 namespace {
 
@@ -62,6 +65,9 @@ struct SubDef {
   static constexpr auto cuda_op = kernels::cuda::BinaryOp::Sub;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
+  static void check(const Tensor& a, const Tensor& b, Dtype) {
+    TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
+  }
   template <class C> static C f(C a, C b) { return static_cast<C>(a - b); }
   static constexpr bool backward_reads_values = false;
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
@@ -94,6 +100,21 @@ struct PowDef {
   static constexpr auto cuda_op = kernels::cuda::BinaryOp::Pow;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
+  static void check(const Tensor&, const Tensor&, Dtype common) {
+    TALLY_CHECK_TYPE_ERROR(common != kBool, "\"pow\" not implemented for 'Bool'");
+  }
+  // Depends on the exponent's values, so it runs with the kernel, not in meta.
+  static void check_values(const Tensor&, const Tensor& b, Dtype common) {
+    if (!is_integral(common) || !is_integral(b.dtype())) return;
+    bool negative = false;
+    dispatch(b.dtype(), "pow", [&]<class T>() {
+      Tensor bc = b.cpu().contiguous();
+      const T* p = bc.data_ptr<T>();
+      if constexpr (std::is_signed_v<T>)
+        for (int64_t i = 0; i < bc.numel() && !negative; ++i) negative = p[i] < 0;
+    });
+    TALLY_CHECK(!negative, "Integers to negative integer powers are not allowed.");
+  }
   template <class C> static C f(C a, C b) {
     if constexpr (std::is_same_v<C, bool>) return a || !b;
     else if constexpr (std::is_integral_v<C>) {
@@ -171,27 +192,6 @@ Dtype compute_dtype(Dtype common) {
   return common;
 }
 
-template <class Def>
-void check_operands(const Tensor& a, const Tensor& b, Dtype common) {
-  check_arith(common, Def::name);  // before any device's kernel is chosen
-  if constexpr (std::is_same_v<Def, SubDef>) {
-    TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
-  }
-  if constexpr (std::is_same_v<Def, PowDef>) {
-    TALLY_CHECK_TYPE_ERROR(common != kBool, "\"pow\" not implemented for 'Bool'");
-    if (is_integral(common) && is_integral(b.dtype())) {
-      bool negative = false;
-      dispatch(b.dtype(), "pow", [&]<class T>() {
-        Tensor bc = b.cpu().contiguous();
-        const T* p = bc.data_ptr<T>();
-        if constexpr (std::is_signed_v<T>)
-          for (int64_t i = 0; i < bc.numel() && !negative; ++i) negative = p[i] < 0;
-      });
-      TALLY_CHECK(!negative, "Integers to negative integer powers are not allowed.");
-    }
-  }
-}
-
 /// Run Def on same-dtype operands into `out` (already of the broadcast shape, of the operands'
 /// dtype, or bool for comparisons).
 template <class Def>
@@ -211,15 +211,18 @@ struct Binary {
   static constexpr std::string_view name = Def::name;
   static constexpr bool backward_reads_values = ops::detail::backward_reads_values<Def>();
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& a, const Tensor& b) {
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& a, const Tensor& b) {
     const Dtype common = result_type(a, b);
-    check_operands<Def>(a, b, common);
-    const Dtype compute = compute_dtype<Def>(common);
-    const auto shape = geometry::broadcast_shapes(a.sizes(), b.sizes());
-    Tensor out = empty(shape, TensorOptions(Def::rule == ResultRule::Compare ? kBool : compute)
-                                  .device(ops::common_device({&a, &b})));
-    run_binary<Def>(out, a.to(compute), b.to(compute));
-    return out;
+    check_arith(common, Def::name);  // before any device's kernel is chosen
+    if constexpr (requires { Def::check(a, b, common); }) Def::check(a, b, common);
+    return {geometry::broadcast_shapes(a.sizes(), b.sizes()), Def::rule == ResultRule::Compare ? kBool : compute_dtype<Def>(common)};
+  }
+  static void compute(const Tensor& out, const Tensor& a, const Tensor& b) {
+    const Dtype common = result_type(a, b);
+    if constexpr (requires { Def::check_values(a, b, common); }) Def::check_values(a, b, common);
+    const Dtype dt = compute_dtype<Def>(common);
+    run_binary<Def>(out, a.to(dt), b.to(dt));
   }
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b) {
     return ops::elementwise_cost(out, {&a, &b}, Def::flops);
@@ -232,40 +235,6 @@ struct Binary {
     if (c.needs_grad(0)) grads[0] = sum_to_size(Def::grad_a(c.grad, a, b, c.out), a.sizes()).to(a.dtype());
     if (c.needs_grad(1)) grads[1] = sum_to_size(Def::grad_b(c.grad, a, b, c.out), b.sizes()).to(b.dtype());
     return grads;
-  }
-};
-
-/// In-place form: self = Def(self, other), self keeps its shape and dtype.
-template <class Def>
-struct BinaryInplace {
-  static constexpr std::string_view name = Def::name;
-  static constexpr bool inplace = true;
-  static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& self, const Tensor& other) {
-    const Dtype common = compute_dtype<Def>(result_type(self, other));
-    check_operands<Def>(self, other, common);
-    TALLY_CHECK_TYPE_ERROR(!(is_floating_point(common) && !self.is_floating_point()) &&
-                               !(common != kBool && self.dtype() == kBool),
-                           "result type ", dtype_name(common), " can't be cast to the desired output type ",
-                           dtype_name(self.dtype()));
-    const auto shape = geometry::broadcast_shapes(self.sizes(), other.sizes());
-    TALLY_CHECK(IntArrayRef(shape) == self.sizes(), "output with shape ", self.sizes(),
-                " doesn't match the broadcast shape ", IntArrayRef(shape));
-    geometry::check_no_internal_overlap(self.sizes(), self.strides());
-    Tensor b = other.to(common);
-    if (common != self.dtype()) {
-      // Computed in the wider dtype, then rounded into self (float32 += float64).
-      Tensor wide = empty(self.sizes(), TensorOptions(common).device(self.device()));
-      run_binary<Def>(wide, self.to(common), b);
-      Tensor(self).copy_(wide);
-      return self;
-    }
-    if (b.is_same_storage(self)) b = b.clone();  // reading what is being overwritten
-    run_binary<Def>(self, self, b);
-    return self;
-  }
-  static ops::Cost cost(const Tensor& out, const Tensor& self, const Tensor& other) {
-    return ops::elementwise_cost(out, {&self, &other}, Def::flops);
   }
 };
 
@@ -363,16 +332,28 @@ Tensor Tensor::ge(const Tensor& other) const { return tally::ge(*this, other); }
 Tensor Tensor::eq(Scalar other) const { return *this == other; }
 
 Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
-  ops::apply<BinaryInplace<AddDef>>(*this, alpha.to_double() == 1.0 ? other : scaled(*this, other, alpha));
-  return *this;
+  return ops::apply_inplace<Binary<AddDef>>(*this, alpha.to_double() == 1.0 ? other : scaled(*this, other, alpha));
 }
 Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
   TALLY_CHECK_TYPE_ERROR(dtype() != kBool && other.dtype() != kBool, kBoolSubtractionMessage);
-  ops::apply<BinaryInplace<SubDef>>(*this, alpha.to_double() == 1.0 ? other : scaled(*this, other, alpha));
-  return *this;
+  return ops::apply_inplace<Binary<SubDef>>(*this, alpha.to_double() == 1.0 ? other : scaled(*this, other, alpha));
 }
-Tensor& Tensor::mul_(const Tensor& other) { ops::apply<BinaryInplace<MulDef>>(*this, other); return *this; }
-Tensor& Tensor::div_(const Tensor& other) { ops::apply<BinaryInplace<DivDef>>(*this, other); return *this; }
+Tensor& Tensor::mul_(const Tensor& other) { return ops::apply_inplace<Binary<MulDef>>(*this, other); }
+Tensor& Tensor::div_(const Tensor& other) { return ops::apply_inplace<Binary<DivDef>>(*this, other); }
+Tensor& Tensor::pow_(const Tensor& exponent) { return ops::apply_inplace<Binary<PowDef>>(*this, exponent); }
+
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  return ops::apply_out<Binary<AddDef>>(out, a, alpha.to_double() == 1.0 ? b : scaled(a, b, alpha));
+}
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
+  return ops::apply_out<Binary<SubDef>>(out, a, alpha.to_double() == 1.0 ? b : scaled(a, b, alpha));
+}
+Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<MulDef>>(out, a, b); }
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<DivDef>>(out, a, b); }
+Tensor& pow_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<PowDef>>(out, a, b); }
+Tensor& maximum_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<MaximumDef>>(out, a, b); }
+Tensor& minimum_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<MinimumDef>>(out, a, b); }
 Tensor& Tensor::add_(Scalar other) { return add_(wrap(other, *this)); }
 Tensor& Tensor::sub_(Scalar other) {
   check_bool_subtraction(*this, other);

@@ -77,58 +77,52 @@ void copy_kernel(const Tensor& dst, const Tensor& src, bool non_blocking = false
 
 struct Copy {
   static constexpr std::string_view name = "copy_";
-  static constexpr bool inplace = true;
   static constexpr bool crosses_devices = true;
-  static Tensor forward(const Tensor& dst, const Tensor& src) {
-    geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
-    Tensor s = src;
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& dst, const Tensor& src) {
     if (!(src.sizes() == dst.sizes())) {
       auto shape = geometry::broadcast_shapes(dst.sizes(), src.sizes());
       TALLY_CHECK(IntArrayRef(shape) == dst.sizes(), "copy_: source of shape ", src.sizes(),
                   " cannot be broadcast to destination of shape ", dst.sizes());
-      s = src.expand(dst.sizes());
     }
-    copy_kernel(dst, s);
-    return dst;
+    return {DimVector(dst.sizes()), dst.dtype(), dst.device()};
   }
-  static ops::Cost cost(const Tensor& out, const Tensor& dst, const Tensor& src) {
-    return {0, src.nbytes(), dst.nbytes()};
+  static void compute(const Tensor& out, const Tensor&, const Tensor& src) {
+    copy_kernel(out, src.sizes() == out.sizes() ? src : src.expand(out.sizes()));
   }
+  static ops::Cost cost(const Tensor&, const Tensor& dst, const Tensor& src) { return {0, src.nbytes(), dst.nbytes()}; }
 };
 
 struct Fill {
   static constexpr std::string_view name = "fill_";
-  static constexpr bool inplace = true;
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& dst, Scalar value) {
-    if (dst.numel() == 0) return dst;
-    dispatch(dst.dtype(), "fill_", [&]<class T>() {
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& dst, Scalar) { return {DimVector(dst.sizes()), dst.dtype()}; }
+  static void compute(const Tensor& out, const Tensor&, Scalar value) {
+    dispatch(out.dtype(), "fill_", [&]<class T>() {
       const T v = value.to<T>();
-      if (dst.is_cuda()) {
+      if (out.is_cuda()) {
         unsigned char bytes[8] = {};
         std::memcpy(bytes, &v, sizeof(T));
-        kernels::cuda::fill(ops::cuda_launch<1>(dst, {}), bytes);
+        kernels::cuda::fill(ops::cuda_launch<1>(out, {}), bytes);
         return;
       }
-      kernels::StridedLoop<1> loop(dst.sizes(), {static_cast<char*>(dst.data_ptr())}, {dst.strides()}, {dst.element_size()});
+      kernels::StridedLoop<1> loop(out.sizes(), {static_cast<char*>(out.data_ptr())}, {out.strides()}, {out.element_size()});
       loop.for_each([&](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
         if (s[0] == sizeof(T)) std::fill_n(reinterpret_cast<T*>(p[0]), n, v);
         else for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = v;
       });
     });
-    return dst;
   }
-  static ops::Cost cost(const Tensor& out, const Tensor& dst, Scalar) { return {0, 0, dst.nbytes()}; }
+  static ops::Cost cost(const Tensor&, const Tensor& dst, Scalar) { return {0, 0, dst.nbytes()}; }
 };
 
 struct Clone {
   static constexpr std::string_view name = "clone";
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& x, Dtype dtype) {
-    Tensor out = empty(x.sizes(), TensorOptions(dtype).device(x.device()));
-    copy_kernel(out, x);
-    return out;
-  }
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& x, Dtype dtype) { return {DimVector(x.sizes()), dtype}; }
+  static void compute(const Tensor& out, const Tensor& x, Dtype) { copy_kernel(out, x); }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Dtype) { return {0, x.nbytes(), out.nbytes()}; }
   // A copy (or dtype conversion) passes the gradient through, converted back to x's dtype.
   static constexpr bool backward_reads_values = false;
@@ -139,11 +133,9 @@ struct Clone {
 struct ToDevice {
   static constexpr std::string_view name = "_to_copy";
   static constexpr bool crosses_devices = true;
-  static Tensor forward(const Tensor& x, Device device, Dtype dtype, bool non_blocking) {
-    Tensor out = empty(x.sizes(), TensorOptions(dtype).device(device));
-    copy_kernel(out, x, non_blocking);
-    return out;
-  }
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& x, Device device, Dtype dtype, bool) { return {DimVector(x.sizes()), dtype, device}; }
+  static void compute(const Tensor& out, const Tensor& x, Device, Dtype, bool non_blocking) { copy_kernel(out, x, non_blocking); }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Device, Dtype, bool) { return {0, x.nbytes(), out.nbytes()}; }
   static constexpr bool backward_reads_values = false;
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Device, Dtype, bool) {
@@ -177,15 +169,9 @@ Tensor Tensor::pin_memory() const {
   return out;
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  ops::apply<Copy>(*this, src);
-  return *this;
-}
+Tensor& Tensor::copy_(const Tensor& src) { return ops::apply_inplace<Copy>(*this, src); }
 
-Tensor& Tensor::fill_(Scalar value) {
-  ops::apply<Fill>(*this, value);
-  return *this;
-}
+Tensor& Tensor::fill_(Scalar value) { return ops::apply_inplace<Fill>(*this, value); }
 
 Tensor Tensor::clone() const { return ops::apply<Clone>(*this, dtype()); }
 

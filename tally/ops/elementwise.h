@@ -1,6 +1,7 @@
 #pragma once
 // Elementwise operators with broadcasting and PyTorch's type promotion.
 
+#include <initializer_list>
 #include <optional>
 
 #include "tally/core/tensor.h"
@@ -9,8 +10,12 @@ namespace tally {
 
 /// The dtype of an op on a and b (torch.result_type): dimensioned tensors outrank 0-d ones.
 Dtype result_type(const Tensor& a, const Tensor& b);
+/// The dtype of an op on several tensors, by the same rule.
+Dtype result_type(std::initializer_list<const Tensor*> tensors);
 /// The dtype of an op on a tensor and a number: the number only lifts the category.
 Dtype result_type(const Tensor& a, Scalar b);
+/// The dtype of an op on a tensor of dtype `a` and a number.
+Dtype result_type(Dtype a, Scalar b);
 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< a + alpha * b
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< a - alpha * b
@@ -51,6 +56,37 @@ Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
 /// Lower triangle (col - row <= diagonal).
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
+/// self + value·t1·t2 (torch.addcmul).
+Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+/// self + value·t1/t2 (torch.addcdiv).
+Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+/// self + weight·(end − self) (torch.lerp).
+Tensor lerp(const Tensor& self, const Tensor& end, Scalar weight);
+
+// out= forms (libtorch's at::add_out(out, self, other)): the result is written into `out`,
+// which is resized if its shape differs; its dtype must take the result (Note [Forms] in ops/apply.h).
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& pow_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& maximum_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& minimum_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor& addcmul_out(Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+Tensor& addcdiv_out(Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+Tensor& lerp_out(Tensor& out, const Tensor& self, const Tensor& end, Scalar weight);
+Tensor& neg_out(Tensor& out, const Tensor& x);
+Tensor& abs_out(Tensor& out, const Tensor& x);
+Tensor& sqrt_out(Tensor& out, const Tensor& x);
+Tensor& rsqrt_out(Tensor& out, const Tensor& x);
+Tensor& exp_out(Tensor& out, const Tensor& x);
+Tensor& log_out(Tensor& out, const Tensor& x);
+Tensor& tanh_out(Tensor& out, const Tensor& x);
+Tensor& sigmoid_out(Tensor& out, const Tensor& x);
+Tensor& erf_out(Tensor& out, const Tensor& x);
+Tensor& clamp_out(Tensor& out, const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor& where_out(Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b);
+
 /// Whether sizes and values are equal (torch.equal).
 bool equal(const Tensor& a, const Tensor& b);
 /// |a - b| <= atol + rtol·|b| everywhere (torch.allclose).

@@ -15,7 +15,7 @@ namespace {
 struct Cat {
   static constexpr std::string_view name = "cat";
   static constexpr bool supports_cuda = true;  // an output and copy_ into its slices: any device
-  static Tensor forward(const TensorList& tensors, int64_t dim) {
+  static ops::OutputSpec meta(const TensorList& tensors, int64_t dim) {
     TALLY_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
     const Tensor& first = tensors[0];
     TALLY_CHECK(first.dim() > 0, "zero-dimensional tensor (at position 0) cannot be concatenated");
@@ -32,15 +32,17 @@ struct Cat {
       total += t.size(dim);
       if (i > 0) dt = promote_types(dt, t.dtype());
     }
-    std::vector<int64_t> sizes = first.sizes().vec();
+    DimVector sizes(first.sizes());
     sizes[dim] = total;
-    Tensor out = empty(sizes, TensorOptions(dt).device(first.device()));
+    return {std::move(sizes), dt};
+  }
+  static void compute(const Tensor& out, const TensorList& tensors, int64_t dim) {
+    dim = maybe_wrap_dim(dim, out.dim());
     int64_t offset = 0;
     for (const Tensor& t : tensors) {
       out.slice(dim, offset, offset + t.size(dim)).copy_(t);
       offset += t.size(dim);
     }
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const TensorList& tensors, int64_t) {
     ops::Cost c{0, 0, out.nbytes()};
@@ -64,10 +66,17 @@ struct Cat {
 
 struct IndexSelect {
   static constexpr std::string_view name = "index_select";
-  static Tensor forward(const Tensor& x, int64_t dim, const Tensor& index) {
+  static ops::OutputSpec meta(const Tensor& x, int64_t dim, const Tensor& index) {
     TALLY_CHECK_TYPE_ERROR(index.dtype() == kInt64 || index.dtype() == kInt32,
                            "index_select(): Expected dtype int32/int64 for index but got: ", dtype_name(index.dtype()));
     TALLY_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, got ", index.dim(), "-D");
+    dim = maybe_wrap_dim(dim, x.dim());
+    DimVector sizes(x.sizes());
+    if (x.dim() > 0) sizes[dim] = index.numel();
+    return {std::move(sizes), x.dtype()};
+  }
+  // Reads the indices, so their bounds are checked here, with the values.
+  static void compute(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
     dim = maybe_wrap_dim(dim, x.dim());
     const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
     Tensor idx = index.to(kInt64).contiguous().reshape({-1});
@@ -76,10 +85,10 @@ struct IndexSelect {
       TALLY_CHECK_INDEX(ids[i] >= -n && ids[i] < n, "index out of range in self: index ", ids[i], " is out of bounds for dimension ",
                         dim, " with size ", n);
     }
-    std::vector<int64_t> sizes = x.sizes().vec();
-    if (x.dim() > 0) sizes[dim] = idx.numel();
-    Tensor out = empty(sizes, x.dtype());
-    if (x.dim() == 0) return out.copy_(x);
+    if (x.dim() == 0) {
+      Tensor(out).copy_(x);
+      return;
+    }
     // Rows of the output are copied from the selected rows: contiguous blocks when `x` is.
     Tensor src = x.contiguous();
     int64_t outer = 1, inner = 1;
@@ -95,7 +104,6 @@ struct IndexSelect {
         std::memcpy(o + (a * k + i) * row_bytes, s + (a * n + row) * row_bytes, static_cast<size_t>(row_bytes));
       }
     }
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index) {
     return {0, out.nbytes() + index.nbytes(), out.nbytes()};
@@ -108,18 +116,23 @@ struct IndexSelect {
 
 struct IndexAdd {
   static constexpr std::string_view name = "index_add";
-  static Tensor forward(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
+  static ops::OutputSpec meta(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
     TALLY_CHECK_TYPE_ERROR(index.dtype() == kInt64 || index.dtype() == kInt32,
                            "index_add_(): Expected dtype int32/int64 for index but got: ", dtype_name(index.dtype()));
     TALLY_CHECK_TYPE_ERROR(x.dtype() == source.dtype(), "index_add_(): self (", dtype_name(x.dtype()), ") and source (",
                            dtype_name(source.dtype()), ") must have the same scalar type");
+    TALLY_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector, got ", index.dim(), "-D");
+    dim = maybe_wrap_dim(dim, x.dim());
+    std::vector<int64_t> expected = x.sizes().vec();
+    expected[dim] = index.numel();
+    TALLY_CHECK(source.sizes() == IntArrayRef(expected), "index_add_(): source of shape ", source.sizes(), " does not match ",
+                IntArrayRef(expected), " (self ", x.sizes(), " with ", index.numel(), " indices along dim ", dim, ")");
+    return {DimVector(x.sizes()), x.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
     dim = maybe_wrap_dim(dim, x.dim());
     Tensor idx = index.to(kInt64).contiguous().reshape({-1});
-    std::vector<int64_t> expected = x.sizes().vec();
-    expected[dim] = idx.numel();
-    TALLY_CHECK(source.sizes() == IntArrayRef(expected), "index_add_(): source of shape ", source.sizes(), " does not match ",
-                IntArrayRef(expected), " (self ", x.sizes(), " with ", idx.numel(), " indices along dim ", dim, ")");
-    Tensor out = x.clone();
+    if (!out.is_same(x)) Tensor(out).copy_(x);
     const int64_t n = x.size(dim);
     const int64_t* ids = idx.data_ptr<int64_t>();
     for (int64_t i = 0; i < idx.numel(); ++i) {
@@ -128,7 +141,6 @@ struct IndexAdd {
       Tensor row = out.select(dim, ids[i] < 0 ? ids[i] + n : ids[i]);
       row.add_(source.select(dim, i));
     }
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index, const Tensor& source) {
     return {source.numel(), x.nbytes() + source.nbytes() + index.nbytes(), out.nbytes()};

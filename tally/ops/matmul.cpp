@@ -50,53 +50,68 @@ kernels::cuda::Matrix cuda_operand(Tensor& t, int64_t& batch_stride, int64_t row
 /// Make `t`'s last two dims column-major (FP8 tensor cores read B that way).
 Tensor column_major(const Tensor& t) { return t.transpose(-1, -2).contiguous().transpose(-1, -2); }
 
+/// matmul's shape rule: vectors promoted to matrices, the batch dims broadcast.
+struct MatmulShape {
+  int64_t n, k, m;
+  DimVector batch;
+  MatmulShape(const Tensor& a, const Tensor& b) {
+    TALLY_CHECK(a.dim() >= 1 && b.dim() >= 1, "both arguments to matmul need to be at least 1D, but they are ", a.dim(),
+                "D and ", b.dim(), "D");
+    n = a.dim() == 1 ? 1 : a.size(-2);
+    k = a.size(-1);
+    const int64_t k2 = b.dim() == 1 ? b.size(0) : b.size(-2);
+    m = b.dim() == 1 ? 1 : b.size(-1);
+    TALLY_CHECK(k == k2, a.dim() <= 2 && b.dim() <= 2 ? "mat1 and mat2 shapes cannot be multiplied (" : "matmul: shapes cannot be multiplied (",
+                n, "x", k, " and ", k2, "x", m, "); input shapes ", a.sizes(), " and ", b.sizes());
+    const IntArrayRef as = a.sizes(), bs = b.sizes();
+    DimVector bx(as.begin(), as.end() - std::min<int64_t>(a.dim(), 2)), by(bs.begin(), bs.end() - std::min<int64_t>(b.dim(), 2));
+    batch = geometry::broadcast_shapes(bx, by);
+  }
+  /// The batch dims followed by (r, c).
+  DimVector with(int64_t r, int64_t c) const {
+    DimVector s = batch;
+    s.push_back(r);
+    s.push_back(c);
+    return s;
+  }
+};
+
 struct Matmul {
   static constexpr std::string_view name = "matmul";
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& a, const Tensor& b) {
-    TALLY_CHECK(a.dim() >= 1 && b.dim() >= 1, "both arguments to matmul need to be at least 1D, but they are ", a.dim(),
-                "D and ", b.dim(), "D");
+  static ops::OutputSpec meta(const Tensor& a, const Tensor& b) {
     TALLY_CHECK_TYPE_ERROR(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ", dtype_name(a.dtype()),
                            " != ", dtype_name(b.dtype()));
     // On every device, as in PyTorch: float8 products go through scaled_mm, never plain matmul.
     TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && !is_float8(a.dtype()), "matmul: \"addmm\" not implemented for '",
                            dtype_name(a.dtype()), "'", is_float8(a.dtype()) ? ": use scaled_mm for float8 operands" : "");
-    // Promote vectors to matrices, remembering which dims to drop at the end.
-    Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;
-    Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
-    const int64_t n = x.size(-2), k = x.size(-1), k2 = y.size(-2), m = y.size(-1);
-    TALLY_CHECK(k == k2, a.dim() <= 2 && b.dim() <= 2 ? "mat1 and mat2 shapes cannot be multiplied (" : "matmul: shapes cannot be multiplied (",
-                n, "x", k, " and ", k2, "x", m, "); input shapes ", a.sizes(), " and ", b.sizes());
-    DimVector bx(x.sizes().begin(), x.sizes().end() - 2), by(y.sizes().begin(), y.sizes().end() - 2);
-    DimVector batch = geometry::broadcast_shapes(bx, by);
-    const int64_t nbatch = static_cast<int64_t>(batch.size());
-    auto with = [&](int64_t r, int64_t c) {
-      DimVector s = batch;
-      s.push_back(r);
-      s.push_back(c);
-      return s;
-    };
-    x = x.expand(with(n, k));
-    y = y.expand(with(k, m));
+    const MatmulShape shape(a, b);
+    // The dims that the 1-D operands did not have are dropped.
+    DimVector sizes = shape.batch;
+    if (a.dim() > 1) sizes.push_back(shape.n);
+    if (b.dim() > 1) sizes.push_back(shape.m);
+    return {std::move(sizes), a.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& a, const Tensor& b) {
+    const MatmulShape shape(a, b);
+    const int64_t n = shape.n, k = shape.k, m = shape.m;
+    const int64_t nbatch = static_cast<int64_t>(shape.batch.size());
+    Tensor x = (a.dim() == 1 ? a.unsqueeze(0) : a).expand(shape.with(n, k));
+    Tensor y = (b.dim() == 1 ? b.unsqueeze(1) : b).expand(shape.with(k, m));
     auto xs = merged_batch_stride(x, nbatch);
     if (!xs) { x = x.contiguous(); xs = n * k; }
     auto ys = merged_batch_stride(y, nbatch);
     if (!ys) { y = y.contiguous(); ys = k * m; }
-    const int64_t nb = geometry::numel(batch);
-    Tensor out = empty(with(n, m), TensorOptions(a.dtype()).device(a.device()));
-    if (out.numel() > 0 && out.is_cuda()) {
+    const int64_t nb = geometry::numel(shape.batch);
+    Tensor full = out.view(shape.with(n, m));
+    if (out.is_cuda()) {
       const kernels::cuda::Matrix ma = cuda_operand(x, *xs, n, k), mb = cuda_operand(y, *ys, k, m);
       kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(out.dtype()), nb, n, m, k, ma, mb,
-                            out.data_ptr(), nullptr, nullptr, cuda::allow_tf32());
-    } else if (out.numel() > 0) {
+                            full.data_ptr(), nullptr, nullptr, cuda::allow_tf32());
+    } else {
       kernels::matmul(a.dtype(), nb, n, m, k, {x.data_ptr(), *xs, x.stride(-2), x.stride(-1)},
-                      {y.data_ptr(), *ys, y.stride(-2), y.stride(-1)}, out.data_ptr());
+                      {y.data_ptr(), *ys, y.stride(-2), y.stride(-1)}, full.data_ptr());
     }
-    // Drop the dims that the 1-D operands did not have.
-    DimVector final_sizes = batch;
-    if (a.dim() > 1) final_sizes.push_back(n);
-    if (b.dim() > 1) final_sizes.push_back(m);
-    return out.view(final_sizes);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b) {
     const int64_t k = a.size(-1);
@@ -121,7 +136,7 @@ struct Matmul {
 struct ScaledMm {
   static constexpr std::string_view name = "_scaled_mm";
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
+  static ops::OutputSpec meta(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
     TALLY_CHECK(a.dim() == 2 && b.dim() == 2, "_scaled_mm: expected 2-D operands, got ", a.sizes(), " and ", b.sizes());
     TALLY_CHECK_TYPE_ERROR(is_float8(a.dtype()) && is_float8(b.dtype()), "_scaled_mm: expected float8 operands, got ",
                            dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
@@ -133,23 +148,22 @@ struct ScaledMm {
     }
     TALLY_CHECK_TYPE_ERROR(out_dtype == kBFloat16 || out_dtype == kFloat16 || out_dtype == kFloat32,
                            "_scaled_mm: out_dtype must be bfloat16, float16 or float32, got ", dtype_name(out_dtype));
+    return {{a.size(0), b.size(1)}, out_dtype};
+  }
+  static void compute(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
     const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-    const Device device = ops::common_device({&a, &b});
-    Tensor out = empty({m, n}, TensorOptions(out_dtype).device(device));
-    if (out.numel() == 0) return out;
-    if (!device.is_cuda()) {
+    if (!out.is_cuda()) {
       Tensor product = matmul(a.to(kFloat32), b.to(kFloat32)) * (scale_a.to(kFloat64).item<double>() * scale_b.to(kFloat64).item<double>());
-      out.copy_(product);
-      return out;
+      Tensor(out).copy_(product);
+      return;
     }
     Tensor x = a.stride(1) == 1 ? a : a.contiguous();
     Tensor y = b.stride(0) == 1 ? b : column_major(b);
     int64_t xs = 0, ys = 0;
     const kernels::cuda::Matrix ma = cuda_operand(x, xs, m, k), mb = cuda_operand(y, ys, k, n);
-    Tensor sa = scale_a.to(device).contiguous(), sb = scale_b.to(device).contiguous();
+    Tensor sa = scale_a.to(out.device()).contiguous(), sb = scale_b.to(out.device()).contiguous();
     kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(out_dtype), 1, m, n, k, ma, mb, out.data_ptr(),
                           static_cast<const float*>(sa.data_ptr()), static_cast<const float*>(sb.data_ptr()), false);
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor&, const Tensor&, Dtype) {
     return {2 * out.numel() * a.size(1), a.nbytes() + b.nbytes(), out.nbytes()};
@@ -159,6 +173,7 @@ struct ScaledMm {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return ops::apply<Matmul>(a, b); }
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Matmul>(out, a, b); }
 
 Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
   return ops::apply<ScaledMm>(a, b, scale_a, scale_b, out_dtype);

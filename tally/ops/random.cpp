@@ -128,21 +128,22 @@ void fill_normal(Tensor& t, Generator* gen, double mean, double std) {
 /// The op every random fill goes through: fill(t, gen) writes t's elements.
 struct RandomFill {
   static constexpr std::string_view name = "random_";
-  static constexpr bool inplace = true;
   static constexpr bool supports_cuda = true;
+  static constexpr bool elementwise = true;
   template <class Fill>
-  static Tensor forward(const Tensor& t, Generator* gen, const Fill& fill) {
-    Tensor out = t;
-    if (t.is_cuda()) {
+  static ops::OutputSpec meta(const Tensor& t, Generator*, const Fill&) { return {DimVector(t.sizes()), t.dtype()}; }
+  template <class Fill>
+  static void compute(const Tensor& out, const Tensor&, Generator* gen, const Fill& fill) {
+    if (out.is_cuda()) {
       // The counter-based generator draws on the host and the values are copied over, so a seed
       // gives the same numbers on every device.
-      Tensor host = empty(t.sizes(), t.dtype());
+      Tensor host = empty(out.sizes(), out.dtype());
       fill(host, gen);
-      out.copy_(host);
-      return out;
+      Tensor(out).copy_(host);
+      return;
     }
-    fill(out, gen);
-    return out;
+    Tensor o = out;
+    fill(o, gen);
   }
   template <class Fill>
   static ops::Cost cost(const Tensor& out, const Tensor&, Generator*, const Fill&) { return {0, 0, out.nbytes()}; }
@@ -157,12 +158,12 @@ Tensor fresh(Tensor t) {
 /// Fill t with value_at(generator, counter), one fresh counter per element.
 template <class F>
 Tensor random_fill(Tensor t, Generator* gen, F value_at) {
-  return ops::apply<RandomFill>(t, gen, [value_at](Tensor& x, Generator* g) { fill_with(x, g, value_at); });
+  return ops::apply_inplace<RandomFill>(t, gen, [value_at](Tensor& x, Generator* g) { fill_with(x, g, value_at); });
 }
 
 /// Fill t with mean + std · N(0, 1).
 Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
-  return ops::apply<RandomFill>(t, gen, [mean, std](Tensor& x, Generator* g) { fill_normal(x, g, mean, std); });
+  return ops::apply_inplace<RandomFill>(t, gen, [mean, std](Tensor& x, Generator* g) { fill_normal(x, g, mean, std); });
 }
 
 }  // namespace

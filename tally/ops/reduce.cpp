@@ -138,6 +138,7 @@ Tensor split_among_ties(const Tensor& g, const Tensor& x, const Tensor& out, Int
 
 struct SumDef {
   static constexpr std::string_view name = "sum";
+  static constexpr bool picks_an_element = false;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Sum;
   static constexpr bool backward_reads_values = false;  // the gradient is broadcast back, by shape
   template <class T> using Fold = SumFold<T>;
@@ -148,6 +149,7 @@ struct SumDef {
 };
 struct ProdDef {
   static constexpr std::string_view name = "prod";
+  static constexpr bool picks_an_element = false;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Prod;
   template <class T> using Fold = ProdFold<T>;
   template <class T> using Out = widened_int_t<T>;
@@ -169,6 +171,7 @@ struct ProdDef {
 };
 struct AmaxDef {
   static constexpr std::string_view name = "amax";
+  static constexpr bool picks_an_element = true;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Amax;
   template <class T> using Fold = ExtremeFold<T, true>;
   template <class T> using Out = T;
@@ -177,6 +180,7 @@ struct AmaxDef {
 };
 struct AminDef {
   static constexpr std::string_view name = "amin";
+  static constexpr bool picks_an_element = true;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Amin;
   template <class T> using Fold = ExtremeFold<T, false>;
   template <class T> using Out = T;
@@ -185,6 +189,7 @@ struct AminDef {
 };
 struct ArgmaxDef {
   static constexpr std::string_view name = "argmax";
+  static constexpr bool picks_an_element = true;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Argmax;
   template <class T> using Fold = ExtremeFold<T, true>;
   template <class T> using Out = int64_t;
@@ -192,6 +197,7 @@ struct ArgmaxDef {
 };
 struct ArgminDef {
   static constexpr std::string_view name = "argmin";
+  static constexpr bool picks_an_element = true;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Argmin;
   template <class T> using Fold = ExtremeFold<T, false>;
   template <class T> using Out = int64_t;
@@ -199,6 +205,7 @@ struct ArgminDef {
 };
 struct AnyDef {
   static constexpr std::string_view name = "any";
+  static constexpr bool picks_an_element = false;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Any;
   template <class T> using Fold = LogicalFold<T, true>;
   template <class T> using Out = logical_out_t<T>;
@@ -206,6 +213,7 @@ struct AnyDef {
 };
 struct AllDef {
   static constexpr std::string_view name = "all";
+  static constexpr bool picks_an_element = false;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::All;
   template <class T> using Fold = LogicalFold<T, false>;
   template <class T> using Out = logical_out_t<T>;
@@ -224,82 +232,86 @@ std::vector<bool> reduced_mask(const Tensor& x, IntArrayRef dims, std::string_vi
   return mask;
 }
 
+/// Which dims a reduction keeps and folds, and the result's sizes.
+struct ReducePlan {
+  std::vector<int64_t> kept, reduced;
+  DimVector out_sizes;
+  int64_t outer = 1, inner = 1;  // results, and elements folded into each
+  ReducePlan(const Tensor& x, IntArrayRef dims, bool keepdim, std::string_view op) {
+    const auto mask = reduced_mask(x, dims, op);
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (mask[d]) {
+        reduced.push_back(d);
+        inner *= x.size(d);
+        if (keepdim) out_sizes.push_back(1);
+      } else {
+        kept.push_back(d);
+        outer *= x.size(d);
+        out_sizes.push_back(x.size(d));
+      }
+    }
+  }
+};
+
 template <class Def>
 struct Reduce {
   static constexpr std::string_view name = Def::name;
   static constexpr bool backward_reads_values = ops::detail::backward_reads_values<Def>();
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& x, IntArrayRef dims, bool keepdim, Dtype in_dtype) {
+  static ops::OutputSpec meta(const Tensor& x, IntArrayRef dims, bool keepdim, Dtype in_dtype) {
     TALLY_CHECK_TYPE_ERROR(!is_float8(x.dtype()), "\"", Def::name, "\" not implemented for '", dtype_name(x.dtype()), "'");
-
-    Tensor src = x.to(in_dtype);
-    const auto mask = reduced_mask(src, dims, Def::name);
-    std::vector<int64_t> kept, reduced, out_sizes;
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < src.dim(); ++d) {
-      if (mask[d]) {
-        reduced.push_back(d);
-        inner *= src.size(d);
-        if (keepdim) out_sizes.push_back(1);
-      } else {
-        kept.push_back(d);
-        outer *= src.size(d);
-        out_sizes.push_back(src.size(d));
-      }
-    }
-    if constexpr (std::is_same_v<Def, AmaxDef> || std::is_same_v<Def, AminDef> || std::is_same_v<Def, ArgmaxDef> ||
-                  std::is_same_v<Def, ArgminDef>) {
-      TALLY_CHECK_INDEX(inner > 0 || outer == 0, Def::name, "(): Expected reduction dim to be specified for input.numel() == 0. "
+    ReducePlan plan(x, dims, keepdim, Def::name);
+    if constexpr (Def::picks_an_element) {  // an empty slice has no extreme element
+      TALLY_CHECK_INDEX(plan.inner > 0 || plan.outer == 0, Def::name, "(): Expected reduction dim to be specified for input.numel() == 0. "
                         "Specify the reduction dim with the 'dim' argument (input sizes ", x.sizes(), ")");
     }
-    const Dtype out_dtype = dispatch(src.dtype(), Def::name, [&]<class T>() { return dtype_of<typename Def::template Out<T>>(); });
-    Tensor out = empty(out_sizes, TensorOptions(out_dtype).device(x.device()));
-    if (outer == 0) return out;
+    const Dtype out_dtype = dispatch(in_dtype, Def::name, [&]<class T>() { return dtype_of<typename Def::template Out<T>>(); });
+    return {std::move(plan.out_sizes), out_dtype};
+  }
+  static void compute(const Tensor& out, const Tensor& x, IntArrayRef dims, bool keepdim, Dtype in_dtype) {
+    Tensor src = x.to(in_dtype);
+    const ReducePlan plan(src, dims, keepdim, Def::name);
+    const int64_t outer = plan.outer, inner = plan.inner;
+    std::vector<int64_t> order = plan.kept;  // rows: the kept dims, then the reduced ones
+    order.insert(order.end(), plan.reduced.begin(), plan.reduced.end());
     if (out.is_cuda()) {  // rows of the reduced elements, packed; one kernel over them
-      std::vector<int64_t> order = kept;
-      order.insert(order.end(), reduced.begin(), reduced.end());
       Tensor rows = src.permute(order).contiguous();
       Tensor scratch = empty({kernels::cuda::reduce_rows_scratch_bytes()}, TensorOptions(kUInt8).device(x.device()));
       kernels::cuda::reduce_rows(Def::cuda_op, static_cast<uint8_t>(src.dtype()), rows.data_ptr(), outer, inner,
-                                 static_cast<uint8_t>(out_dtype), out.data_ptr(), scratch.data_ptr());
-      return out;
+                                 static_cast<uint8_t>(out.dtype()), out.data_ptr(), scratch.data_ptr());
+      return;
     }
     dispatch(src.dtype(), Def::name, [&]<class T>() {
       using Fold = typename Def::template Fold<T>;
       Fold fold;
-      {
-        using TO = typename Def::template Out<T>;
-        TO* po = out.data_ptr<TO>();
-        auto store = [&](int64_t o, typename Fold::Acc acc) {
-          if constexpr (Def::output == Output::Index) po[o] = static_cast<TO>(acc.index);
-          else if constexpr (requires { acc.value; }) po[o] = cast_to<TO>(acc.value);
-          else po[o] = cast_to<TO>(acc);
-        };
-        if (inner == 0) {
-          for (int64_t o = 0; o < outer; ++o) store(o, fold.init());
-          return;
-        }
-        std::vector<int64_t> order = kept;
-        order.insert(order.end(), reduced.begin(), reduced.end());
-        Tensor rows = src.permute(order);
-        // Rows: each result's inputs contiguous.
-        if (auto s = geometry::view_strides(rows.sizes(), rows.strides(), {outer, inner}); s && (inner == 1 || (*s)[1] == 1)) {
-          kernels::reduce_rows(static_cast<const T*>(rows.data_ptr()), outer, (*s)[0], inner, fold, store);
-          return;
-        }
-        // Columns: the results contiguous, inputs strided (a sum over dim 0).
-        std::vector<int64_t> corder = reduced;
-        corder.insert(corder.end(), kept.begin(), kept.end());
-        Tensor cols = src.permute(corder);
-        if (auto s = geometry::view_strides(cols.sizes(), cols.strides(), {inner, outer}); s && (*s)[1] == 1) {
-          kernels::reduce_columns(static_cast<const T*>(cols.data_ptr()), inner, (*s)[0], outer, fold, store);
-          return;
-        }
-        Tensor packed = rows.contiguous();
-        kernels::reduce_rows(static_cast<const T*>(packed.data_ptr()), outer, inner, inner, fold, store);
+      using TO = typename Def::template Out<T>;
+      TO* po = out.data_ptr<TO>();
+      auto store = [&](int64_t o, typename Fold::Acc acc) {
+        if constexpr (Def::output == Output::Index) po[o] = static_cast<TO>(acc.index);
+        else if constexpr (requires { acc.value; }) po[o] = cast_to<TO>(acc.value);
+        else po[o] = cast_to<TO>(acc);
+      };
+      if (inner == 0) {
+        for (int64_t o = 0; o < outer; ++o) store(o, fold.init());
+        return;
       }
+      Tensor rows = src.permute(order);
+      // Rows: each result's inputs contiguous.
+      if (auto s = geometry::view_strides(rows.sizes(), rows.strides(), {outer, inner}); s && (inner == 1 || (*s)[1] == 1)) {
+        kernels::reduce_rows(static_cast<const T*>(rows.data_ptr()), outer, (*s)[0], inner, fold, store);
+        return;
+      }
+      // Columns: the results contiguous, inputs strided (a sum over dim 0).
+      std::vector<int64_t> corder = plan.reduced;
+      corder.insert(corder.end(), plan.kept.begin(), plan.kept.end());
+      Tensor cols = src.permute(corder);
+      if (auto s = geometry::view_strides(cols.sizes(), cols.strides(), {inner, outer}); s && (*s)[1] == 1) {
+        kernels::reduce_columns(static_cast<const T*>(cols.data_ptr()), inner, (*s)[0], outer, fold, store);
+        return;
+      }
+      Tensor packed = rows.contiguous();
+      kernels::reduce_rows(static_cast<const T*>(packed.data_ptr()), outer, inner, inner, fold, store);
     });
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, IntArrayRef, bool, Dtype) {
     return {x.numel(), x.nbytes(), out.nbytes()};

@@ -85,37 +85,39 @@ void softmax_row(const T* x, T* y, int64_t n, bool log) {
 struct Softmax {
   static constexpr std::string_view name = "softmax";
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& x, int64_t dim, bool log) {
+  static ops::OutputSpec meta(const Tensor& x, int64_t dim, bool log) {
     TALLY_CHECK_TYPE_ERROR(x.is_floating_point() && !is_float8(x.dtype()), log ? "\"log_softmax_lastdim_kernel_impl\"" : "\"softmax_lastdim_kernel_impl\"",
                            " not implemented for '", dtype_name(x.dtype()), "'");
-    if (x.dim() == 0) dim = maybe_wrap_dim(dim, 0);
-    else dim = maybe_wrap_dim(dim, x.dim());
+    maybe_wrap_dim(dim, x.dim() == 0 ? 1 : x.dim());
+    return {DimVector(x.sizes()), x.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
     // Bring `dim` last and make rows contiguous (a view when it already is).
+    if (x.dim() > 0) dim = maybe_wrap_dim(dim, x.dim());
     Tensor src = x.dim() == 0 ? x.reshape({1}) : x.transpose(dim, -1).contiguous();
-    Tensor out = empty(src.sizes(), TensorOptions(x.dtype()).device(x.device()));
-    const int64_t n = src.dim() == 0 ? 1 : src.size(-1);
+    Tensor dst = x.dim() == 0 ? out.view({1}) : out.transpose(dim, -1);
+    Tensor rows_out = dst.is_contiguous() ? dst : empty(src.sizes(), TensorOptions(out.dtype()).device(out.device()));
+    const int64_t n = src.size(-1);
     const int64_t rows = n == 0 ? 0 : src.numel() / n;
     if (out.is_cuda()) {
-      if (rows > 0) kernels::cuda::softmax_rows(static_cast<uint8_t>(x.dtype()), src.data_ptr(), out.data_ptr(), rows, n, log);
-      if (x.dim() == 0) return out.reshape({});
-      return out.transpose(dim, -1).contiguous();
+      if (rows > 0) kernels::cuda::softmax_rows(static_cast<uint8_t>(x.dtype()), src.data_ptr(), rows_out.data_ptr(), rows, n, log);
+    } else {
+      // Outputs larger than the last-level cache go straight to memory (Note in softmax_row_f32).
+      const bool stream = rows_out.nbytes() > kStreamingBytes;
+      dispatch_floating(x.dtype(), "softmax", [&]<class T>() {
+        const T* px = static_cast<const T*>(src.data_ptr());
+        T* py = static_cast<T*>(rows_out.data_ptr());
+        kernels::parallel_for(rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)),
+                              [&](int64_t b, int64_t e) {
+                                for (int64_t r = b; r < e; ++r) {
+                                  if constexpr (std::is_same_v<T, float>) softmax_row_f32(px + r * n, py + r * n, n, log, stream);
+                                  else softmax_row(px + r * n, py + r * n, n, log);
+                                }
+                                if (stream) kernels::stream_fence();  // streamed stores visible before the op returns
+                              });
+      });
     }
-    // Outputs larger than the last-level cache go straight to memory (Note in softmax_row_f32).
-    const bool stream = out.nbytes() > kStreamingBytes;
-    dispatch_floating(x.dtype(), "softmax", [&]<class T>() {
-      const T* px = static_cast<const T*>(src.data_ptr());
-      T* py = static_cast<T*>(out.data_ptr());
-      kernels::parallel_for(rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)),
-                            [&](int64_t b, int64_t e) {
-                              for (int64_t r = b; r < e; ++r) {
-                                if constexpr (std::is_same_v<T, float>) softmax_row_f32(px + r * n, py + r * n, n, log, stream);
-                                else softmax_row(px + r * n, py + r * n, n, log);
-                              }
-                              if (stream) kernels::stream_fence();  // streamed stores visible before the op returns
-                            });
-    });
-    if (x.dim() == 0) return out.reshape({});
-    return out.transpose(dim, -1).contiguous();
+    if (!rows_out.is_same(dst)) dst.copy_(rows_out);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {5 * x.numel(), x.nbytes(), out.nbytes()}; }
   // softmax: dx = y·(g - Σ g·y); log_softmax: dx = g - softmax(x)·Σ g

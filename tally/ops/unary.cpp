@@ -198,16 +198,16 @@ template <class Def>
 struct Unary {
   static constexpr std::string_view name = Def::name;
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& x) {
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& x) {
     const Dtype dt = unary_result_dtype<Def>(x.dtype());
     check_arith(dt, Def::name);
+    return {DimVector(x.sizes()), dt};
+  }
+  static void compute(const Tensor& out, const Tensor& x) {
+    const Dtype dt = out.dtype();
     Tensor in = x.to(dt);
-    Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
-    if (out.numel() == 0) return out;
-    if (out.is_cuda()) {
-      kernels::cuda::unary(Def::cuda_op, ops::cuda_launch<2>(out, {&in}));
-      return out;
-    }
+    if (out.is_cuda()) return kernels::cuda::unary(Def::cuda_op, ops::cuda_launch<2>(out, {&in}));
     auto loop = ops::make_loop<2>(out, {&in});
     dispatch_arith(dt, Def::name, [&]<class T>() {
       using C = compute_t<T>;
@@ -224,7 +224,6 @@ struct Unary {
         kernels::unary_kernel<T, T>(loop, [](C v) { return Def::template f<C>(v); });
       }
     });
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x) { return ops::elementwise_cost(out, {&x}, Def::flops); }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x) { return {Def::grad(c.grad, x, c.out)}; }
@@ -234,19 +233,19 @@ struct Unary {
 struct PowScalar {
   static constexpr std::string_view name = "pow";
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& x, Scalar exponent) {
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& x, Scalar exponent) {
     const Dtype dt = result_type(x, exponent);
     if (is_integral(dt) || dt == kBool) {
       TALLY_CHECK(exponent.to_long() >= 0 || exponent.is_floating_point(), "Integers to negative integer powers are not allowed.");
     }
     check_arith(dt, "pow");
+    return {DimVector(x.sizes()), dt};
+  }
+  static void compute(const Tensor& out, const Tensor& x, Scalar exponent) {
+    const Dtype dt = out.dtype();
     Tensor in = x.to(dt);
-    Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
-    if (out.numel() == 0) return out;
-    if (out.is_cuda()) {
-      kernels::cuda::pow_scalar(ops::cuda_launch<2>(out, {&in}), exponent.to_double());
-      return out;
-    }
+    if (out.is_cuda()) return kernels::cuda::pow_scalar(ops::cuda_launch<2>(out, {&in}), exponent.to_double());
     auto loop = ops::make_loop<2>(out, {&in});
     dispatch_arith(dt, "pow", [&]<class T>() {
       using C = compute_t<T>;
@@ -270,7 +269,6 @@ struct PowScalar {
         kernels::unary_kernel<T, T>(loop, [ce](C v) { return std::pow(v, ce); });
       }
     });
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Scalar) { return ops::elementwise_cost(out, {&x}, 1); }
   // d x^e = e·x^(e-1)
@@ -284,19 +282,22 @@ struct PowScalar {
 struct Clamp {
   static constexpr std::string_view name = "clamp";
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
     TALLY_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
     Dtype dt = x.dtype();
-    if (lo) dt = result_type(x.to(dt), *lo);
-    if (hi) dt = result_type(x.to(dt), *hi);
+    // The bounds join as numbers: each may lift the category (an integer tensor, a float bound).
+    for (const std::optional<Scalar>& bound : {lo, hi})
+      if (bound) dt = result_type(dt, *bound);
     check_arith(dt, "clamp");
+    return {DimVector(x.sizes()), dt};
+  }
+  static void compute(const Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    const Dtype dt = out.dtype();
     Tensor in = x.to(dt);
-    Tensor out = empty(x.sizes(), TensorOptions(dt).device(x.device()));
-    if (out.numel() == 0) return out;
     if (out.is_cuda()) {
-      kernels::cuda::clamp(ops::cuda_launch<2>(out, {&in}), lo.has_value(), lo ? lo->to_double() : 0.0, hi.has_value(),
-                           hi ? hi->to_double() : 0.0);
-      return out;
+      return kernels::cuda::clamp(ops::cuda_launch<2>(out, {&in}), lo.has_value(), lo ? lo->to_double() : 0.0, hi.has_value(),
+                                  hi ? hi->to_double() : 0.0);
     }
     auto loop = ops::make_loop<2>(out, {&in});
     dispatch_arith(dt, "clamp", [&]<class T>() {
@@ -312,7 +313,6 @@ struct Clamp {
         return v;
       });
     });
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
     return ops::elementwise_cost(out, {&x}, int64_t{lo.has_value()} + int64_t{hi.has_value()});
@@ -329,23 +329,20 @@ struct Clamp {
 struct Where {
   static constexpr std::string_view name = "where";
   static constexpr bool supports_cuda = true;
-  static Tensor forward(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  static constexpr bool elementwise = true;
+  static ops::OutputSpec meta(const Tensor& cond, const Tensor& a, const Tensor& b) {
     TALLY_CHECK_TYPE_ERROR(cond.dtype() == kBool || cond.dtype() == kUInt8, "where expected condition to be a boolean tensor, but got a tensor with dtype ",
                            dtype_name(cond.dtype()));
-    const Dtype dt = result_type(a, b);
-    auto shape = geometry::broadcast_shapes(geometry::broadcast_shapes(cond.sizes(), a.sizes()), b.sizes());
-    Tensor out = empty(shape, TensorOptions(dt).device(ops::common_device({&cond, &a, &b})));
-    if (out.numel() == 0) return out;
+    return {geometry::broadcast_shapes(geometry::broadcast_shapes(cond.sizes(), a.sizes()), b.sizes()), result_type(a, b)};
+  }
+  static void compute(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+    const Dtype dt = out.dtype();
     Tensor ca = a.to(dt), cb = b.to(dt), cc = cond.to(kBool);
-    if (out.is_cuda()) {
-      kernels::cuda::where(ops::cuda_launch<4>(out, {&cc, &ca, &cb}));
-      return out;
-    }
+    if (out.is_cuda()) return kernels::cuda::where(ops::cuda_launch<4>(out, {&cc, &ca, &cb}));
     auto loop = ops::make_loop<4>(out, {&cc, &ca, &cb});
     dispatch(dt, "where", [&]<class T>() {
       kernels::ternary_kernel<T, bool, T, T>(loop, [](bool c, T x, T y) { return c ? x : y; });
     });
-    return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& c, const Tensor& a, const Tensor& b) {
     return ops::elementwise_cost(out, {&c, &a, &b}, 0);
@@ -363,6 +360,7 @@ struct Where {
 struct Triangle {
   static constexpr std::string_view name = "triu_tril";
   static constexpr bool supports_cuda = true;  // a clone and fills of views: any device
+  static constexpr bool forward_on_meta = true;
   static Tensor forward(const Tensor& x, int64_t diagonal, bool upper) {
     TALLY_CHECK(x.dim() >= 2, upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions, got ", x.dim());
     Tensor out = x.clone();
@@ -423,6 +421,36 @@ Tensor triu(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, 
 Tensor tril(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, diagonal, false); }
 
 Tensor operator-(const Tensor& x) { return neg(x); }
+
+Tensor& neg_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<NegDef>>(out, x); }
+Tensor& abs_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<AbsDef>>(out, x); }
+Tensor& sqrt_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<SqrtDef>>(out, x); }
+Tensor& rsqrt_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<RsqrtDef>>(out, x); }
+Tensor& exp_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<ExpDef>>(out, x); }
+Tensor& log_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<LogDef>>(out, x); }
+Tensor& tanh_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<TanhDef>>(out, x); }
+Tensor& sigmoid_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<SigmoidDef>>(out, x); }
+Tensor& erf_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<ErfDef>>(out, x); }
+Tensor& clamp_out(Tensor& out, const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  return ops::apply_out<Clamp>(out, x, min, max);
+}
+Tensor& where_out(Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b) {
+  return ops::apply_out<Where>(out, condition, a, b);
+}
+
+Tensor& Tensor::sqrt_() { return ops::apply_inplace<Unary<SqrtDef>>(*this); }
+Tensor& Tensor::rsqrt_() { return ops::apply_inplace<Unary<RsqrtDef>>(*this); }
+Tensor& Tensor::exp_() { return ops::apply_inplace<Unary<ExpDef>>(*this); }
+Tensor& Tensor::log_() { return ops::apply_inplace<Unary<LogDef>>(*this); }
+Tensor& Tensor::neg_() { return ops::apply_inplace<Unary<NegDef>>(*this); }
+Tensor& Tensor::abs_() { return ops::apply_inplace<Unary<AbsDef>>(*this); }
+Tensor& Tensor::tanh_() { return ops::apply_inplace<Unary<TanhDef>>(*this); }
+Tensor& Tensor::sigmoid_() { return ops::apply_inplace<Unary<SigmoidDef>>(*this); }
+Tensor& Tensor::relu_() { return ops::apply_inplace<Unary<ReluDef>>(*this); }
+Tensor& Tensor::square_() { return ops::apply_inplace<Unary<SquareDef>>(*this); }
+Tensor& Tensor::erf_() { return ops::apply_inplace<Unary<ErfDef>>(*this); }
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) { return ops::apply_inplace<Clamp>(*this, min, max); }
+Tensor& Tensor::pow_(Scalar exponent) { return ops::apply_inplace<PowScalar>(*this, exponent); }
 
 Tensor Tensor::pow(Scalar exponent) const { return tally::pow(*this, exponent); }
 Tensor Tensor::sqrt() const { return tally::sqrt(*this); }

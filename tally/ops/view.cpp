@@ -29,6 +29,7 @@ Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t
 /// An op that computes a view from (base, args...) with `rule`.
 struct ViewCost {
   static constexpr bool supports_cuda = true;  // a view only re-describes the storage, wherever it is
+  static constexpr bool forward_on_meta = true;  // ... meta tensors included
   template <class... A>
   static ops::Cost cost(const Tensor&, const A&...) { return {}; }
   // A view's backward places the gradient by shape alone (Note [Version counter]).

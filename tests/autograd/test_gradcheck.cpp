@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "tally/ops/apply.h"
 #include "tally/tally.h"
 
 using namespace tally;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tally/ops/apply.h"
+#include "tally/ops/cost.h"
 #include "tally/tally.h"
 
 namespace einops_test {

@@ -240,9 +240,9 @@ struct Binary {
 
 /// A number as the 0-d tensor it joins the op as (PyTorch's wrapped number), in the dtype the
 /// op will compute in so that its value is not wrapped around first (uint8 / -3).
-Tensor wrap(Scalar s, const Tensor& like) { return scalar_tensor(s, result_type(like, s)); }
+Tensor wrap(Scalar s, const Tensor& like) { return wrapped_number(s, result_type(like, s), like); }
 Tensor wrap_for_division(Scalar s, const Tensor& like) {
-  return scalar_tensor(s, compute_dtype<DivDef>(result_type(like, s)));
+  return wrapped_number(s, compute_dtype<DivDef>(result_type(like, s)), like);
 }
 
 void check_bool_subtraction(const Tensor& t, Scalar s) {
@@ -254,7 +254,7 @@ Tensor scaled(const Tensor& a, const Tensor& b, Scalar alpha) {
   const Dtype dt = result_type(a, b);
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dt) || !alpha.is_floating_point(),
                          "For integral input tensors, argument alpha must not be a floating point number.");
-  return mul(b, scalar_tensor(alpha, dt));
+  return mul(b, wrapped_number(alpha, dt, b));
 }
 
 }  // namespace

@@ -53,6 +53,7 @@ TensorOptions like(const Tensor& t, TensorOptions options) {
 Tensor on_device(Tensor t, const TensorOptions& options) {
   const Device d = options.device_or();
   if (d.is_cpu()) return t;
+  if (d.is_meta()) return empty(t.sizes(), TensorOptions(t.dtype()).device(d));  // the values stay unknown
   Tensor moved = t.to(d);
   moved.storage()->reset_version();
   return moved;
@@ -71,6 +72,10 @@ Tensor scalar_tensor(Scalar value, TensorOptions options) {
   Tensor t = empty({}, options.dtype_or(value.natural_dtype()));
   dispatch(t.dtype(), "scalar_tensor", [&]<class T>() { *static_cast<T*>(t.data_ptr()) = value.to<T>(); });
   return on_device(t, options);
+}
+
+Tensor wrapped_number(Scalar value, Dtype dtype, const Tensor& like) {
+  return scalar_tensor(value, TensorOptions(dtype).device(like.device().is_meta() ? Device(kMeta) : Device(kCPU)));
 }
 
 Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }

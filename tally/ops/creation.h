@@ -37,6 +37,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options =
 Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions options = {});
 /// A 0-d tensor holding `value`.
 Tensor scalar_tensor(Scalar value, TensorOptions options = {});
+/// A number joining an op on `like` as a 0-d tensor of `dtype` (PyTorch's wrapped number): on
+/// the CPU, which any device's op accepts (Note [Devices] in ops/apply.h), except with a meta
+/// tensor, where it is a meta tensor too, so a meta run counts the bytes a real run holds.
+Tensor wrapped_number(Scalar value, Dtype dtype, const Tensor& like);
 
 /// A nested list of numbers for tally::tensor: {{1., 2, 3}, {4, 5, 6}}.
 class NestedList {

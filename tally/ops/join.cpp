@@ -110,7 +110,7 @@ struct IndexSelect {
   }
   // The gathered rows' gradients are added back at their indices (repeated indices accumulate).
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, const Tensor& index) {
-    return {index_add(zeros(x.sizes(), c.grad.dtype()), dim, index, c.grad), Tensor()};
+    return {index_add(zeros(x.sizes(), TensorOptions(c.grad.dtype()).device(c.grad.device())), dim, index, c.grad), Tensor()};
   }
 };
 

@@ -350,7 +350,7 @@ struct Where {
   // Each branch gets the gradient where it was chosen, reduced to its own shape.
   static TensorList backward(const ops::BackwardContext& c, const Tensor& cond, const Tensor& a, const Tensor& b) {
     TensorList grads(3);
-    Tensor zero = zeros({}, c.grad.dtype());
+    Tensor zero = wrapped_number(0, c.grad.dtype(), c.grad);
     if (c.needs_grad(1)) grads[1] = sum_to_size(where(cond, c.grad, zero), a.sizes()).to(a.dtype());
     if (c.needs_grad(2)) grads[2] = sum_to_size(where(cond, zero, c.grad), b.sizes()).to(b.dtype());
     return grads;
@@ -415,7 +415,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   const auto shape = geometry::broadcast_shapes(x.sizes(), mask.sizes());
   TALLY_CHECK(IntArrayRef(shape) == x.sizes(), "masked_fill: mask of shape ", mask.sizes(),
               " does not broadcast to the input's shape ", x.sizes());
-  return where(mask, scalar_tensor(value, x.dtype()), x);
+  return where(mask, wrapped_number(value, x.dtype(), x), x);
 }
 Tensor triu(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, diagonal, true); }
 Tensor tril(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, diagonal, false); }

@@ -1,0 +1,106 @@
+// The meta device against the real thing: one training step of the GPT model (forward, loss,
+// backward) on meta tensors must put on the ledger exactly the FLOPs and bytes of the same step
+// on the CPU, and predict exactly the CPU run's peak memory by category; and it is fast enough
+// to size a 1.3B-parameter model in well under a second.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "tally/models/gpt.h"
+#include "tally/tally.h"
+
+using namespace tally;
+using accounting::Phase;
+
+namespace {
+
+struct StepRecord {
+  std::map<std::pair<std::string, Phase>, accounting::OpTotals> ledger;
+  std::array<int64_t, kNumMemoryCategories> peak{};
+  int64_t peak_total = 0;
+  std::array<int64_t, kNumMemoryCategories> after_forward{};
+  int64_t parameters = 0;
+};
+
+/// One step of `config` on `device`: parameters made, loss computed, backward run.
+StepRecord train_step(const accounting::TransformerConfig& config, Device device) {
+  StepRecord r;
+  accounting::MemoryTracker tracker(device);
+  accounting::FlopCounter counter;
+  Generator gen(7);
+  models::Gpt model(config, TensorOptions(kFloat32).device(device), &gen);
+  Tensor tokens = randint(config.vocab, {config.batch, config.seq_len}, TensorOptions(kInt64).device(device), &gen);
+  Tensor targets = randint(config.vocab, {config.batch, config.seq_len}, TensorOptions(kInt64).device(device), &gen);
+  Tensor loss = model.loss(tokens, targets);
+  for (int c = 0; c < kNumMemoryCategories; ++c) r.after_forward[c] = tracker.allocated_bytes(static_cast<MemoryCategory>(c));
+  loss.backward();
+  for (int c = 0; c < kNumMemoryCategories; ++c) r.peak[c] = tracker.peak_allocated_bytes(static_cast<MemoryCategory>(c));
+  r.peak_total = tracker.peak_allocated_bytes();
+  r.ledger = counter.by_op();
+  r.parameters = model.num_parameters();
+  return r;
+}
+
+constexpr accounting::TransformerConfig kSmall{2, 32, 4, 50, 16, 2, true};
+
+}  // namespace
+
+TEST(GptMeta, LedgerEqualsTheRealRunRowByRow) {
+  const StepRecord real = train_step(kSmall, kCPU);
+  const StepRecord meta = train_step(kSmall, kMeta);
+  for (const auto& [key, totals] : meta.ledger) EXPECT_TRUE(real.ledger.contains(key)) << key.first << " only on meta";
+  for (const auto& [key, totals] : real.ledger) {
+    SCOPED_TRACE(key.first + " " + accounting::phase_name(key.second));
+    ASSERT_TRUE(meta.ledger.contains(key));
+    const accounting::OpTotals& m = meta.ledger.at(key);
+    EXPECT_EQ(m.calls, totals.calls);
+    EXPECT_EQ(m.flops, totals.flops);
+    EXPECT_EQ(m.bytes_read, totals.bytes_read);
+    EXPECT_EQ(m.bytes_written, totals.bytes_written);
+    EXPECT_EQ(m.seconds, 0.0);  // nothing ran
+  }
+  EXPECT_GT(real.ledger.at({"matmul", Phase::Backward}).flops, 0);
+}
+
+TEST(GptMeta, PredictsThePeakMemoryByCategoryExactly) {
+  const StepRecord real = train_step(kSmall, kCPU);
+  const StepRecord meta = train_step(kSmall, kMeta);
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    SCOPED_TRACE(memory_category_name(static_cast<MemoryCategory>(c)));
+    EXPECT_EQ(meta.peak[c], real.peak[c]);
+    EXPECT_EQ(meta.after_forward[c], real.after_forward[c]);
+  }
+  EXPECT_EQ(meta.peak_total, real.peak_total);
+  // The parameters are on the books as parameters, the graph's tensors as activations.
+  EXPECT_EQ(real.after_forward[static_cast<int>(MemoryCategory::Parameters)], real.parameters * 4);
+  EXPECT_GT(real.after_forward[static_cast<int>(MemoryCategory::Activations)], 0);
+  EXPECT_GT(real.peak[static_cast<int>(MemoryCategory::Gradients)], 0);
+}
+
+TEST(GptMeta, MatchesTheEstimateFormula) {
+  // The napkin formula and the real model on meta tensors agree exactly on parameters and on
+  // training matmul FLOPs.
+  const accounting::TransformerConfig config{24, 2048, 16, 50257, 2048, 1, true};  // GPT-3 XL, 1.3B
+  const auto start = std::chrono::steady_clock::now();
+  const StepRecord meta = train_step(config, kMeta);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto est = accounting::transformer(config, accounting::recipe("fp32-adamw"));
+  EXPECT_EQ(static_cast<double>(meta.parameters), est.params.value);
+  EXPECT_GT(meta.parameters, 1'300'000'000);
+  const int64_t matmul = meta.ledger.at({"matmul", Phase::Forward}).flops + meta.ledger.at({"matmul", Phase::Backward}).flops;
+  EXPECT_EQ(static_cast<double>(matmul), est.flops_per_token.value * static_cast<double>(config.batch * config.seq_len));
+  EXPECT_EQ(meta.peak[static_cast<int>(MemoryCategory::Parameters)], meta.parameters * 4);
+  EXPECT_LT(seconds, 1.0) << "a meta step of a 1.3B model took " << seconds << " s";
+}
+
+TEST(GptMeta, MetaTensorsRefuseToBeRead) {
+  Tensor m = ones({2, 3}, kMeta);
+  EXPECT_EQ(m.device(), Device(kMeta));
+  EXPECT_EQ(m.to_string(), "tensor(..., device='meta', size=(2, 3))");
+  EXPECT_THROW(ones({1}, kMeta).item(), NotImplementedError);
+  EXPECT_THROW(m.cpu(), NotImplementedError);
+  EXPECT_THROW(m + ones({2, 3}), DeviceError);
+  EXPECT_EQ((m * 2 + 1).sizes(), IntArrayRef({2, 3}));  // wrapped numbers join, as on any device
+  EXPECT_EQ(Device("meta"), Device(kMeta));
+}

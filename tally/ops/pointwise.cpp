@@ -36,8 +36,7 @@ struct Pointwise {
   static ops::OutputSpec meta(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
     const Dtype dt = result_type({&self, &t1, &t2});
     check_arith(dt, Def::name);
-    TALLY_CHECK_TYPE_ERROR(is_floating_point(dt) || !value.is_floating_point(),
-                           "For integral input tensors, argument value must not be a floating point number.");
+    TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"", Def::name, "_cpu_out\" not implemented for 'Bool'");
     if constexpr (std::is_same_v<Def, AddcdivDef>) {
       TALLY_CHECK_TYPE_ERROR(is_floating_point(dt), "Integer division with addcdiv is no longer supported, and in a future "
                              "release addcdiv will perform a true division of tensor1 and tensor2. Use a floating dtype.");

@@ -23,6 +23,7 @@ std::vector<Case> promotion_cases();
 std::vector<Case> comparison_cases();
 std::vector<Case> pow_cases();
 std::vector<Case> in_place_cases();
+std::vector<Case> forms_cases();
 std::vector<Case> selection_cases();
 std::vector<Case> reduction_cases();
 std::vector<Case> extrema_cases();

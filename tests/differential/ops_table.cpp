@@ -113,6 +113,37 @@ const std::map<std::string, OpFn>& table() {
       {"sub_scalar_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].sub_(scalar(a["scalar"])); return {v[0], b[0]}; }},
       {"mul_scalar_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].mul_(scalar(a["scalar"])); return {v[0], b[0]}; }},
       {"div_scalar_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].div_(scalar(a["scalar"])); return {v[0], b[0]}; }},
+      // in place, the optimizers' ops (Note [Forms] in ops/apply.h)
+      {"sqrt_", [](auto& v, auto& b, const Json&) -> Outs { v[0].sqrt_(); return {v[0], b[0]}; }},
+      {"exp_", [](auto& v, auto& b, const Json&) -> Outs { v[0].exp_(); return {v[0], b[0]}; }},
+      {"neg_", [](auto& v, auto& b, const Json&) -> Outs { v[0].neg_(); return {v[0], b[0]}; }},
+      {"abs_", [](auto& v, auto& b, const Json&) -> Outs { v[0].abs_(); return {v[0], b[0]}; }},
+      {"sigmoid_", [](auto& v, auto& b, const Json&) -> Outs { v[0].sigmoid_(); return {v[0], b[0]}; }},
+      {"relu_", [](auto& v, auto& b, const Json&) -> Outs { v[0].relu_(); return {v[0], b[0]}; }},
+      {"zero_", [](auto& v, auto& b, const Json&) -> Outs { v[0].zero_(); return {v[0], b[0]}; }},
+      {"pow_scalar_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].pow_(scalar(a["scalar"])); return {v[0], b[0]}; }},
+      {"clamp_", [](auto& v, auto& b, const Json& a) -> Outs {
+         v[0].clamp_(optional_scalar(a, "min"), optional_scalar(a, "max"));
+         return {v[0], b[0]};
+       }},
+      {"addcmul_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].addcmul_(v[1], v[2], scalar(a["value"])); return {v[0], b[0]}; }},
+      {"addcdiv_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].addcdiv_(v[1], v[2], scalar(a["value"])); return {v[0], b[0]}; }},
+      {"lerp_", [](auto& v, auto& b, const Json& a) -> Outs { v[0].lerp_(v[1], scalar(a["weight"])); return {v[0], b[0]}; }},
+      {"addcmul", [](auto& v, auto&, const Json& a) -> Outs { return {addcmul(v[0], v[1], v[2], scalar(a["value"]))}; }},
+      {"addcdiv", [](auto& v, auto&, const Json& a) -> Outs { return {addcdiv(v[0], v[1], v[2], scalar(a["value"]))}; }},
+      {"lerp", [](auto& v, auto&, const Json& a) -> Outs { return {lerp(v[0], v[1], scalar(a["weight"]))}; }},
+      // out=: input 0 is the out tensor; the result and the out tensor's base come back
+      {"add_out", [](auto& v, auto& b, const Json&) -> Outs { return {add_out(v[0], v[1], v[2]), b[0]}; }},
+      {"mul_out", [](auto& v, auto& b, const Json&) -> Outs { return {mul_out(v[0], v[1], v[2]), b[0]}; }},
+      {"div_out", [](auto& v, auto& b, const Json&) -> Outs { return {div_out(v[0], v[1], v[2]), b[0]}; }},
+      {"sqrt_out", [](auto& v, auto& b, const Json&) -> Outs { return {sqrt_out(v[0], v[1]), b[0]}; }},
+      {"exp_out", [](auto& v, auto& b, const Json&) -> Outs { return {exp_out(v[0], v[1]), b[0]}; }},
+      {"matmul_out", [](auto& v, auto& b, const Json&) -> Outs { return {matmul_out(v[0], v[1], v[2]), b[0]}; }},
+      {"addcmul_out", [](auto& v, auto& b, const Json& a) -> Outs { return {addcmul_out(v[0], v[1], v[2], v[3], scalar(a["value"])), b[0]}; }},
+      {"clamp_out", [](auto& v, auto& b, const Json& a) -> Outs {
+         return {clamp_out(v[0], v[1], optional_scalar(a, "min"), optional_scalar(a, "max")), b[0]};
+       }},
+      {"where_out", [](auto& v, auto& b, const Json&) -> Outs { return {where_out(v[0], v[1], v[2], v[3]), b[0]}; }},
       // unary
       {"sqrt", [](auto& v, auto&, const Json&) -> Outs { return {sqrt(v[0])}; }},
       {"rsqrt", [](auto& v, auto&, const Json&) -> Outs { return {rsqrt(v[0])}; }},

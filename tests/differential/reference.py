@@ -156,6 +156,21 @@ def in_place(method, scalar):
     return run
 
 
+def in_place_with(method, *keys):
+    """v[0].method(*v[1:], *args[keys]): an in-place op with tensor operands and named numbers."""
+    def run(v, b, a):
+        getattr(v[0], method)(*v[1:], *[a[k] for k in keys])
+        return [v[0], b[0]]
+    return run
+
+
+def out_form(fn, *keys):
+    """fn(*v[1:], *args[keys], out=v[0]): the out= form, returning the result and out's base."""
+    def run(v, b, a):
+        return [fn(*v[1:], *[a[k] for k in keys], out=v[0]), b[0]]
+    return run
+
+
 OPS = {
     # elementwise, tensor ∘ tensor
     "add": lambda v, b, a: [torch.add(v[0], v[1], alpha=a.get("alpha", 1))],
@@ -188,6 +203,21 @@ OPS = {
     "gt_scalar": lambda v, b, a: [v[0] > a["scalar"]],
     "ge_scalar": lambda v, b, a: [v[0] >= a["scalar"]],
     # in place: outputs are the written view and the whole base it belongs to
+    "sqrt_": in_place_with("sqrt_"), "exp_": in_place_with("exp_"), "neg_": in_place_with("neg_"),
+    "abs_": in_place_with("abs_"), "sigmoid_": in_place_with("sigmoid_"), "relu_": in_place_with("relu_"),
+    "zero_": in_place_with("zero_"), "pow_scalar_": in_place_with("pow_", "scalar"),
+    "clamp_": lambda v, b, a: [v[0].clamp_(a.get("min"), a.get("max")), b[0]],
+    "addcmul_": lambda v, b, a: [v[0].addcmul_(v[1], v[2], value=a["value"]), b[0]],
+    "addcdiv_": lambda v, b, a: [v[0].addcdiv_(v[1], v[2], value=a["value"]), b[0]],
+    "lerp_": in_place_with("lerp_", "weight"),
+    "addcmul": lambda v, b, a: [torch.addcmul(v[0], v[1], v[2], value=a["value"])],
+    "addcdiv": lambda v, b, a: [torch.addcdiv(v[0], v[1], v[2], value=a["value"])],
+    "lerp": lambda v, b, a: [torch.lerp(v[0], v[1], a["weight"])],
+    "add_out": out_form(torch.add), "mul_out": out_form(torch.mul), "div_out": out_form(torch.div),
+    "sqrt_out": out_form(torch.sqrt), "exp_out": out_form(torch.exp), "matmul_out": out_form(torch.matmul),
+    "addcmul_out": lambda v, b, a: [torch.addcmul(v[1], v[2], v[3], value=a["value"], out=v[0]), b[0]],
+    "clamp_out": lambda v, b, a: [torch.clamp(v[1], a.get("min"), a.get("max"), out=v[0]), b[0]],
+    "where_out": out_form(torch.where),
     "add_": in_place("add_", False), "sub_": in_place("sub_", False),
     "mul_": in_place("mul_", False), "div_": in_place("div_", False),
     "add_scalar_": in_place("add_", True), "sub_scalar_": in_place("sub_", True),

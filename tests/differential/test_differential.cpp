@@ -14,6 +14,7 @@ TEST(Differential, Promotion) { run_family("Promotion"); }
 TEST(Differential, Comparison) { run_family("Comparison"); }
 TEST(Differential, Pow) { run_family("Pow"); }
 TEST(Differential, InPlace) { run_family("InPlace"); }
+TEST(Differential, Forms) { run_family("Forms"); }
 TEST(Differential, Selection) { run_family("Selection"); }
 TEST(Differential, Reduction) { run_family("Reduction"); }
 TEST(Differential, Extrema) { run_family("Extrema"); }

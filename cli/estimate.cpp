@@ -4,7 +4,9 @@
 
 #include <fmt/core.h>
 
+#include <array>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,6 +19,8 @@
 #include "tally/accounting/device_specs.h"
 #include "tally/accounting/estimate.h"
 #include "tally/error/error.h"
+#include "tally/models/gpt.h"
+#include "tally/tally.h"
 
 namespace tally::cli {
 
@@ -153,6 +157,33 @@ void run_max_params(const MaxParamsArgs& a) {
 
 // --- transformer -------------------------------------------------------------------------------
 
+/// One training step (forward, loss, backward) of the real model on the meta device: what the
+/// ledger and the memory tracker measure, with no bytes allocated and no kernel run.
+struct MetaStep {
+  int64_t params = 0;
+  int64_t matmul_flops = 0, all_flops = 0;
+  std::array<int64_t, kNumMemoryCategories> peak{};
+  int64_t peak_total = 0;
+  double seconds = 0;
+};
+
+MetaStep meta_step(const accounting::TransformerConfig& config) {
+  const auto start = std::chrono::steady_clock::now();
+  MetaStep m;
+  accounting::MemoryTracker tracker{Device(kMeta)};
+  accounting::FlopCounter counter;
+  models::Gpt model(config, TensorOptions(kFloat32).device(kMeta));
+  const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
+  model.loss(empty({config.batch, config.seq_len}, ids), empty({config.batch, config.seq_len}, ids)).backward();
+  m.params = model.num_parameters();
+  m.matmul_flops = counter.op("matmul", accounting::Phase::Forward).flops + counter.op("matmul", accounting::Phase::Backward).flops;
+  m.all_flops = counter.total_flops();
+  for (int c = 0; c < kNumMemoryCategories; ++c) m.peak[c] = tracker.peak_allocated_bytes(static_cast<MemoryCategory>(c));
+  m.peak_total = tracker.peak_allocated_bytes();
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
 struct TransformerArgs {
   accounting::TransformerConfig config{0, 0, 0, 0, 0, 0, true};
   std::string recipe = "bf16-mixed-adamw";
@@ -195,6 +226,11 @@ void run_transformer(const TransformerArgs& a) {
       "implementation) or halved (causal-skipping kernel, Kaplan's 6·L·T·d)",
       "activations: tensors saved for backward by a pre-LN block without dropout, at the recipe's activation dtype; "
       "fused attention would not keep P (the a·b·T² term)"};
+  const MetaStep m = meta_step(config);
+  json meta_peak = json::object();
+  for (int c = 0; c < kNumMemoryCategories; ++c) meta_peak[std::string(memory_category_name(static_cast<MemoryCategory>(c)))] = m.peak[c];
+  const json meta_json = {{"params", m.params}, {"matmul_flops_per_step", m.matmul_flops}, {"all_op_flops_per_step", m.all_flops},
+                          {"peak_bytes_by_category", meta_peak}, {"peak_bytes", m.peak_total}, {"seconds", m.seconds}};
   if (a.json) {
     json saved = json::array();
     for (const auto& s : r.saved_per_layer) saved.push_back({{"name", s.name}, {"shape", s.shape}, {"elements", s.elements}});
@@ -204,7 +240,7 @@ void run_transformer(const TransformerArgs& a) {
     emit("transformer",
          {{"layers", config.layers}, {"d_model", config.d_model}, {"heads", config.heads}, {"vocab", config.vocab},
           {"seq_len", config.seq_len}, {"batch", config.batch}, {"tied_embeddings", config.tied_embeddings},
-          {"recipe", recipe_json(r.recipe)}, {"saved_per_layer", saved}},
+          {"recipe", recipe_json(r.recipe)}, {"saved_per_layer", saved}, {"meta_run", meta_json}},
          all, notes);
     return;
   }
@@ -220,6 +256,19 @@ void run_transformer(const TransformerArgs& a) {
   for (const auto& s : r.saved_per_layer) fmt::print("  {:<54} {:<13} {}\n", s.name, s.shape, grouped(s.elements));
   fmt::print("\n");
   print_figures("Memory", memory);
+  fmt::print("\nMeasured: one float32 training step of the model itself (tally::models::Gpt) on the meta device, {:.3f} s\n",
+             m.seconds);
+  const double step_tokens = static_cast<double>(config.batch * config.seq_len);
+  fmt::print("  {:<34} {:>22}   formula {}\n", "params", grouped(static_cast<double>(m.params)), grouped(r.params.value));
+  fmt::print("  {:<34} {:>22}   formula {}\n", "matmul_flops_per_step", grouped(static_cast<double>(m.matmul_flops)),
+             grouped(r.flops_per_token.value * step_tokens));
+  fmt::print("  {:<34} {:>22}   (every op on the ledger)\n", "all_op_flops_per_step", grouped(static_cast<double>(m.all_flops)));
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    if (m.peak[c] == 0) continue;
+    fmt::print("  {:<34} {:>22}\n", "peak_" + std::string(memory_category_name(static_cast<MemoryCategory>(c))) + "_bytes",
+               grouped(static_cast<double>(m.peak[c])));
+  }
+  fmt::print("  {:<34} {:>22}   (no optimizer state: one step's forward and backward)\n", "peak_bytes", grouped(static_cast<double>(m.peak_total)));
   fmt::print("\nConventions\n");
   for (const auto& n : notes) fmt::print("  - {}\n", n.get<std::string>());
 }

@@ -16,6 +16,7 @@
 #include "tally/autograd/gradcheck.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
+#include "tally/ops/foreach.h"
 #include "tally/ops/join.h"
 #include "tally/ops/matmul.h"
 #include "tally/ops/random.h"

@@ -153,3 +153,20 @@ TEST(Autocast, AHookChangesAnOpsInputDtypesBeforeItRuns) {
   // Asked once per top-level op the user called; the casts it caused were not asked about.
   EXPECT_EQ(hook.asked, (std::vector<std::string>{"matmul", "clone", "sum"}));
 }
+
+TEST(Foreach, OneLedgerRowForTheWholeList) {
+  TensorList params = {ones({4, 5}), ones({3}), ones({2, 2, 2})};
+  TensorList grads = {full({4, 5}, 2.0), full({3}, 2.0), full({2, 2, 2}, 2.0)};
+  accounting::FlopCounter counter;
+  _foreach_addcmul_(params, grads, grads, 0.5);  // 1 + 0.5·2·2 = 3
+  _foreach_mul_(params, 2.0);
+  EXPECT_EQ(counter.by_op().size(), 2u);
+  const int64_t elements = 20 + 3 + 8;
+  EXPECT_EQ(counter.op("_foreach_addcmul_", accounting::Phase::Forward).flops, 3 * elements);
+  EXPECT_EQ(counter.op("_foreach_addcmul_", accounting::Phase::Forward).calls, 1);
+  EXPECT_EQ(counter.op("_foreach_mul_", accounting::Phase::Forward).flops, elements);
+  for (const Tensor& p : params) EXPECT_TRUE(p.equal(full(p.sizes(), 6.0)));
+  TensorList short_list = {ones({1})};
+  EXPECT_EQ(message_of([&] { _foreach_add_(params, short_list); }),
+            "_foreach_add_: Tensor lists must have the same number of tensors, got 3 and 1");
+}

@@ -8,6 +8,7 @@
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
 #include "tally/ops/reduce.h"
+#include "tally/ops/registry.h"
 
 namespace tally {
 
@@ -27,6 +28,8 @@ template <class C> C sigmoid_of(C x) { return C(1) / (C(1) + std::exp(-x)); }
 
 struct NegDef {
   static constexpr std::string_view name = "neg";
+  static constexpr std::string_view reference = "torch.neg";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Neg;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::Negatable;
@@ -35,6 +38,8 @@ struct NegDef {
 };
 struct AbsDef {
   static constexpr std::string_view name = "abs";
+  static constexpr std::string_view reference = "torch.abs";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Abs;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::NoBool;
@@ -47,6 +52,8 @@ struct AbsDef {
 };
 struct SqrtDef {
   static constexpr std::string_view name = "sqrt";
+  static constexpr std::string_view reference = "torch.sqrt";
+  static constexpr std::string_view domain = "positive";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Sqrt;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
@@ -55,6 +62,8 @@ struct SqrtDef {
 };
 struct RsqrtDef {
   static constexpr std::string_view name = "rsqrt";
+  static constexpr std::string_view reference = "torch.rsqrt";
+  static constexpr std::string_view domain = "positive";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Rsqrt;
   static constexpr int64_t flops = 2;  // sqrt, reciprocal
   static constexpr InputRule input = InputRule::IntToFloat;
@@ -64,6 +73,8 @@ struct RsqrtDef {
 };
 struct ExpDef {
   static constexpr std::string_view name = "exp";
+  static constexpr std::string_view reference = "torch.exp";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Exp;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
@@ -73,6 +84,8 @@ struct ExpDef {
 };
 struct LogDef {
   static constexpr std::string_view name = "log";
+  static constexpr std::string_view reference = "torch.log";
+  static constexpr std::string_view domain = "positive";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Log;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
@@ -81,6 +94,8 @@ struct LogDef {
 };
 struct TanhDef {
   static constexpr std::string_view name = "tanh";
+  static constexpr std::string_view reference = "torch.tanh";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Tanh;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
@@ -89,6 +104,8 @@ struct TanhDef {
 };
 struct SigmoidDef {
   static constexpr std::string_view name = "sigmoid";
+  static constexpr std::string_view reference = "torch.sigmoid";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Sigmoid;
   static constexpr int64_t flops = 4;  // negate, exp, add, divide
   static constexpr InputRule input = InputRule::IntToFloat;
@@ -101,6 +118,8 @@ struct SigmoidDef {
 };
 struct SiluDef {
   static constexpr std::string_view name = "silu";
+  static constexpr std::string_view reference = "torch.nn.functional.silu";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Silu;
   static constexpr int64_t flops = 5;  // sigmoid (4), multiply
   static constexpr InputRule input = InputRule::FloatOnly;
@@ -114,6 +133,8 @@ struct SiluDef {
 };
 struct ErfDef {
   static constexpr std::string_view name = "erf";
+  static constexpr std::string_view reference = "torch.erf";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Erf;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
@@ -121,8 +142,21 @@ struct ErfDef {
   // d erf(x) = 2/√π · e^(-x²)
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * exp(-(x * x)) * 1.1283791670955126; }
 };
+struct SoftplusDef {
+  static constexpr std::string_view name = "softplus";
+  static constexpr std::string_view reference = "torch.nn.functional.softplus";
+  static constexpr std::string_view domain = "normal";
+  static constexpr int64_t flops = 3;  // exp, +1, log
+  static constexpr InputRule input = InputRule::FloatOnly;
+  // log(1 + eˣ), and x itself above 20 where that is x to within rounding (PyTorch's threshold).
+  template <class C> static C f(C x) { return x > C(20) ? x : std::log1p(std::exp(x)); }
+  // d log(1 + eˣ) = sigmoid(x)
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * sigmoid(x); }
+};
 struct ReluDef {
   static constexpr std::string_view name = "relu";
+  static constexpr std::string_view reference = "torch.relu";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Relu;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::NoBool;
@@ -136,6 +170,8 @@ struct ReluDef {
 };
 struct SquareDef {
   static constexpr std::string_view name = "square";
+  static constexpr std::string_view reference = "torch.square";
+  static constexpr std::string_view domain = "normal";
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::Square;
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::BoolToLong;
@@ -197,7 +233,7 @@ Dtype unary_result_dtype(Dtype in) {
 template <class Def>
 struct Unary {
   static constexpr std::string_view name = Def::name;
-  static constexpr bool supports_cuda = true;
+  static constexpr bool supports_cuda = requires { Def::cuda_op; };  // a Def without a CUDA kernel refuses GPU tensors
   static constexpr bool elementwise = true;
   static ops::OutputSpec meta(const Tensor& x) {
     const Dtype dt = unary_result_dtype<Def>(x.dtype());
@@ -207,7 +243,9 @@ struct Unary {
   static void compute(const Tensor& out, const Tensor& x) {
     const Dtype dt = out.dtype();
     Tensor in = x.to(dt);
-    if (out.is_cuda()) return kernels::cuda::unary(Def::cuda_op, ops::cuda_launch<2>(out, {&in}));
+    if constexpr (supports_cuda) {
+      if (out.is_cuda()) return kernels::cuda::unary(Def::cuda_op, ops::cuda_launch<2>(out, {&in}));
+    }
     auto loop = ops::make_loop<2>(out, {&in});
     dispatch_arith(dt, Def::name, [&]<class T>() {
       using C = compute_t<T>;
@@ -399,6 +437,7 @@ Tensor relu(const Tensor& x) { return ops::apply<Unary<ReluDef>>(x); }
 Tensor silu(const Tensor& x) { return ops::apply<Unary<SiluDef>>(x); }
 Tensor square(const Tensor& x) { return ops::apply<Unary<SquareDef>>(x); }
 Tensor erf(const Tensor& x) { return ops::apply<Unary<ErfDef>>(x); }
+Tensor softplus(const Tensor& x) { return ops::apply<Unary<SoftplusDef>>(x); }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   if (approximate == "none") return ops::apply<Unary<GeluErfDef>>(x);
   TALLY_CHECK(approximate == "tanh", "approximate argument must be either none or tanh, got '", approximate, "'");
@@ -421,6 +460,22 @@ Tensor triu(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, 
 Tensor tril(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, diagonal, false); }
 
 Tensor operator-(const Tensor& x) { return neg(x); }
+
+namespace {
+template <class Def>
+ops::UnaryOpInfo info(Tensor (*fn)(const Tensor&)) {
+  return {Def::name, Def::reference, Def::domain, Def::flops, Def::input == InputRule::FloatOnly, true, fn};
+}
+}  // namespace
+
+const std::vector<ops::UnaryOpInfo>& ops::unary_ops() {
+  static const std::vector<UnaryOpInfo> table = {
+      info<NegDef>(neg),         info<AbsDef>(abs),   info<SqrtDef>(sqrt), info<RsqrtDef>(rsqrt), info<ExpDef>(exp),
+      info<LogDef>(log),         info<TanhDef>(tanh), info<SigmoidDef>(sigmoid), info<SiluDef>(silu), info<ErfDef>(erf),
+      info<ReluDef>(relu),       info<SquareDef>(square), info<SoftplusDef>(softplus),
+  };
+  return table;
+}
 
 Tensor& neg_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<NegDef>>(out, x); }
 Tensor& abs_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<AbsDef>>(out, x); }

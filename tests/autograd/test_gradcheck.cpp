@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tally/ops/apply.h"
+#include "tally/ops/registry.h"
 #include "tally/tally.h"
 
 using namespace tally;
@@ -95,6 +96,13 @@ std::multimap<std::string, Case> cases() {
   add("_to_copy", "x.to(cpu, copy=true)", [](const TensorList& v) { return v[0].to(Device(kCPU), kFloat64, false, true) * v[1]; },
       {leaf({3, 4}, "t"), leaf({3, 4})});
   add("clone", "contiguous of a transposed leaf", [](const TensorList& v) { return v[0].contiguous() + v[0].clone(); }, {leaf({3, 4}, "t")});
+  // Every registered unary op, from its own declaration (tally/ops/registry.h).
+  for (const ops::UnaryOpInfo& u : ops::unary_ops()) {
+    if (!u.differentiable) continue;
+    const bool positive = u.domain == "positive";
+    add(std::string(u.name), "registry, transposed leaf", [fn = u.fn](const TensorList& v) { return fn(v[0]); },
+        {leaf({3, 4}, "t", positive ? 0.5 : -2, 2)});
+  }
   return c;
 }
 

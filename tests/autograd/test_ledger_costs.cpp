@@ -7,6 +7,7 @@
 #include <functional>
 #include <random>
 
+#include "tally/ops/registry.h"
 #include "tally/tally.h"
 
 using namespace tally;
@@ -27,6 +28,19 @@ accounting::OpTotals run(const std::string& name, const std::function<Tensor()>&
 }
 
 }  // namespace
+
+TEST(LedgerCosts, EveryRegisteredUnaryOp) {
+  // Each op in the registry puts its declared FLOPs per element on the ledger, reads its input
+  // once and writes its output once.
+  Tensor x = rand({dim(), dim()}) + 0.5;
+  for (const ops::UnaryOpInfo& u : ops::unary_ops()) {
+    const auto t = run(std::string(u.name), [&] { return u.fn(x); });
+    EXPECT_EQ(t.calls, 1) << u.name;
+    EXPECT_EQ(t.flops, u.flops * x.numel()) << u.name;
+    EXPECT_EQ(t.bytes_read, x.nbytes()) << u.name;
+    EXPECT_EQ(t.bytes_written, x.nbytes()) << u.name;
+  }
+}
 
 TEST(LedgerCosts, ElementwiseUnary) {
   const std::vector<std::pair<std::string, int64_t>> unary = {{"neg", 1}, {"abs", 1}, {"sqrt", 1}, {"rsqrt", 2}, {"exp", 1},

@@ -4,6 +4,10 @@
 
 #include "differential/catalog.h"
 
+#include <algorithm>
+
+#include "tally/ops/registry.h"
+
 namespace tally::difftest {
 
 using Json = nlohmann::json;
@@ -25,6 +29,14 @@ std::vector<std::vector<InputSpec>> binary_layouts(Dtype a, Dtype b, const std::
   };
 }
 
+/// Whether torch has the op for floating dtypes only (one case then shows tally refuses the others).
+bool floating_only(const std::string& op) {
+  if (op == "gelu") return true;
+  for (const ops::UnaryOpInfo& r : ops::unary_ops())
+    if (r.name == op) return r.floating_only;
+  return false;
+}
+
 }  // namespace
 
 std::vector<Case> unary_cases() {
@@ -38,12 +50,18 @@ std::vector<Case> unary_cases() {
       {"gelu", "normal", {{"approximate", "tanh"}}, false}, {"silu", "normal", Json::object(), false},
       {"square", "normal", Json::object(), false},
   };
+  // Every other registered op (tally/ops/registry.h) joins with its reference, by name.
+  std::vector<Unary> all = ops;
+  for (const ops::UnaryOpInfo& r : ops::unary_ops()) {
+    const bool listed = std::any_of(ops.begin(), ops.end(), [&](const Unary& u) { return u.op == r.name; });
+    if (!listed) all.push_back({std::string(r.name), std::string(r.domain), {{"reference", r.reference}}, false});
+  }
   std::vector<Case> cases;
-  for (const Unary& u : ops) {
+  for (const Unary& u : all) {
     std::vector<std::vector<InputSpec>> inputs;
     for (Dtype dt : kAllDtypes) {
       // torch has gelu and silu for floating dtypes only: one case shows tally refuses the others.
-      if ((u.op == "gelu" || u.op == "silu") && !is_floating_point(dt)) {
+      if (floating_only(u.op) && !is_floating_point(dt)) {
         inputs.push_back({in({3, 4, 5}, dt, u.domain)});
         continue;
       }

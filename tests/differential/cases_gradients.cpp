@@ -6,6 +6,10 @@
 
 #include "differential/catalog.h"
 
+#include <algorithm>
+
+#include "tally/ops/registry.h"
+
 namespace tally::difftest {
 
 using Json = nlohmann::json;
@@ -46,7 +50,12 @@ void add_unary(std::vector<Case>& cases) {
       {"gelu", "normal", {{"approximate", "tanh"}}}, {"silu", "normal", Json::object()},
       {"square", "normal", Json::object()}, {"erf", "normal", Json::object()},
   };
-  for (const Unary& u : ops)
+  std::vector<Unary> all = ops;  // and every other registered op (tally/ops/registry.h)
+  for (const ops::UnaryOpInfo& r : ops::unary_ops()) {
+    const bool listed = std::any_of(ops.begin(), ops.end(), [&](const Unary& u) { return u.op == r.name; });
+    if (r.differentiable && !listed) all.push_back({std::string(r.name), std::string(r.domain), {{"reference", r.reference}}});
+  }
+  for (const Unary& u : all)
     for (Dtype dt : {kFloat64, kFloat32, kBFloat16})
       for (const InputSpec& spec : grad_layouts(dt, u.domain)) cases.push_back(grad_case(kFamily, u.op, {spec}, u.args));
   cases.push_back(grad_case(kFamily, "tanh", {in({}, kFloat32)}));

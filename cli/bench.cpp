@@ -13,9 +13,9 @@
 
 #include "cli/commands.h"
 #include "cli/gpu.h"
-#include "tally/accounting/cache_dir.h"
-#include "tally/accounting/cpu_info.h"
-#include "tally/accounting/peak_probe.h"
+#include "tally/machine/cache_dir.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/machine/peak_probe.h"
 #include "tally/tally.h"
 
 namespace tally::cli {
@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 /// Where measured peaks are kept between runs (TALLY_PEAKS_FILE, or the cache folder).
 fs::path peaks_path() {
   if (const char* x = std::getenv("TALLY_PEAKS_FILE")) return x;
-  return accounting::cache_dir() / "peaks.json";
+  return machine::cache_dir() / "peaks.json";
 }
 
 struct MeasuredPeaks {
@@ -46,7 +46,7 @@ std::optional<MeasuredPeaks> load_peaks() {
     nlohmann::json j = nlohmann::json::parse(in);
     MeasuredPeaks p{j.at("float32_flops_per_sec"), j.value("bfloat16_flops_per_sec", 0.0),
                     j.at("stream_triad_bytes_per_sec"), j.at("stream_read_bytes_per_sec"), j.at("measured_at"), j.at("cpu")};
-    if (p.cpu != accounting::cpu_info().model_name) return std::nullopt;  // measured on another machine
+    if (p.cpu != machine::cpu_info().model_name) return std::nullopt;  // measured on another machine
     return p;
   } catch (const std::exception&) {
     return std::nullopt;  // an unreadable file is as good as none: measure again
@@ -58,36 +58,36 @@ void save_peaks(const MeasuredPeaks& p) {
                          {"stream_triad_bytes_per_sec", p.stream_triad_bytes},
                          {"stream_read_bytes_per_sec", p.stream_read_bytes}, {"measured_at", p.measured_at},
                          {"cpu", p.cpu}};
-  accounting::write_file_atomically(peaks_path(), j.dump(2) + "\n");
+  machine::write_file_atomically(peaks_path(), j.dump(2) + "\n");
 }
 
 double promised_for(std::string_view dtype) {
-  for (const auto& p : accounting::promised_cpu_peaks(accounting::cpu_info()))
+  for (const auto& p : machine::promised_cpu_peaks(machine::cpu_info()))
     if (p.dtype == dtype) return p.flops_per_sec;
   return 0;
 }
 
 std::string promised_basis(std::string_view dtype) {
-  for (const auto& p : accounting::promised_cpu_peaks(accounting::cpu_info()))
+  for (const auto& p : machine::promised_cpu_peaks(machine::cpu_info()))
     if (p.dtype == dtype) return p.basis;
   return "";
 }
 
 MeasuredPeaks measure_peaks() {
-  const int cores = accounting::cpu_info().usable_cores;
+  const int cores = machine::cpu_info().usable_cores;
   MeasuredPeaks p;
-  p.float32_flops = accounting::measure_fma_peak_flops(cores, 1.0);
-  if (accounting::cpu_info().avx512_bf16) p.bf16_flops = accounting::measure_bf16_dot_peak_flops(cores, 1.0);
-  p.cpu = accounting::cpu_info().model_name;
-  const auto stream = accounting::measure_stream(int64_t{256} << 20, cores);
+  p.float32_flops = machine::measure_fma_peak_flops(cores, 1.0);
+  if (machine::cpu_info().avx512_bf16) p.bf16_flops = machine::measure_bf16_dot_peak_flops(cores, 1.0);
+  p.cpu = machine::cpu_info().model_name;
+  const auto stream = machine::measure_stream(int64_t{256} << 20, cores);
   p.stream_triad_bytes = stream.triad_bytes_per_sec;
   p.stream_read_bytes = stream.read_bytes_per_sec;
-  p.measured_at = accounting::utc_timestamp();
+  p.measured_at = machine::utc_timestamp();
   return p;
 }
 
 void run_peak() {
-  const auto& cpu = accounting::cpu_info();
+  const auto& cpu = machine::cpu_info();
   fmt::print("measuring on {} ({} cores)...\n", cpu.model_name, cpu.usable_cores);
   const MeasuredPeaks p = measure_peaks();
   const double promised = promised_for("float32");

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace tally::accounting {
+namespace tally::machine {
 
 /// The CPU tally runs on, as cpuid, the OS and a short timing loop see it.
 struct CpuInfo {
@@ -62,4 +62,4 @@ struct PeakSpec {
 /// Promised (spec-sheet style) peak FLOP/s per floating dtype for `info`'s cores and clock.
 std::vector<PeakSpec> promised_cpu_peaks(const CpuInfo& info);
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

@@ -1,4 +1,4 @@
-#include "tally/accounting/peak_probe.h"
+#include "tally/machine/peak_probe.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "tally/accounting/cpu_info.h"
+#include "tally/machine/cpu_info.h"
 #include "tally/error/error.h"
 
-namespace tally::accounting {
+namespace tally::machine {
 
 namespace {
 
@@ -231,4 +231,4 @@ double measure_stream_triad_bytes_per_sec(int64_t bytes_per_array, int threads) 
   return measure_stream(bytes_per_array, threads).triad_bytes_per_sec;
 }
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace tally::accounting {
+namespace tally::machine {
 
 /// Float32 FLOP/s from 24 independent FMA chains per thread (zmm if AVX-512, else ymm) on
 /// `threads` threads: the best lock-stepped ~1 ms window over about `seconds`, after a warm-up.
@@ -36,4 +36,4 @@ StreamResult measure_stream(int64_t bytes_per_array, int threads, int reps = 5);
 /// Triad bandwidth alone (bytes/s), as measure_stream reports it.
 double measure_stream_triad_bytes_per_sec(int64_t bytes_per_array, int threads);
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

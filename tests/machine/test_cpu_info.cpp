@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "tally/accounting/cpu_info.h"
-#include "tally/accounting/peak_probe.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/machine/peak_probe.h"
 #include "tally/error/error.h"
 
-namespace tally::accounting {
+namespace tally::machine {
 namespace {
 
 std::set<std::string> proc_cpuinfo_flags() {
@@ -213,4 +213,4 @@ TEST(PeakProbe, StreamTriadIsPlausible) {
 }
 
 }  // namespace
-}  // namespace tally::accounting
+}  // namespace tally::machine

@@ -1,4 +1,4 @@
-#include "tally/accounting/cpu_info.h"
+#include "tally/machine/cpu_info.h"
 
 #include <sched.h>
 
@@ -12,14 +12,14 @@
 #include <thread>
 #include <utility>
 
-#include "tally/accounting/cache_dir.h"
+#include "tally/machine/cache_dir.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define TALLY_X86 1
 #endif
 
-namespace tally::accounting {
+namespace tally::machine {
 
 namespace {
 
@@ -252,4 +252,4 @@ std::vector<PeakSpec> promised_cpu_peaks(const CpuInfo& info) {
   return peaks;
 }
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

@@ -20,7 +20,8 @@ void run_info() {
   fmt::print("tally {}\n\n", TALLY_VERSION);
   fmt::print("CPU\n");
   fmt::print("  model            {} ({}, family {:#x})\n", cpu.model_name, cpu.vendor, cpu.family);
-  fmt::print("  usable cores     {}\n", cpu.usable_cores);
+  fmt::print("  usable cores     {} ({} thread{} per core as the OS reports it{})\n", cpu.usable_cores, cpu.threads_per_core,
+             cpu.threads_per_core == 1 ? "" : "s", cpu.hypervisor ? "; under a hypervisor, whose vCPUs may share physical cores" : "");
   fmt::print("  measured clock   {:.2f} GHz (dependent add chain: highest seen on this machine; {:.2f} GHz in this run)\n",
              cpu.clock_ghz, cpu.clock_ghz_now);
   fmt::print("  AVX2 / FMA       {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma));

@@ -1,6 +1,6 @@
 #pragma once
-// Measured ceilings of this machine: the FMA peak and the STREAM memory bandwidths. These are the
-// "measured" peaks that MFU and the roofline can be quoted against, beside the promised ones.
+// Measured ceilings of this machine: the FMA, bf16 dot-product and AMX peaks and the STREAM memory
+// bandwidths. These are the "measured" peaks that MFU and the roofline can be quoted against, beside the promised ones.
 
 #include <cstdint>
 
@@ -13,6 +13,12 @@ double measure_fma_peak_flops(int threads, double seconds);
 /// bfloat16 FLOP/s from vdpbf16ps chains (16 float lanes, each adding a 2-element bf16 dot
 /// product), measured like measure_fma_peak_flops. NotImplementedError without AVX512_BF16.
 double measure_bf16_dot_peak_flops(int threads, double seconds);
+
+/// bfloat16 FLOP/s from AMX tdpbf16ps tile products (16x16x32 multiply-adds each, six independent
+/// accumulator tiles per thread), measured like measure_fma_peak_flops. Asks Linux for AMX tile
+/// state first (Note [AMX tile permission]). NotImplementedError without AMX-BF16 or that permission;
+/// no tile instruction runs then.
+double measure_amx_bf16_peak_flops(int threads, double seconds);
 
 /// STREAM-style bandwidths in bytes/s (bytes read + bytes written, write-allocate traffic not
 /// counted), best of the repetitions.

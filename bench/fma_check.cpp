@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "tally/accounting/cpu_info.h"
-#include "tally/accounting/peak_probe.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/machine/peak_probe.h"
 
 namespace {
 
@@ -70,7 +70,7 @@ __attribute__((target("avx512f,avx512bf16"))) float chain_work_bf16() {
   return lanes[0] + lanes[15];
 }
 
-bool use_avx512() { return tally::accounting::cpu_info().avx512f; }
+bool use_avx512() { return tally::machine::cpu_info().avx512f; }
 float fp32_work() { return use_avx512() ? chain_work_avx512() : chain_work_avx2(); }
 double fp32_flops_per_call() { return 2.0 * (use_avx512() ? 16 : 8) * kChains * static_cast<double>(kIters); }
 double bf16_flops_per_call() { return 4.0 * 16 * kChains * static_cast<double>(kIters); }
@@ -106,7 +106,7 @@ double run_threads(int threads, float (*work)(), double flops_per_call) {
 }  // namespace
 
 int main() {
-  const auto& cpu = tally::accounting::cpu_info();
+  const auto& cpu = tally::machine::cpu_info();
   if (!cpu.avx512f && !(cpu.avx2 && cpu.fma)) {
     std::puts("fma_check: this CPU has neither AVX-512 nor AVX2 + FMA; nothing to compare");
     return 0;
@@ -115,12 +115,12 @@ int main() {
   double independent = 0, probe = 0;
   for (int r = 0; r < 10; ++r) {  // interleaved, best of each
     for (int k = 0; k < 50; ++k) independent = std::max(independent, run_threads(cores, fp32_work, fp32_flops_per_call()));
-    probe = std::max(probe, tally::accounting::measure_fma_peak_flops(cores, 0.5));
+    probe = std::max(probe, tally::machine::measure_fma_peak_flops(cores, 0.5));
   }
   double independent1 = 0, probe1 = 0;  // one core: meaningful even when the other core is busy
   for (int r = 0; r < 3; ++r) {
     for (int k = 0; k < 50; ++k) independent1 = std::max(independent1, run_threads(1, fp32_work, fp32_flops_per_call()));
-    probe1 = std::max(probe1, tally::accounting::measure_fma_peak_flops(1, 0.5));
+    probe1 = std::max(probe1, tally::machine::measure_fma_peak_flops(1, 0.5));
   }
   std::printf("1 core:  independent %.1f GFLOP/s; tally's probe %.1f GFLOP/s; probe/independent = %.3f (target 0.90-1.10)\n",
               independent1 / 1e9, probe1 / 1e9, probe1 / independent1);
@@ -131,7 +131,7 @@ int main() {
     for (int r = 0; r < 5; ++r) {
       for (int k = 0; k < 50; ++k)
         independent_bf16 = std::max(independent_bf16, run_threads(cores, chain_work_bf16, bf16_flops_per_call()));
-      probe_bf16 = std::max(probe_bf16, tally::accounting::measure_bf16_dot_peak_flops(cores, 0.5));
+      probe_bf16 = std::max(probe_bf16, tally::machine::measure_bf16_dot_peak_flops(cores, 0.5));
     }
     std::printf("%d cores: independent vdpbf16ps loop: %.1f GFLOP/s; tally's bf16 probe: %.1f GFLOP/s; probe/independent = %.3f (target 0.90-1.10)\n",
                 cores, independent_bf16 / 1e9, probe_bf16 / 1e9, probe_bf16 / independent_bf16);

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "tally/accounting/cpu_info.h"
-#include "tally/accounting/peak_probe.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/machine/peak_probe.h"
 #include "tally/tally.h"
 
 namespace {
@@ -49,7 +49,7 @@ void print_value(const std::string& name, double value) {
 
 // The machine, as cpu_info() sees it, for the report's header.
 void run_info() {
-  const tally::accounting::CpuInfo& c = tally::accounting::cpu_info();
+  const tally::machine::CpuInfo& c = tally::machine::cpu_info();
   std::string features;
   const std::pair<const char*, bool> flags[] = {{"avx2", c.avx2},           {"fma", c.fma},
                                                 {"avx512f", c.avx512f},     {"avx512_bf16", c.avx512_bf16},
@@ -65,11 +65,11 @@ void run_info() {
 }
 
 void run_peak() {
-  namespace acc = tally::accounting;
-  const int threads = acc::cpu_info().usable_cores;
-  print_value("peak_fma_f32", acc::measure_fma_peak_flops(threads, 0.5));
+  namespace machine = tally::machine;
+  const int threads = machine::cpu_info().usable_cores;
+  print_value("peak_fma_f32", machine::measure_fma_peak_flops(threads, 0.5));
   // 256 MiB per array, like the tensors of the memory group: DRAM, not the last-level cache.
-  const acc::StreamResult s = acc::measure_stream(int64_t{256} << 20, threads, 5);
+  const machine::StreamResult s = machine::measure_stream(int64_t{256} << 20, threads, 5);
   print_value("stream_read", s.read_bytes_per_sec);
   print_value("stream_copy", s.copy_bytes_per_sec);
   print_value("stream_scale", s.scale_bytes_per_sec);

@@ -1,6 +1,7 @@
-// `tally bench peak`: measure this machine's float32 FMA peak and memory bandwidth and store them
-// for later runs. `tally bench matmul`: the lecture's time_matmul — FLOPs (read off the ledger),
-// time, FLOP/s, and MFU against both the promised and the measured peak.
+// `tally bench peak`: measure this machine's peaks (float32 FMA, bf16 dot product, AMX) and memory
+// bandwidth and store them for later runs. `tally bench matmul`: the lecture's time_matmul — FLOPs
+// (read off the ledger), time, FLOP/s, and MFU against the promised and the measured peak of the
+// instruction the matmul runs on.
 
 #include <fmt/core.h>
 
@@ -13,9 +14,11 @@
 
 #include "cli/commands.h"
 #include "cli/gpu.h"
-#include "tally/accounting/cache_dir.h"
-#include "tally/accounting/cpu_info.h"
-#include "tally/accounting/peak_probe.h"
+#include "tally/kernels/cpu/matmul.h"
+#include "tally/machine/cache_dir.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/machine/peak_probe.h"
+#include "tally/machine/reference_peak.h"
 #include "tally/tally.h"
 
 namespace tally::cli {
@@ -27,26 +30,31 @@ namespace fs = std::filesystem;
 /// Where measured peaks are kept between runs (TALLY_PEAKS_FILE, or the cache folder).
 fs::path peaks_path() {
   if (const char* x = std::getenv("TALLY_PEAKS_FILE")) return x;
-  return accounting::cache_dir() / "peaks.json";
+  return machine::cache_dir() / "peaks.json";
 }
 
-struct MeasuredPeaks {
-  double float32_flops = 0;
-  double bf16_flops = 0;  // 0: this CPU has no bf16 instruction to measure
-  double stream_triad_bytes = 0;
-  double stream_read_bytes = 0;
-  std::string measured_at;
-  std::string cpu;
-};
+using machine::MeasuredPeaks;
+using machine::ReferencePeak;
 
 std::optional<MeasuredPeaks> load_peaks() {
   std::ifstream in(peaks_path());
   if (!in) return std::nullopt;
   try {
     nlohmann::json j = nlohmann::json::parse(in);
-    MeasuredPeaks p{j.at("float32_flops_per_sec"), j.value("bfloat16_flops_per_sec", 0.0),
-                    j.at("stream_triad_bytes_per_sec"), j.at("stream_read_bytes_per_sec"), j.at("measured_at"), j.at("cpu")};
-    if (p.cpu != accounting::cpu_info().model_name) return std::nullopt;  // measured on another machine
+    MeasuredPeaks p;
+    p.float32_fma_flops = j.at("float32_flops_per_sec");
+    p.bf16_dot_flops = j.value("bfloat16_dot_flops_per_sec", 0.0);
+    p.bf16_amx_flops = j.value("bfloat16_amx_flops_per_sec", 0.0);
+    p.stream_triad_bytes = j.at("stream_triad_bytes_per_sec");
+    p.stream_read_bytes = j.at("stream_read_bytes_per_sec");
+    p.measured_at = j.at("measured_at");
+    p.cpu = j.at("cpu");
+    const auto& cpu = machine::cpu_info();
+    if (p.cpu != cpu.model_name) return std::nullopt;  // measured on another machine
+    // Written before tally measured every instruction this CPU has (no AMX probe, say): measure again
+    // rather than compare a matmul with the wrong instruction's peak (Note [Reference peak]).
+    if (cpu.avx512_bf16 && !j.contains("bfloat16_dot_flops_per_sec")) return std::nullopt;
+    if (cpu.amx_bf16 && !j.contains("bfloat16_amx_flops_per_sec")) return std::nullopt;
     return p;
   } catch (const std::exception&) {
     return std::nullopt;  // an unreadable file is as good as none: measure again
@@ -54,57 +62,84 @@ std::optional<MeasuredPeaks> load_peaks() {
 }
 
 void save_peaks(const MeasuredPeaks& p) {
-  const nlohmann::json j{{"float32_flops_per_sec", p.float32_flops}, {"bfloat16_flops_per_sec", p.bf16_flops},
+  const nlohmann::json j{{"float32_flops_per_sec", p.float32_fma_flops},
+                         {"bfloat16_dot_flops_per_sec", p.bf16_dot_flops},
+                         {"bfloat16_amx_flops_per_sec", p.bf16_amx_flops},
                          {"stream_triad_bytes_per_sec", p.stream_triad_bytes},
-                         {"stream_read_bytes_per_sec", p.stream_read_bytes}, {"measured_at", p.measured_at},
+                         {"stream_read_bytes_per_sec", p.stream_read_bytes},
+                         {"measured_at", p.measured_at},
                          {"cpu", p.cpu}};
-  accounting::write_file_atomically(peaks_path(), j.dump(2) + "\n");
+  machine::write_file_atomically(peaks_path(), j.dump(2) + "\n");
 }
 
-double promised_for(std::string_view dtype) {
-  for (const auto& p : accounting::promised_cpu_peaks(accounting::cpu_info()))
-    if (p.dtype == dtype) return p.flops_per_sec;
-  return 0;
-}
-
-std::string promised_basis(std::string_view dtype) {
-  for (const auto& p : accounting::promised_cpu_peaks(accounting::cpu_info()))
-    if (p.dtype == dtype) return p.basis;
-  return "";
+// The CPU's features as tally's matmul uses them: oneDNN may run below what the CPU has (a capped
+// ONEDNN_MAX_CPU_ISA, or an AMX it was refused), and bfloat16 is widened where it runs nothing native.
+machine::CpuInfo matmul_features() {
+  machine::CpuInfo cpu = machine::cpu_info();
+  cpu.amx_bf16 = cpu.amx_bf16 && kernels::detail::onednn_amx_bf16();
+  cpu.avx512_bf16 = cpu.avx512_bf16 && kernels::detail::onednn_native_bf16();
+  return cpu;
 }
 
 MeasuredPeaks measure_peaks() {
-  const int cores = accounting::cpu_info().usable_cores;
+  const auto& cpu = machine::cpu_info();
+  const int cores = cpu.usable_cores;
   MeasuredPeaks p;
-  p.float32_flops = accounting::measure_fma_peak_flops(cores, 1.0);
-  if (accounting::cpu_info().avx512_bf16) p.bf16_flops = accounting::measure_bf16_dot_peak_flops(cores, 1.0);
-  p.cpu = accounting::cpu_info().model_name;
-  const auto stream = accounting::measure_stream(int64_t{256} << 20, cores);
+  p.float32_fma_flops = machine::measure_fma_peak_flops(cores, 1.0);
+  if (cpu.avx512_bf16) p.bf16_dot_flops = machine::measure_bf16_dot_peak_flops(cores, 1.0);
+  if (cpu.amx_bf16) {
+    try {
+      p.bf16_amx_flops = machine::measure_amx_bf16_peak_flops(cores, 1.0);
+    } catch (const NotImplementedError& e) {  // the kernel refused tile state: say so, keep the rest
+      fmt::print("bf16 AMX peak      not measured: {}\n", e.what());
+    }
+  }
+  p.cpu = cpu.model_name;
+  const auto stream = machine::measure_stream(int64_t{256} << 20, cores);
   p.stream_triad_bytes = stream.triad_bytes_per_sec;
   p.stream_read_bytes = stream.read_bytes_per_sec;
-  p.measured_at = accounting::utc_timestamp();
+  p.measured_at = machine::utc_timestamp();
   return p;
 }
 
+// "<measured> GFLOP/s measured: <n>% of the promised <p> GFLOP/s (<basis>)", and, when far below the
+// promise, why it may be, on the lines below.
+void print_probe(std::string_view label, const ReferencePeak& ref, std::string_view how) {
+  const auto& cpu = machine::cpu_info();
+  const double promised = ref.promised.flops_per_sec;
+  fmt::print("{:<18} {:8.1f} GFLOP/s measured: {} ({}); {}\n", label, ref.measured_flops_per_sec / 1e9,
+             machine::format_against_peak(ref.measured_flops_per_sec, promised, "promised",
+                                          "the promise's clock or FLOP/cycle is too low for this CPU"),
+             ref.promised.basis, how);
+  for (const auto& reason : machine::shortfall_reasons(cpu, ref.measured_flops_per_sec, promised))
+    fmt::print("{:<18} far below the promise; it may be that {}\n", "", reason);
+}
+
 void run_peak() {
-  const auto& cpu = accounting::cpu_info();
-  fmt::print("measuring on {} ({} cores)...\n", cpu.model_name, cpu.usable_cores);
+  const auto& cpu = machine::cpu_info();
+  fmt::print("measuring on {} ({} cores, {} thread{} each{})...\n", cpu.model_name, cpu.usable_cores,
+             cpu.threads_per_core, cpu.threads_per_core == 1 ? "" : "s", cpu.hypervisor ? ", under a hypervisor" : "");
   const MeasuredPeaks p = measure_peaks();
-  const double promised = promised_for("float32");
-  fmt::print("float32 FMA peak   {:8.1f} GFLOP/s measured  ({:.0f}% of the promised {:.1f}: {})\n", p.float32_flops / 1e9,
-             100 * p.float32_flops / promised, promised / 1e9, promised_basis("float32"));
+  // Each probe against the promise of its own instruction: peak_for_dtype on the CPU as it is, and
+  // without AMX for the dot-product probe that AMX would otherwise stand in for.
+  print_probe("float32 FMA peak", machine::peak_for_dtype(cpu, p, "float32"), "FMA chains");
   fmt::print("memory bandwidth   {:8.1f} GB/s triad, {:.1f} GB/s read (STREAM, 256 MiB arrays)\n", p.stream_triad_bytes / 1e9,
              p.stream_read_bytes / 1e9);
-  fmt::print("ridge point        {:8.1f} FLOP/byte (measured peak / triad bandwidth)\n", p.float32_flops / p.stream_triad_bytes);
-  if (p.bf16_flops > 0) {
-    const double promised_bf16 = promised_for("bfloat16");
-    fmt::print("bf16 dot peak      {:8.1f} GFLOP/s measured  ({:.0f}% of the promised {:.1f}: {}); vdpbf16ps chains\n",
-               p.bf16_flops / 1e9, 100 * p.bf16_flops / promised_bf16, promised_bf16 / 1e9, promised_basis("bfloat16"));
-  } else {
-    fmt::print("bf16 dot peak      not measured: this CPU has no AVX512_BF16\n");
+  fmt::print("ridge point        {:8.1f} FLOP/byte (measured float32 peak / triad bandwidth)\n",
+             p.float32_fma_flops / p.stream_triad_bytes);
+  machine::CpuInfo without_amx = cpu;
+  without_amx.amx_bf16 = false;
+  if (p.bf16_dot_flops > 0) print_probe("bf16 dot peak", machine::peak_for_dtype(without_amx, p, "bfloat16"), "vdpbf16ps chains");
+  else fmt::print("bf16 dot peak      not measured: this CPU has no AVX512_BF16\n");
+  if (p.bf16_amx_flops > 0) print_probe("bf16 AMX peak", machine::peak_for_dtype(cpu, p, "bfloat16"), "tdpbf16ps tile products");
+  else if (!cpu.amx_bf16) fmt::print("bf16 AMX peak      not measured: this CPU has no AMX\n");
+  fmt::print("matmul MFU is measured against (`tally bench matmul`):\n");
+  const machine::CpuInfo features = matmul_features();
+  for (const char* dtype : {"float32", "float64", "bfloat16", "float16"}) {
+    const ReferencePeak ref = machine::peak_for_dtype(features, p, dtype);
+    fmt::print("  {:<9} {:<22} {:8.1f} GFLOP/s measured   {}\n", dtype, ref.instruction, ref.measured_flops_per_sec / 1e9,
+               ref.why);
   }
-  if (!cpu.amx_bf16) fmt::print("bf16 AMX peak      not measured: this CPU has no AMX\n");
-  else fmt::print("bf16 AMX peak      not measured: tally has no AMX probe yet (the promise above is the ISA's formula)\n");
   save_peaks(p);
   fmt::print("stored in {}\n", peaks_path().string());
 }
@@ -141,22 +176,19 @@ void run_matmul(const MatmulArgs& a) {
   fmt::print("  FLOPs      {:.4g} per call (ledger; 2·m·n·k = {:.4g})\n", flops, 2.0 * a.m * a.n * a.k);
   fmt::print("  time       {:.3f} ms per call (mean of {})\n", seconds * 1e3, a.reps);
   fmt::print("  FLOP/s     {:.1f} GFLOP/s\n", achieved / 1e9);
-  const double promised = promised_for(dtype);
-  if (promised > 0)
-    fmt::print("  MFU        {:.1f}% of the promised {:.1f} GFLOP/s ({})\n", 100 * achieved / promised, promised / 1e9,
-               promised_basis(dtype));
   std::optional<MeasuredPeaks> measured = load_peaks();
   if (!measured) {
     fmt::print("  (no stored measured peak: measuring now; `tally bench peak` stores it)\n");
     measured = measure_peaks();
     save_peaks(*measured);
   }
-  // The measured ceiling of the instruction this dtype's kernel can use: the bf16 dot product
-  // where the CPU has one, otherwise the float32 FMA (what widened kernels run on).
-  const bool bf16_peak = dt == kBFloat16 && measured->bf16_flops > 0;
-  const double ceiling = bf16_peak ? measured->bf16_flops : measured->float32_flops;
-  fmt::print("  measured   {:.1f}% of the measured {} peak {:.1f} GFLOP/s ({})\n", 100 * achieved / ceiling,
-             bf16_peak ? "bf16 dot-product" : "float32 FMA", ceiling / 1e9, measured->measured_at);
+  // The instruction this dtype's matmul really runs on, promised and measured (Note [Reference peak]).
+  const ReferencePeak ref = machine::peak_for_dtype(matmul_features(), *measured, dtype);
+  fmt::print("  MFU        {} ({})\n",
+             machine::format_against_peak(achieved, ref.promised.flops_per_sec, "promised " + ref.instruction + " peak",
+                                          "not an MFU: the promise's clock or FLOP/cycle is too low for this CPU"),
+             ref.promised.basis);
+  fmt::print("  measured   {} ({}; {})\n", machine::format_measured_mfu(achieved, ref), ref.why, measured->measured_at);
 }
 
 }  // namespace
@@ -165,7 +197,7 @@ void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Measure this machine's peaks, or time a matmul with FLOPs and MFU");
   bench->require_subcommand(1);
   auto peak_device = std::make_shared<std::string>("cpu");
-  auto* peak = bench->add_subcommand("peak", "Measure the float32 FMA peak and memory bandwidth (or a GPU's matmul peaks), and store them");
+  auto* peak = bench->add_subcommand("peak", "Measure the FMA, bf16 dot-product and AMX peaks and memory bandwidth (or a GPU's matmul peaks), and store them");
   peak->add_option("--device", *peak_device, "cpu, or cuda / cuda:N")->capture_default_str();
   peak->callback([peak_device] {
     const Device device(*peak_device);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "tally/accounting/device_specs.h"
+#include "tally/machine/device_specs.h"
 #include "tally/accounting/estimate.h"
 #include "tally/error/error.h"
 #include "tally/models/gpt.h"
@@ -63,7 +63,7 @@ std::string value_text(const Figure& f) {
 
 json figure_json(const Figure& f) { return {{"value", f.value}, {"unit", f.unit}, {"formula", f.formula}}; }
 
-json peak_json(const accounting::PromisedPeak& p) {
+json peak_json(const machine::PromisedPeak& p) {
   return {{"device", p.device}, {"dtype", p.dtype}, {"sparse", p.sparse}, {"flops_per_sec", p.flops_per_sec},
           {"label", p.label()}};
 }
@@ -100,7 +100,7 @@ struct TrainTimeArgs {
 };
 
 void run_train_time(const TrainTimeArgs& a) {
-  const auto peak = accounting::promised_peak(accounting::device_spec(a.device), a.dtype, a.sparse);
+  const auto peak = machine::promised_peak(machine::device_spec(a.device), a.dtype, a.sparse);
   const auto r = accounting::train_time(a.params, a.tokens, peak, a.count, a.mfu);
   const std::vector<NamedFigure> figures = {{"total_flops", &r.total_flops}, {"flops_per_day", &r.flops_per_day}, {"days", &r.days}};
   const char* convention = "6 FLOPs per parameter per token (2 forward + 4 backward; Kaplan et al. 2020), attention ignored";
@@ -130,8 +130,8 @@ struct MaxParamsArgs {
 
 void run_max_params(const MaxParamsArgs& a) {
   TALLY_CHECK(!a.device.empty() || a.memory != 0, "estimate max-params: give --device or --memory (bytes per device)");
-  const double memory = a.device.empty() ? a.memory : accounting::device_spec(a.device).memory_bytes;
-  const std::string memory_from = a.device.empty() ? "--memory" : accounting::device_spec(a.device).name;
+  const double memory = a.device.empty() ? a.memory : machine::device_spec(a.device).memory_bytes;
+  const std::string memory_from = a.device.empty() ? "--memory" : machine::device_spec(a.device).name;
   const auto r = accounting::max_params(memory, a.count, accounting::recipe(a.recipe), a.zero);
   const std::vector<NamedFigure> figures = {{"bytes_per_param_per_device", &r.bytes_per_param_per_device},
                                             {"max_params", &r.max_params}};
@@ -334,7 +334,7 @@ void add_estimate_command(CLI::App& app) {
   auto* c = est->add_subcommand("train-time", "Days to train: 6·params·tokens / (peak · MFU · count · 86400)");
   c->add_option("--params", tt->params, "Model parameters N, e.g. 70e9")->required();
   c->add_option("--tokens", tt->tokens, "Training tokens D, e.g. 15e12")->required();
-  c->add_option("--device", tt->device, "Device: " + accounting::known_devices())->capture_default_str();
+  c->add_option("--device", tt->device, "Device: " + machine::known_devices())->capture_default_str();
   c->add_option("--dtype", tt->dtype, "Dtype of the promised peak (bfloat16, float16, float8, tf32, float32)")->capture_default_str();
   c->add_flag("--sparse", tt->sparse, "Use the datasheet's 2:4-sparsity peak instead of the dense one");
   c->add_option("--count", tt->count, "Number of devices")->capture_default_str();
@@ -344,7 +344,7 @@ void add_estimate_command(CLI::App& app) {
 
   auto mp = std::make_shared<MaxParamsArgs>();
   c = est->add_subcommand("max-params", "Largest model whose parameters, gradients and optimizer state fit (no activations)");
-  auto* dev = c->add_option("--device", mp->device, "Device whose memory to use: " + accounting::known_devices());
+  auto* dev = c->add_option("--device", mp->device, "Device whose memory to use: " + machine::known_devices());
   c->add_option("--memory", mp->memory, "Bytes per device instead of --device, e.g. 80e9")->excludes(dev);
   c->add_option("--count", mp->count, "Number of devices")->capture_default_str();
   c->add_option("--recipe", mp->recipe, "Precision recipe: " + accounting::known_recipes())->capture_default_str();

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cli/gpu.h"
-#include "tally/accounting/cache_dir.h"
-#include "tally/accounting/device_specs.h"
+#include "tally/machine/cache_dir.h"
+#include "tally/machine/device_specs.h"
 #include "tally/tally.h"
 
 namespace tally::cli {
@@ -36,7 +36,7 @@ const std::vector<GpuDtype>& gpu_dtypes() {
 
 fs::path gpu_peaks_path() {
   if (const char* x = std::getenv("TALLY_GPU_PEAKS_FILE")) return x;
-  return accounting::cache_dir() / "gpu_peaks.json";
+  return machine::cache_dir() / "gpu_peaks.json";
 }
 
 void require_gpu(const Device& device) {
@@ -88,7 +88,7 @@ void print_gpu_info() {
     fmt::print("  clocks           SM {:.2f} GHz, memory {:.2f} GHz (driver's maxima)\n", p.sm_clock_ghz, p.memory_clock_ghz);
     fmt::print("  matmul           cuBLASLt: float32 (TF32 {}), bfloat16, float16, float8 e4m3/e5m2 with scales\n",
                cuda::allow_tf32() ? "on" : "off, cuda::set_allow_tf32");
-    if (const accounting::DeviceSpec* spec = accounting::device_spec_for_gpu(p.name)) {
+    if (const machine::DeviceSpec* spec = machine::device_spec_for_gpu(p.name)) {
       fmt::print("  promised (dense; {})\n", spec->source);
       for (const auto& peak : spec->peaks)
         if (!peak.sparse) fmt::print("    {:<9} {:>9.1f} TFLOP/s\n", peak.dtype, peak.flops_per_sec / 1e12);
@@ -127,7 +127,7 @@ nlohmann::json measure_gpu(const Device& device) {
     j["copy_bytes_per_sec"] = 2.0 * n * 4 / secs;  // read + written
   }
   cuda::empty_cache();
-  j["measured_at"] = accounting::utc_timestamp();
+  j["measured_at"] = machine::utc_timestamp();
   return j;
 }
 
@@ -148,11 +148,11 @@ void save_gpu_peaks(const nlohmann::json& peaks) {
     try { all = nlohmann::json::parse(in); } catch (const std::exception&) { all = nlohmann::json::object(); }
   }
   all[peaks.at("gpu").get<std::string>()] = peaks;
-  accounting::write_file_atomically(gpu_peaks_path(), all.dump(2) + "\n");
+  machine::write_file_atomically(gpu_peaks_path(), all.dump(2) + "\n");
 }
 
 double promised_gpu(const std::string& gpu, const std::string& dtype) {
-  const accounting::DeviceSpec* spec = accounting::device_spec_for_gpu(gpu);
+  const machine::DeviceSpec* spec = machine::device_spec_for_gpu(gpu);
   if (!spec) return 0;
   for (const auto& p : spec->peaks)
     if (!p.sparse && p.dtype == dtype) return p.flops_per_sec;

@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/gpu.h"
-#include "tally/accounting/cpu_info.h"
+#include "tally/machine/cpu_info.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/kernels/cpu/matmul.h"
 
@@ -16,11 +16,12 @@ namespace {
 const char* yes_no(bool b) { return b ? "yes" : "no"; }
 
 void run_info() {
-  const auto& cpu = accounting::cpu_info();
+  const auto& cpu = machine::cpu_info();
   fmt::print("tally {}\n\n", TALLY_VERSION);
   fmt::print("CPU\n");
   fmt::print("  model            {} ({}, family {:#x})\n", cpu.model_name, cpu.vendor, cpu.family);
-  fmt::print("  usable cores     {}\n", cpu.usable_cores);
+  fmt::print("  usable cores     {} ({} thread{} per core as the OS reports it{})\n", cpu.usable_cores, cpu.threads_per_core,
+             cpu.threads_per_core == 1 ? "" : "s", cpu.hypervisor ? "; under a hypervisor, whose vCPUs may share physical cores" : "");
   fmt::print("  measured clock   {:.2f} GHz (dependent add chain: highest seen on this machine; {:.2f} GHz in this run)\n",
              cpu.clock_ghz, cpu.clock_ghz_now);
   fmt::print("  AVX2 / FMA       {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma));
@@ -36,7 +37,7 @@ void run_info() {
   fmt::print("  matmul           oneDNN for float32{}; float16 widened to float32; float64/int blocked\n",
              kernels::detail::onednn_native_bf16() ? " and bfloat16 (native)" : ", bfloat16 widened to float32 (no native bf16 here)");
   fmt::print("\nPromised peaks (cores x clock x FLOP/cycle; MFU is measured against these)\n");
-  for (const auto& p : accounting::promised_cpu_peaks(cpu))
+  for (const auto& p : machine::promised_cpu_peaks(cpu))
     fmt::print("  {:<9} {:>9.1f} GFLOP/s   {}\n", p.dtype, p.flops_per_sec / 1e9, p.basis);
   print_gpu_info();
 }

@@ -7,9 +7,9 @@
 
 #include <chrono>
 
-#include "tally/accounting/cpu_info.h"
+#include "tally/machine/cpu_info.h"
 #include "tally/accounting/estimate.h"
-#include "tally/accounting/peak_probe.h"
+#include "tally/machine/peak_probe.h"
 #include "tally/tally.h"
 
 using namespace tally;
@@ -122,8 +122,8 @@ void tensor_matmul() {
   section("tensor_matmul");
   Tensor x = ones({4, 8, 16, 32}), w = ones({32, 2});
   fmt::print("(4, 8, 16, 32) @ (32, 2) -> {}\n", shape(matmul(x, w)));
-  const auto& cpu = accounting::cpu_info();
-  const double peak = accounting::promised_cpu_peaks(cpu).front().flops_per_sec;
+  const auto& cpu = machine::cpu_info();
+  const double peak = machine::promised_cpu_peaks(cpu).front().flops_per_sec;
   // The lecture's linear model: B data points of dimension D mapped to K outputs costs 2·B·D·K
   // FLOPs. The figure below is what the ledger recorded for the calls that ran, not that formula.
   for (auto [B, D, K] : {std::tuple<int64_t, int64_t, int64_t>{1024, 256, 64}, {1024, 1024, 1024}, {2048, 2048, 2048}}) {
@@ -175,8 +175,8 @@ void gradients_flops() {
                static_cast<double>(bwd) / static_cast<double>(fwd));
     if (x_requires_grad) {
       // Roofs: the promised float32 peak and a quick triad bandwidth (3 x 64 MiB arrays, beyond L3).
-      const double peak = accounting::promised_cpu_peaks(accounting::cpu_info()).front().flops_per_sec;
-      const accounting::Roofline roof{peak, accounting::measure_stream_triad_bytes_per_sec(int64_t{64} << 20, 2)};
+      const double peak = machine::promised_cpu_peaks(machine::cpu_info()).front().flops_per_sec;
+      const accounting::Roofline roof{peak, machine::measure_stream_triad_bytes_per_sec(int64_t{64} << 20, 2)};
       fmt::print("the whole ledger, against a roofline of {:.0f} GFLOP/s and {:.1f} GB/s (ridge {:.1f} FLOP/byte):\n{}",
                  peak / 1e9, roof.bytes_per_sec / 1e9, roof.ridge_point(), counter.table(roof));
     }
@@ -186,10 +186,10 @@ void gradients_flops() {
 void napkin_math() {
   section("napkin_math");
   using namespace accounting;
-  const TrainTime t = train_time(70e9, 15e12, promised_peak(device_spec("h100")), 1024, 0.5);
+  const TrainTime t = train_time(70e9, 15e12, machine::promised_peak(machine::device_spec("h100")), 1024, 0.5);
   fmt::print("70B parameters on 15T tokens, 1024 H100 at MFU 0.5: {} = {:.4g} FLOPs -> {:.1f} days\n",
              t.total_flops.formula, t.total_flops.value, t.days.value);
-  const MaxParams m = max_params(device_spec("h100").memory_bytes, 8, recipe("fp32-adamw"));
+  const MaxParams m = max_params(machine::device_spec("h100").memory_bytes, 8, recipe("fp32-adamw"));
   fmt::print("largest model 8 H100 train with float32 AdamW ({} bytes/param): {:.3g} parameters ({})\n",
              m.recipe.bytes_per_param(), m.max_params.value, m.not_included);
   const TensorBytes g = tensor_bytes({12288 * 4, 12288}, kFloat32);

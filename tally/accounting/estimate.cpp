@@ -52,7 +52,7 @@ const Recipe& recipe(std::string_view name) {
 
 // The lecture's rule: 6 FLOPs per parameter per token (2 forward, 4 backward), attention ignored;
 // a day is 86400 s of the whole cluster at the given MFU.
-TrainTime train_time(double params, double tokens, const PromisedPeak& peak, int64_t count, double mfu) {
+TrainTime train_time(double params, double tokens, const machine::PromisedPeak& peak, int64_t count, double mfu) {
   check_positive("train_time", "params", params);
   check_positive("train_time", "tokens", tokens);
   check_positive("train_time", "peak FLOP/s", peak.flops_per_sec);

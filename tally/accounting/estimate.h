@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tally/accounting/device_specs.h"
+#include "tally/machine/device_specs.h"
 #include "tally/dtype/dtype.h"
 
 namespace tally::accounting {
@@ -58,7 +58,7 @@ struct TrainTime {
   /// D: training tokens.
   double tokens;
   /// The per-device peak the time is computed against.
-  PromisedPeak peak;
+  machine::PromisedPeak peak;
   /// Number of devices.
   int64_t count;
   /// Assumed model FLOPs utilisation.
@@ -72,7 +72,7 @@ struct TrainTime {
 };
 
 /// Days to train `params` parameters on `tokens` tokens on `count` devices of `peak` at `mfu`.
-TrainTime train_time(double params, double tokens, const PromisedPeak& peak, int64_t count, double mfu);
+TrainTime train_time(double params, double tokens, const machine::PromisedPeak& peak, int64_t count, double mfu);
 
 /// The largest model whose training states fit (the lecture's second question).
 struct MaxParams {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tally/accounting/device_specs.h"
+#include "tally/machine/device_specs.h"
 #include "tally/accounting/estimate.h"
 #include "tally/error/error.h"
 
@@ -21,7 +21,7 @@ namespace {
 // --- the lecture's questions --------------------------------------------------------------------
 
 TEST(TrainTime, LectureSeventyBillionOnFifteenTrillionTokens) {
-  const auto r = train_time(70e9, 15e12, promised_peak(device_spec("h100")), 1024, 0.5);
+  const auto r = train_time(70e9, 15e12, machine::promised_peak(machine::device_spec("h100")), 1024, 0.5);
   EXPECT_EQ(r.total_flops.value, 6 * 70e9 * 15e12);
   EXPECT_EQ(r.flops_per_day.value, 1979e12 / 2 * 0.5 * 1024 * 60 * 60 * 24);
   EXPECT_NEAR(r.days.value, 143.9, 0.05);
@@ -30,7 +30,7 @@ TEST(TrainTime, LectureSeventyBillionOnFifteenTrillionTokens) {
 }
 
 TEST(TrainTime, RejectsBadInputs) {
-  const auto h100 = promised_peak(device_spec("h100"));
+  const auto h100 = machine::promised_peak(machine::device_spec("h100"));
   EXPECT_THROW(train_time(-70e9, 15e12, h100, 1024, 0.5), ValueError);
   EXPECT_THROW(train_time(70e9, 0, h100, 1024, 0.5), ValueError);
   EXPECT_THROW(train_time(70e9, 15e12, h100, 0, 0.5), ValueError);
@@ -41,7 +41,7 @@ TEST(TrainTime, RejectsBadInputs) {
 TEST(MaxParams, LectureEightH100sNaiveAdamW) {
   const Recipe& fp32 = recipe("fp32-adamw");
   EXPECT_EQ(fp32.bytes_per_param(), 4 + 4 + (4 + 4));
-  const auto r = max_params(device_spec("h100").memory_bytes, 8, fp32);
+  const auto r = max_params(machine::device_spec("h100").memory_bytes, 8, fp32);
   EXPECT_EQ(r.max_params.value, 40e9);
   EXPECT_NE(r.not_included.find("activations"), std::string::npos);
   // The lecture's caveat 1: bf16 params/grads plus a float32 master copy save no state memory.

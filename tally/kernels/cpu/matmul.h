@@ -49,6 +49,8 @@ bool is_small_matmul(const MatmulProblem& p);
 void matmul_small_f32(const MatmulProblem& p, float* C);
 /// True when oneDNN runs bfloat16 on native instructions (AVX512_BF16 or AMX) rather than emulating them.
 bool onednn_native_bf16();
+/// True when oneDNN runs bfloat16 matmuls on AMX tiles (its effective ISA includes AMX).
+bool onednn_amx_bf16();
 
 }  // namespace detail
 }  // namespace tally::kernels

@@ -204,6 +204,15 @@ bool onednn_native_bf16() {
   return native;
 }
 
+bool onednn_amx_bf16() {
+  static const bool amx = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto amx_isa = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
+    return (isa & amx_isa) == amx_isa;
+  }();
+  return amx;
+}
+
 void matmul_onednn(Dtype dtype, const MatmulProblem& p, void* C) {
   TALLY_INTERNAL_ASSERT(dtype == Dtype::Float32 || dtype == Dtype::BFloat16);
   const SerialIfSmall serial_if_small(p);

@@ -1,4 +1,4 @@
-#include "tally/accounting/cache_dir.h"
+#include "tally/machine/cache_dir.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include "tally/error/error.h"
 
-namespace tally::accounting {
+namespace tally::machine {
 
 namespace fs = std::filesystem;
 
@@ -49,4 +49,4 @@ std::string utc_timestamp() {
   return buf;
 }
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

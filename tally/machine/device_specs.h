@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tally::accounting {
+namespace tally::machine {
 
 /// One promised compute rate of a device.
 struct DevicePeak {
@@ -87,4 +87,4 @@ struct Mfu {
 /// MFU against a named peak.
 Mfu mfu(double achieved_flops_per_sec, const PromisedPeak& peak);
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

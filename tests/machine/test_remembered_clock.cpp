@@ -9,11 +9,11 @@
 #include <sstream>
 #include <string>
 
-#include "tally/accounting/cache_dir.h"
-#include "tally/accounting/cpu_info.h"
+#include "tally/machine/cache_dir.h"
+#include "tally/machine/cpu_info.h"
 #include "tally/error/error.h"
 
-namespace tally::accounting {
+namespace tally::machine {
 namespace {
 
 namespace fs = std::filesystem;
@@ -87,4 +87,4 @@ TEST(RememberedClock, UnwritableTargetRaisesIOError) {
 }
 
 }  // namespace
-}  // namespace tally::accounting
+}  // namespace tally::machine

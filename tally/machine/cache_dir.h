@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-namespace tally::accounting {
+namespace tally::machine {
 
 /// The cache folder (not created here).
 std::filesystem::path cache_dir();
@@ -17,4 +17,4 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 /// Now in UTC, ISO 8601 ("2026-11-23T10:00:52Z"): when a stored measurement was taken.
 std::string utc_timestamp();
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

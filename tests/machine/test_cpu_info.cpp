@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "tally/accounting/cpu_info.h"
-#include "tally/accounting/peak_probe.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/machine/peak_probe.h"
 #include "tally/error/error.h"
 
-namespace tally::accounting {
+namespace tally::machine {
 namespace {
 
 std::set<std::string> proc_cpuinfo_flags() {
@@ -200,6 +200,19 @@ TEST(PeakProbe, Bf16DotPeakIsWithinThePromiseOrRefusedWithoutTheInstruction) {
   EXPECT_THROW(measure_bf16_dot_peak_flops(0, 0.05), ValueError);
 }
 
+TEST(PeakProbe, AmxPeakIsWithinThePromiseOrRefusedWithoutAmx) {
+  // Without AMX the probe must refuse before any tile instruction runs (one would raise SIGILL).
+  if (!cpu_info().amx_bf16) {
+    EXPECT_THROW(measure_amx_bf16_peak_flops(1, 0.05), NotImplementedError);
+    return;
+  }
+  const double measured = measure_amx_bf16_peak_flops(1, 0.05);
+  const double promised_one_core = peak_of(promised_cpu_peaks(cpu_info()), "bfloat16") / cpu_info().usable_cores;
+  EXPECT_GT(measured, 0.01 * promised_one_core);
+  EXPECT_LT(measured, 1.15 * promised_one_core);
+  EXPECT_THROW(measure_amx_bf16_peak_flops(0, 0.05), ValueError);
+}
+
 TEST(PeakProbe, StreamTriadIsPlausible) {
   // 8 MiB arrays fit in cache: a quick functional check, not a DRAM measurement.
   const StreamResult r = measure_stream(8 << 20, 1, 2);
@@ -213,4 +226,4 @@ TEST(PeakProbe, StreamTriadIsPlausible) {
 }
 
 }  // namespace
-}  // namespace tally::accounting
+}  // namespace tally::machine

@@ -1,4 +1,4 @@
-#include "tally/accounting/device_specs.h"
+#include "tally/machine/device_specs.h"
 
 #include <unistd.h>
 
@@ -7,10 +7,10 @@
 
 #include <fmt/core.h>
 
-#include "tally/accounting/cpu_info.h"
+#include "tally/machine/cpu_info.h"
 #include "tally/error/error.h"
 
-namespace tally::accounting {
+namespace tally::machine {
 
 namespace {
 
@@ -182,4 +182,4 @@ Mfu mfu(double achieved_flops_per_sec, const PromisedPeak& peak) {
   return {achieved_flops_per_sec, peak, mfu(achieved_flops_per_sec, peak.flops_per_sec)};
 }
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

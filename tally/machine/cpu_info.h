@@ -3,9 +3,10 @@
 // clock, and the peak FLOP/s per dtype that follow from them (see Note [Promised CPU peak]).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
-namespace tally::accounting {
+namespace tally::machine {
 
 /// The CPU tally runs on, as cpuid, the OS and a short timing loop see it.
 struct CpuInfo {
@@ -29,6 +30,11 @@ struct CpuInfo {
   bool amx_bf16 = false;
   /// AMX int8 tile matmul (tdpbssd and friends).
   bool amx_int8 = false;
+  /// Running under a hypervisor (cpuid leaf 1, ecx bit 31; "hypervisor" in /proc/cpuinfo's flags).
+  bool hypervisor = false;
+  /// Hardware threads per core as the OS reports them ("siblings" / "cpu cores"). A guest may report
+  /// 1 although its vCPUs are hyperthreads sharing physical cores (Note [Promised CPU peak]).
+  int threads_per_core = 1;
   /// "GenuineIntel", "AuthenticAMD", ... (cpuid leaf 0), and the display family (base + extended).
   std::string vendor;
   int family = 0;
@@ -49,6 +55,16 @@ double remembered_clock_ghz(const std::string& model, double measured_ghz);
 /// The CPU's description, computed once on first call (thread-safe; the clock loop takes ~50 ms).
 const CpuInfo& cpu_info();
 
+/// A CPU described by the text of a /proc/cpuinfo (this machine's or another's): model, vendor,
+/// family, the feature flags the kernel lists, hypervisor, threads per core, one usable core per
+/// "processor" entry, and the clock from "cpu MHz" (0 when absent). Runs no instruction of that CPU,
+/// so tests can describe machines they do not run on.
+CpuInfo parse_proc_cpuinfo(std::string_view text);
+
+/// Width in bits of the vector FMA datapath for these features: 512 for AVX-512 except on Zen 4
+/// (AMD family 0x19), which splits it over 256-bit pipes; 256 for AVX2; 128 otherwise.
+int fma_datapath_bits(const CpuInfo& info);
+
 /// A promised peak for one dtype and how it was derived.
 struct PeakSpec {
   /// PyTorch dtype name: "float32", "float64", "bfloat16", "float16".
@@ -62,4 +78,4 @@ struct PeakSpec {
 /// Promised (spec-sheet style) peak FLOP/s per floating dtype for `info`'s cores and clock.
 std::vector<PeakSpec> promised_cpu_peaks(const CpuInfo& info);
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

@@ -1,4 +1,4 @@
-#include "tally/accounting/cpu_info.h"
+#include "tally/machine/cpu_info.h"
 
 #include <sched.h>
 
@@ -8,18 +8,19 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
 
-#include "tally/accounting/cache_dir.h"
+#include "tally/machine/cache_dir.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define TALLY_X86 1
 #endif
 
-namespace tally::accounting {
+namespace tally::machine {
 
 namespace {
 
@@ -67,6 +68,7 @@ void detect_vendor(CpuInfo& info) {
 
 void detect_features(CpuInfo& info) {
   const Regs l1 = cpuid(1, 0), l7 = cpuid(7, 0), l7s1 = cpuid(7, 1);
+  info.hypervisor = bit(l1.ecx, 31);
   const bool osxsave = bit(l1.ecx, 27);
   const uint64_t xcr = osxsave ? xcr0() : 0;
   const bool os_ymm = (xcr & 0x6) == 0x6;             // SSE + AVX state
@@ -80,9 +82,7 @@ void detect_features(CpuInfo& info) {
   info.amx_tile = os_tiles && bit(l7.edx, 24);
   info.amx_bf16 = info.amx_tile && bit(l7.edx, 22);
   info.amx_int8 = info.amx_tile && bit(l7.edx, 25);
-  // Zen 4 (AMD family 0x19) executes AVX-512 on 256-bit pipes: same instructions, half the rate.
-  const bool half_width_avx512 = info.vendor == "AuthenticAMD" && info.family == 0x19;
-  info.fma_datapath_bits = info.avx512f ? (half_width_avx512 ? 256 : 512) : info.avx2 ? 256 : 128;
+  info.fma_datapath_bits = fma_datapath_bits(info);
 }
 
 // Note [Measuring the clock]: a chain of dependent `add reg, reg` retires one add per cycle, so
@@ -119,21 +119,25 @@ double measure_clock_ghz() {
 }
 #endif  // TALLY_X86
 
-std::string model_from_proc() {
+std::string read_proc_cpuinfo() {
   std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const auto colon = line.find(':');
-    if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-  }
-  return "unknown CPU";
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
-std::string trim(const std::string& s) {
-  const auto first = s.find_first_not_of(' ');
-  if (first == std::string::npos) return {};
-  return s.substr(first, s.find_last_not_of(' ') - first + 1);
+std::string trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return std::string(s.substr(first, s.find_last_not_of(" \t") - first + 1));
+}
+
+double to_number(const std::string& s) {
+  try {
+    return std::stod(s);
+  } catch (const std::exception&) {
+    return 0.0;  // a field this parser cannot read is as good as absent
+  }
 }
 
 int count_usable_cores() {
@@ -144,15 +148,20 @@ int count_usable_cores() {
 }
 
 CpuInfo detect() {
+  // What the OS says (topology, and everything on a CPU cpuid cannot ask), then cpuid on top.
+  const CpuInfo os = parse_proc_cpuinfo(read_proc_cpuinfo());
   CpuInfo info;
   info.usable_cores = count_usable_cores();
+  info.threads_per_core = os.threads_per_core;
 #ifdef TALLY_X86
   info.model_name = trim(brand_string());
   detect_vendor(info);
   detect_features(info);
   info.clock_ghz_now = measure_clock_ghz();
+#else
+  info.hypervisor = os.hypervisor;
 #endif
-  if (info.model_name.empty()) info.model_name = model_from_proc();
+  if (info.model_name.empty()) info.model_name = os.model_name;
   info.clock_ghz = info.clock_ghz_now > 0 ? remembered_clock_ghz(info.model_name, info.clock_ghz_now) : 0.0;
   return info;
 }
@@ -207,6 +216,55 @@ const CpuInfo& cpu_info() {
   return info;
 }
 
+int fma_datapath_bits(const CpuInfo& info) {
+  // Zen 4 (AMD family 0x19) executes AVX-512 on 256-bit pipes: same instructions, half the rate.
+  const bool half_width_avx512 = info.vendor == "AuthenticAMD" && info.family == 0x19;
+  return info.avx512f ? (half_width_avx512 ? 256 : 512) : info.avx2 ? 256 : 128;
+}
+
+CpuInfo parse_proc_cpuinfo(std::string_view text) {
+  CpuInfo info;
+  info.usable_cores = 0;
+  info.model_name = "unknown CPU";
+  int siblings = 0, cores = 0;
+  std::set<std::string, std::less<>> flags;
+  bool first_flags = true;
+  std::istringstream lines{std::string(text)};
+  for (std::string line; std::getline(lines, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(std::string_view(line).substr(0, colon)), value = trim(std::string_view(line).substr(colon + 1));
+    if (key == "processor") ++info.usable_cores;
+    // The first processor's entry describes them all; later ones repeat it.
+    if (info.usable_cores > 1) continue;
+    if (key == "model name") info.model_name = value;
+    else if (key == "vendor_id") info.vendor = value;
+    else if (key == "cpu family") info.family = static_cast<int>(to_number(value));
+    else if (key == "siblings") siblings = static_cast<int>(to_number(value));
+    else if (key == "cpu cores") cores = static_cast<int>(to_number(value));
+    else if (key == "cpu MHz") info.clock_ghz = info.clock_ghz_now = to_number(value) / 1000.0;
+    else if (key == "flags" && first_flags) {
+      first_flags = false;
+      std::istringstream words(value);
+      for (std::string w; words >> w;) flags.insert(w);
+    }
+  }
+  info.usable_cores = std::max(1, info.usable_cores);
+  if (siblings > 0 && cores > 0) info.threads_per_core = std::max(1, siblings / cores);
+  const auto has = [&](std::string_view flag) { return flags.count(flag) == 1; };
+  info.hypervisor = has("hypervisor");
+  info.avx2 = has("avx2");
+  info.fma = has("fma");
+  info.avx512f = has("avx512f");
+  info.avx512_bf16 = has("avx512_bf16");
+  info.avx512_fp16 = has("avx512_fp16");
+  info.amx_tile = has("amx_tile");
+  info.amx_bf16 = info.amx_tile && has("amx_bf16");
+  info.amx_int8 = info.amx_tile && has("amx_int8");
+  info.fma_datapath_bits = fma_datapath_bits(info);
+  return info;
+}
+
 // Note [Promised CPU peak]: FLOP/cycle/core = FMA issue ports x lanes x 2 (an FMA is 2 FLOP),
 // times usable cores times the clock measured by Note [Measuring the clock]. Assumptions:
 //  - two FMA ports as wide as the datapath: 512-bit on Xeon Gold/Platinum, Sapphire Rapids and
@@ -252,4 +310,4 @@ std::vector<PeakSpec> promised_cpu_peaks(const CpuInfo& info) {
   return peaks;
 }
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

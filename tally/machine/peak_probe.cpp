@@ -1,7 +1,11 @@
-#include "tally/accounting/peak_probe.h"
+#include "tally/machine/peak_probe.h"
 
 #include <immintrin.h>
 #include <omp.h>
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -9,10 +13,10 @@
 #include <memory>
 #include <vector>
 
-#include "tally/accounting/cpu_info.h"
+#include "tally/machine/cpu_info.h"
 #include "tally/error/error.h"
 
-namespace tally::accounting {
+namespace tally::machine {
 
 namespace {
 
@@ -79,6 +83,97 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_dot_block_avx512(float
   for (float v : lanes) *sink += v;
   return static_cast<double>(kItersPerBlock) * kChains * 16 * 4;
 }
+
+// Note [AMX tile permission]: Linux leaves AMX tile data (xstate component 18, XTILEDATA) switched
+// off for every process, so the first tile instruction of a process that has not asked for it dies
+// of SIGILL even on a CPU with AMX. ARCH_REQ_XCOMP_PERM asks once for the whole process, its present
+// and future threads included (oneDNN asks for itself the same way). Asked for only after cpu_info()
+// has seen AMX in cpuid with the tile state enabled in XCR0.
+bool amx_permission_granted() {
+#if defined(__linux__) && defined(__x86_64__)
+  static const bool granted = [] {
+    constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+    unsigned long features = 0;
+    return syscall(SYS_arch_prctl, kArchGetXcompPerm, &features) == 0 && ((features >> kXfeatureXtiledata) & 1) != 0;
+  }();
+  return granted;
+#else
+  return false;
+#endif
+}
+
+#if defined(__x86_64__)
+// The 64-byte operand of ldtilecfg: palette 1 gives eight tiles tmm0-7 of up to 16 rows x 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};  // bytes per row of each tile
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// tdpbf16ps C, A, B: C (16 x 16 float32) += A (16 x 32 bf16) . B (32 x 16 bf16, stored as 16 rows
+// of 16 bf16 pairs): 16 x 16 x 32 multiply-adds = 16384 FLOP an instruction, one instruction per 16
+// cycles per core on Sapphire Rapids (Note [Promised CPU peak]). Six accumulators tmm0-5 share the
+// sources tmm6 (A) and tmm7 (B), so an accumulator's next product waits for five others, ~96 cycles,
+// more than the instruction's latency. Written as inline asm (the assembler knows AMX whatever -march
+// says), so only this function uses tile instructions and the build needs no -mamx flags; callers
+// reach it only when cpu_info() saw AMX and amx_permission_granted().
+constexpr int64_t kAmxItersPerBlock = 2048;  // x 24 instructions x 16 cycles: ~0.25 ms at 3 GHz
+constexpr int kAmxAccumulators = 6, kAmxUnroll = 4;
+
+double amx_bf16_block(float* sink) {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = 16;
+    config.colsb[t] = 64;
+  }
+  // 1/64 in bfloat16 (exponent 127 - 6, mantissa 0): each instruction adds 32 / 4096 to every
+  // accumulator element, so after a block they hold 64, exact and finite.
+  alignas(64) uint16_t a[16 * 32], b[16 * 32];
+  std::fill(a, a + 16 * 32, uint16_t{0x3C80});
+  std::fill(b, b + 16 * 32, uint16_t{0x3C80});
+  alignas(64) float c[kAmxAccumulators][16 * 16];
+  int64_t n = kAmxItersPerBlock;
+  const long stride = 64;
+  __asm__ volatile("ldtilecfg %0" : : "m"(config) : "memory");
+  __asm__ volatile(
+      "tileloadd (%[a],%[stride],1), %%tmm6\n\t"
+      "tileloadd (%[b],%[stride],1), %%tmm7\n\t"
+      "tilezero %%tmm0\n\t"
+      "tilezero %%tmm1\n\t"
+      "tilezero %%tmm2\n\t"
+      "tilezero %%tmm3\n\t"
+      "tilezero %%tmm4\n\t"
+      "tilezero %%tmm5\n\t"
+      "1:\n\t"
+      ".rept 4\n\t"  // kAmxUnroll
+      "tdpbf16ps %%tmm7, %%tmm6, %%tmm0\n\t"  // AT&T order: B, A, C
+      "tdpbf16ps %%tmm7, %%tmm6, %%tmm1\n\t"
+      "tdpbf16ps %%tmm7, %%tmm6, %%tmm2\n\t"
+      "tdpbf16ps %%tmm7, %%tmm6, %%tmm3\n\t"
+      "tdpbf16ps %%tmm7, %%tmm6, %%tmm4\n\t"
+      "tdpbf16ps %%tmm7, %%tmm6, %%tmm5\n\t"
+      ".endr\n\t"
+      "dec %[n]\n\t"
+      "jnz 1b\n\t"
+      "tilestored %%tmm0, 0(%[c],%[stride],1)\n\t"
+      "tilestored %%tmm1, 1024(%[c],%[stride],1)\n\t"
+      "tilestored %%tmm2, 2048(%[c],%[stride],1)\n\t"
+      "tilestored %%tmm3, 3072(%[c],%[stride],1)\n\t"
+      "tilestored %%tmm4, 4096(%[c],%[stride],1)\n\t"
+      "tilestored %%tmm5, 5120(%[c],%[stride],1)\n\t"
+      "tilerelease\n\t"  // leaves no tile state for the OS to save on a context switch
+      : [n] "+r"(n)
+      : [a] "r"(a), [b] "r"(b), [c] "r"(&c[0][0]), [stride] "r"(stride)
+      : "cc", "memory");
+  for (const auto& tile : c)
+    for (float v : tile) *sink += v;
+  return static_cast<double>(kAmxItersPerBlock) * kAmxUnroll * kAmxAccumulators * 16 * 16 * 32 * 2;
+}
+#endif  // __x86_64__
 
 using Block = double (*)(float* sink);
 
@@ -196,6 +291,22 @@ double measure_bf16_dot_peak_flops(int threads, double seconds) {
   return run_peak(bf16_dot_block_avx512, threads, seconds);
 }
 
+double measure_amx_bf16_peak_flops(int threads, double seconds) {
+  TALLY_CHECK(threads >= 1 && seconds > 0, "measure_amx_bf16_peak_flops: expected threads >= 1 and seconds > 0, got ",
+              threads, " and ", seconds);
+  TALLY_CHECK_TYPE(NotImplementedError, cpu_info().amx_bf16,
+                   "measure_amx_bf16_peak_flops needs AMX-BF16 (tdpbf16ps), which this CPU does not have");
+#if defined(__x86_64__)
+  TALLY_CHECK_TYPE(NotImplementedError, amx_permission_granted(),
+                   "measure_amx_bf16_peak_flops: the kernel refused this process AMX tile state "
+                   "(arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA); Linux 5.16 or later grants it");
+  return run_peak(amx_bf16_block, threads, seconds);
+#else
+  TALLY_CHECK_TYPE(NotImplementedError, false, "measure_amx_bf16_peak_flops needs x86-64");
+  return 0.0;
+#endif
+}
+
 StreamResult measure_stream(int64_t bytes_per_array, int threads, int reps) {
   TALLY_CHECK(bytes_per_array >= 8 && threads >= 1 && reps >= 1,
               "measure_stream: expected bytes_per_array >= 8, threads >= 1, reps >= 1, got ", bytes_per_array, ", ",
@@ -231,4 +342,4 @@ double measure_stream_triad_bytes_per_sec(int64_t bytes_per_array, int threads) 
   return measure_stream(bytes_per_array, threads).triad_bytes_per_sec;
 }
 
-}  // namespace tally::accounting
+}  // namespace tally::machine

@@ -4,11 +4,11 @@
 
 #include <string>
 
-#include "tally/accounting/cpu_info.h"
-#include "tally/accounting/device_specs.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/machine/device_specs.h"
 #include "tally/error/error.h"
 
-namespace tally::accounting {
+namespace tally::machine {
 namespace {
 
 double peak(const char* device, const char* dtype, bool sparse = false) {
@@ -118,4 +118,4 @@ TEST(Mfu, RejectsMeaninglessRates) {
 }
 
 }  // namespace
-}  // namespace tally::accounting
+}  // namespace tally::machine

@@ -1,11 +1,10 @@
 // The meta device against the real thing: one training step of the GPT model (forward, loss,
 // backward) on meta tensors must put on the ledger exactly the FLOPs and bytes of the same step
-// on the CPU, and predict exactly the CPU run's peak memory by category; and it is fast enough
-// to size a 1.3B-parameter model in well under a second.
+// on the CPU, and predict exactly the CPU run's peak memory by category; and it sizes a
+// 1.3B-parameter model without allocating it (its speed is shown by `tally estimate transformer`,
+// which prints the meta step's time: speed is checked by benchmarks, not timed unit tests).
 
 #include <gtest/gtest.h>
-
-#include <chrono>
 
 #include "tally/models/gpt.h"
 #include "tally/tally.h"
@@ -82,16 +81,13 @@ TEST(GptMeta, MatchesTheEstimateFormula) {
   // The napkin formula and the real model on meta tensors agree exactly on parameters and on
   // training matmul FLOPs.
   const accounting::TransformerConfig config{24, 2048, 16, 50257, 2048, 1, true};  // GPT-3 XL, 1.3B
-  const auto start = std::chrono::steady_clock::now();
   const StepRecord meta = train_step(config, kMeta);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto est = accounting::transformer(config, accounting::recipe("fp32-adamw"));
   EXPECT_EQ(static_cast<double>(meta.parameters), est.params.value);
   EXPECT_GT(meta.parameters, 1'300'000'000);
   const int64_t matmul = meta.ledger.at({"matmul", Phase::Forward}).flops + meta.ledger.at({"matmul", Phase::Backward}).flops;
   EXPECT_EQ(static_cast<double>(matmul), est.flops_per_token.value * static_cast<double>(config.batch * config.seq_len));
   EXPECT_EQ(meta.peak[static_cast<int>(MemoryCategory::Parameters)], meta.parameters * 4);
-  EXPECT_LT(seconds, 1.0) << "a meta step of a 1.3B model took " << seconds << " s";
 }
 
 TEST(GptMeta, MetaTensorsRefuseToBeRead) {

@@ -38,13 +38,19 @@ void StorageImpl::set_category(MemoryCategory category) {
 }
 
 void StorageImpl::retain_for_backward() {
-  std::lock_guard lock(saved_mu_);
-  if (saved_by_nodes_++ == 0 && category_ == MemoryCategory::Other) set_category(MemoryCategory::Activations);
+  if (saved_by_nodes_.fetch_add(1, std::memory_order_acq_rel) == 0) settle_activation_category();
 }
 
 void StorageImpl::release_for_backward() {
+  if (saved_by_nodes_.fetch_sub(1, std::memory_order_acq_rel) == 1) settle_activation_category();
+}
+
+void StorageImpl::settle_activation_category() {
+  // Decided under the lock from the count as it is now, so racing crossings end consistent.
   std::lock_guard lock(saved_mu_);
-  if (--saved_by_nodes_ == 0 && category_ == MemoryCategory::Activations) set_category(MemoryCategory::Other);
+  const bool kept = saved_by_nodes_.load(std::memory_order_acquire) > 0;
+  if (kept && category_ == MemoryCategory::Other) set_category(MemoryCategory::Activations);
+  else if (!kept && category_ == MemoryCategory::Activations) set_category(MemoryCategory::Other);
 }
 
 }  // namespace tally

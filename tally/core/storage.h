@@ -43,6 +43,9 @@ class StorageImpl {
   // each storage it keeps; while at least one node keeps it, bytes of category Other count as
   // Activations, and they go back to Other when the last node lets go (backward released it, or
   // the graph was dropped). Parameters, gradients and optimizer state a node keeps stay theirs.
+  // Only a count crossing zero takes a lock; an op's output that a node will keep is allocated
+  // as activations to begin with (ops::detail::empty_activation), so a chain of recorded ops
+  // moves no bytes between categories until backward lets go.
   /// A graph node keeps these bytes for backward.
   void retain_for_backward();
   /// A node that kept these bytes let them go.
@@ -66,8 +69,10 @@ class StorageImpl {
   bool pinned_ = false;
   std::function<void(void*)> deleter_;  // empty for allocator-owned bytes
   std::atomic<uint64_t> version_{0};
-  std::mutex saved_mu_;   // guards saved_by_nodes_ with the category it decides
-  int saved_by_nodes_ = 0;  // graph nodes keeping these bytes (Note [Activations])
+  /// Make the category agree with saved_by_nodes_ after it crossed zero.
+  void settle_activation_category();
+  std::atomic<int> saved_by_nodes_{0};  // graph nodes keeping these bytes (Note [Activations])
+  std::mutex saved_mu_;                 // one settle at a time
 };
 
 using Storage = std::shared_ptr<StorageImpl>;

@@ -339,6 +339,19 @@ struct DifferentiableRegistrar {
   static inline const bool registered = (register_differentiable(Op::name), true);
 };
 
+/// Whether a call of Op on these arguments will be recorded for backward.
+template <class Op, class... Args>
+bool will_record(const Args&... args) {
+  if constexpr (Differentiable<Op, Args...>) {
+    if (tls_op_depth != 0 || !GradMode::is_enabled()) return false;
+    bool any = false;
+    for_each_tensor([&](const Tensor& t) { any = any || (t.defined() && t.requires_grad()); }, args...);
+    return any;
+  } else {
+    return false;
+  }
+}
+
 /// Attach a node recording Op(args) -> out when some tensor argument requires grad.
 template <class Op, class... Args>
 void record_autograd(Tensor& out, const Args&... args) {
@@ -428,11 +441,13 @@ struct AutocastDone {
 template <class Op, class... Args>
 auto run(const Args&... args) {
   const Device device = op_device<Op>(args...);
+  const bool recorded = will_record<Op>(args...);  // before the scope: it reads the depth
   OpScope scope(device);
   Tensor out;
   if constexpr (computes<Op, Args...>()) {
     const OutputSpec spec = Op::meta(args...);
-    out = empty(spec.sizes, TensorOptions(spec.dtype).device(spec.device.value_or(device)));
+    const TensorOptions options = TensorOptions(spec.dtype).device(spec.device.value_or(device));
+    out = recorded ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
     if (!out.device().is_meta() && out.numel() > 0) Op::compute(out, args...);
   } else {
     out = Op::forward(args...);
@@ -440,7 +455,7 @@ auto run(const Args&... args) {
   scope.report<Op>(out, args...);
   if constexpr (Differentiable<Op, Args...>) {
     (void)DifferentiableRegistrar<Op>::registered;
-    if (scope.top_level() && GradMode::is_enabled()) record_autograd<Op>(out, args...);
+    if (recorded) record_autograd<Op>(out, args...);
   }
   return out;
 }

@@ -8,7 +8,8 @@
 
 namespace tally {
 
-Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+namespace {
+Tensor make_empty(IntArrayRef sizes, IntArrayRef strides, TensorOptions options, MemoryCategory category) {
   const Dtype dtype = options.dtype_or(kFloat32);
   geometry::check_sizes(sizes, "empty");
   TALLY_CHECK(sizes.size() == strides.size(), "empty_strided: ", sizes.size(), " sizes but ", strides.size(), " strides");
@@ -21,16 +22,27 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
   int64_t nbytes = 0;
   TALLY_CHECK(!__builtin_mul_overflow(extent, element_size(dtype), &nbytes), "empty: size overflow for sizes ", sizes);
   auto impl = detail::make_pooled<TensorImpl>();
-  impl->storage = detail::make_pooled<StorageImpl>(nbytes, MemoryCategory::Other, options.device_or());
+  impl->storage = detail::make_pooled<StorageImpl>(nbytes, category, options.device_or());
   impl->sizes = DimVector(sizes);
   impl->strides = DimVector(strides);
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 
+}  // namespace
+
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+  return make_empty(sizes, strides, options, MemoryCategory::Other);
+}
+
 Tensor empty(IntArrayRef sizes, TensorOptions options) {
   geometry::check_sizes(sizes, "empty");
   return empty_strided(sizes, geometry::contiguous_strides(sizes), options);
+}
+
+Tensor detail::empty_activation(IntArrayRef sizes, TensorOptions options) {
+  geometry::check_sizes(sizes, "empty");
+  return make_empty(sizes, geometry::contiguous_strides(sizes), options, MemoryCategory::Activations);
 }
 
 Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(kFloat32))); }

@@ -188,29 +188,26 @@ TEST(PeakProbe, FmaPeakIsPositiveAndWithinThePromise) {
   EXPECT_LT(measured, 1.15 * promised_one_core);  // no code can beat the ISA (15% for clock noise)
 }
 
-TEST(PeakProbe, Bf16DotPeakIsWithinThePromiseOrRefusedWithoutTheInstruction) {
-  if (!cpu_info().avx512_bf16) {
-    EXPECT_THROW(measure_bf16_dot_peak_flops(1, 0.05), NotImplementedError);
+/// A probe of an instruction the CPU may lack: without it, refused before any such instruction
+/// runs (one would raise SIGILL); with it, within the promise for one core.
+void expect_within_promise_or_refused(bool has_instruction, double (*probe)(int, double)) {
+  if (!has_instruction) {
+    EXPECT_THROW(probe(1, 0.05), NotImplementedError);
     return;
   }
-  const double measured = measure_bf16_dot_peak_flops(1, 0.05);
+  const double measured = probe(1, 0.05);
   const double promised_one_core = peak_of(promised_cpu_peaks(cpu_info()), "bfloat16") / cpu_info().usable_cores;
   EXPECT_GT(measured, 0.01 * promised_one_core);
   EXPECT_LT(measured, 1.15 * promised_one_core);
-  EXPECT_THROW(measure_bf16_dot_peak_flops(0, 0.05), ValueError);
+  EXPECT_THROW(probe(0, 0.05), ValueError);
+}
+
+TEST(PeakProbe, Bf16DotPeakIsWithinThePromiseOrRefusedWithoutTheInstruction) {
+  expect_within_promise_or_refused(cpu_info().avx512_bf16, measure_bf16_dot_peak_flops);
 }
 
 TEST(PeakProbe, AmxPeakIsWithinThePromiseOrRefusedWithoutAmx) {
-  // Without AMX the probe must refuse before any tile instruction runs (one would raise SIGILL).
-  if (!cpu_info().amx_bf16) {
-    EXPECT_THROW(measure_amx_bf16_peak_flops(1, 0.05), NotImplementedError);
-    return;
-  }
-  const double measured = measure_amx_bf16_peak_flops(1, 0.05);
-  const double promised_one_core = peak_of(promised_cpu_peaks(cpu_info()), "bfloat16") / cpu_info().usable_cores;
-  EXPECT_GT(measured, 0.01 * promised_one_core);
-  EXPECT_LT(measured, 1.15 * promised_one_core);
-  EXPECT_THROW(measure_amx_bf16_peak_flops(0, 0.05), ValueError);
+  expect_within_promise_or_refused(cpu_info().amx_bf16, measure_amx_bf16_peak_flops);
 }
 
 TEST(PeakProbe, StreamTriadIsPlausible) {

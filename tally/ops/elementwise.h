@@ -51,6 +51,7 @@ Tensor silu(const Tensor& x);     ///< x·sigmoid(x)
 Tensor square(const Tensor& x);   ///< x²
 Tensor erf(const Tensor& x);      ///< the error function
 Tensor softplus(const Tensor& x); ///< log(1 + eˣ) (torch.nn.functional.softplus, beta 1, threshold 20)
+Tensor log1p(const Tensor& x);    ///< ln(1 + x), accurate near 0
 /// GELU: "none" is x·Φ(x) with erf, "tanh" the tanh approximation (torch.nn.functional.gelu).
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 /// Upper triangle (elements with col - row >= diagonal), zeros elsewhere, over the last two dims.

@@ -153,6 +153,16 @@ struct SoftplusDef {
   // d log(1 + eˣ) = sigmoid(x)
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * sigmoid(x); }
 };
+struct Log1pDef {
+  static constexpr std::string_view name = "log1p";
+  static constexpr std::string_view reference = "torch.log1p";
+  static constexpr std::string_view domain = "positive";
+  static constexpr int64_t flops = 2;  // +1, log (one call, counted as its two steps)
+  static constexpr InputRule input = InputRule::IntToFloat;
+  template <class C> static C f(C x) { return std::log1p(x); }
+  // d log(1 + x) = 1 / (1 + x)
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x + 1); }
+};
 struct ReluDef {
   static constexpr std::string_view name = "relu";
   static constexpr std::string_view reference = "torch.relu";
@@ -438,6 +448,7 @@ Tensor silu(const Tensor& x) { return ops::apply<Unary<SiluDef>>(x); }
 Tensor square(const Tensor& x) { return ops::apply<Unary<SquareDef>>(x); }
 Tensor erf(const Tensor& x) { return ops::apply<Unary<ErfDef>>(x); }
 Tensor softplus(const Tensor& x) { return ops::apply<Unary<SoftplusDef>>(x); }
+Tensor log1p(const Tensor& x) { return ops::apply<Unary<Log1pDef>>(x); }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   if (approximate == "none") return ops::apply<Unary<GeluErfDef>>(x);
   TALLY_CHECK(approximate == "tanh", "approximate argument must be either none or tanh, got '", approximate, "'");
@@ -472,7 +483,7 @@ const std::vector<ops::UnaryOpInfo>& ops::unary_ops() {
   static const std::vector<UnaryOpInfo> table = {
       info<NegDef>(neg),         info<AbsDef>(abs),   info<SqrtDef>(sqrt), info<RsqrtDef>(rsqrt), info<ExpDef>(exp),
       info<LogDef>(log),         info<TanhDef>(tanh), info<SigmoidDef>(sigmoid), info<SiluDef>(silu), info<ErfDef>(erf),
-      info<ReluDef>(relu),       info<SquareDef>(square), info<SoftplusDef>(softplus),
+      info<ReluDef>(relu),       info<SquareDef>(square), info<SoftplusDef>(softplus), info<Log1pDef>(log1p),
   };
   return table;
 }

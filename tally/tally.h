@@ -23,3 +23,4 @@
 #include "tally/ops/reduce.h"
 #include "tally/ops/softmax.h"
 #include "tally/einops/einops.h"
+#include "tally/models/gpt.h"

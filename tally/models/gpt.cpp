@@ -35,7 +35,6 @@ Gpt::Gpt(const accounting::TransformerConfig& config, TensorOptions options, Gen
   TALLY_CHECK(config.layers > 0 && d > 0 && V > 0 && T > 0 && config.heads > 0,
               "Gpt: layers, d_model, heads, vocab and seq_len must be positive");
   TALLY_CHECK(d % config.heads == 0, "Gpt: d_model ", d, " is not divisible by heads ", config.heads);
-  TALLY_CHECK(config.tied_embeddings, "Gpt: only tied embeddings are built (the output projection is the token embedding)");
   auto weight = [&](std::vector<int64_t> sizes) { return parameter(randn(sizes, options, gen) * 0.02); };
   auto bias = [&](int64_t n) { return parameter(zeros({n}, options)); };
   auto gain = [&](int64_t n) { return parameter(ones({n}, options)); };
@@ -47,6 +46,7 @@ Gpt::Gpt(const accounting::TransformerConfig& config, TensorOptions options, Gen
   }
   lnf_gain_ = gain(d);
   lnf_bias_ = bias(d);
+  if (!config.tied_embeddings) lm_head_ = weight({d, V});
   causal_mask_ = ones({T, T}, TensorOptions(kBool).device(options.device_or())).triu(1);  // true above the diagonal: masked
 }
 
@@ -67,7 +67,8 @@ Tensor Gpt::forward(const Tensor& tokens) const {
     Tensor m = gelu(matmul(layer_norm(x, blk.ln2_gain, blk.ln2_bias), blk.w_fc) + blk.b_fc);  // [b, T, 4d]
     x = x + (matmul(m, blk.w_fc2) + blk.b_fc2);
   }
-  return matmul(layer_norm(x, lnf_gain_, lnf_bias_), wte_.t());  // tied output embedding: [b, T, V]
+  // The output projection: the token embedding itself when tied (GPT-2), else its own weight.
+  return matmul(layer_norm(x, lnf_gain_, lnf_bias_), config_.tied_embeddings ? wte_.t() : lm_head_);  // [b, T, V]
 }
 
 Tensor Gpt::loss(const Tensor& tokens, const Tensor& targets) const {
@@ -87,6 +88,7 @@ std::vector<Tensor> Gpt::parameters() const {
   }
   ps.push_back(lnf_gain_);
   ps.push_back(lnf_bias_);
+  if (lm_head_.defined()) ps.push_back(lm_head_);
   return ps;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // A GPT-2-style decoder-only transformer written with tally ops: pre-LayerNorm blocks, learned
 // position embeddings, a 4·d MLP with GELU, attention over the full masked T×T scores and an
-// output projection tied to the token embedding. It is the model `tally estimate transformer`
+// output projection tied to the token embedding (or its own weight, untied). It is the model `tally estimate transformer`
 // runs on the meta device (Note [Meta device] in ops/apply.h) to measure what its formula
 // predicts, so both describe exactly one architecture (accounting::TransformerConfig).
 
@@ -39,7 +39,7 @@ class Gpt {
 
  private:
   accounting::TransformerConfig config_;
-  Tensor wte_, wpe_, lnf_gain_, lnf_bias_, causal_mask_;
+  Tensor wte_, wpe_, lnf_gain_, lnf_bias_, lm_head_, causal_mask_;
   std::vector<GptBlock> blocks_;
 };
 

@@ -240,6 +240,14 @@ TEST_F(EstimateCli, TransformerAndTensor) {
   const auto t = json_of("transformer --layers 12 --d-model 768 --heads 12 --vocab 50257 --seq-len 1024 --batch 8");
   EXPECT_EQ(t["results"]["params"]["value"].get<double>(), 124439808.0);
   EXPECT_EQ(t["inputs"]["saved_per_layer"].size(), 10u);
+  // The model itself, run on the meta device, agrees with the formula (tied and untied).
+  for (const char* untied : {"", " --untied"}) {
+    const auto m = json_of(std::string("transformer --layers 2 --d-model 64 --heads 4 --vocab 100 --seq-len 16 --batch 2") + untied);
+    EXPECT_EQ(m["inputs"]["meta_run"]["params"].get<double>(), m["results"]["params"]["value"].get<double>()) << untied;
+    EXPECT_EQ(m["inputs"]["meta_run"]["matmul_flops_per_step"].get<double>(), m["results"]["flops_per_step"]["value"].get<double>())
+        << untied;
+    EXPECT_GT(m["inputs"]["meta_run"]["peak_bytes_by_category"]["activations"].get<double>(), 0) << untied;
+  }
   const auto b = json_of("tensor --shape 4*12288,12288 --dtype float32");
   EXPECT_EQ(b["results"]["bytes"]["value"].get<double>(), 2415919104.0);
   EXPECT_EQ(json_of("tensor --shape 49152,12288")["results"]["bytes"]["value"].get<double>(), 2415919104.0);

@@ -24,6 +24,10 @@ struct AddcdivDef {
   static constexpr std::string_view name = "addcdiv";
   static constexpr int64_t flops = 3;  // t1/t2, ·v, +self
   template <class C> static C f(C self, C t1, C t2, C v) { return self + v * (t1 / t2); }
+  static void check(Dtype dt) {
+    TALLY_CHECK_TYPE_ERROR(is_floating_point(dt), "Integer division with addcdiv is no longer supported, and in a future "
+                           "release addcdiv will perform a true division of tensor1 and tensor2. Use a floating dtype.");
+  }
   static Tensor grad_t1(const Tensor& g, const Tensor&, const Tensor& t2, Scalar v) { return g * v / t2; }
   // d(t1/t2)/dt2 = -t1/t2²
   static Tensor grad_t2(const Tensor& g, const Tensor& t1, const Tensor& t2, Scalar v) { return -(g * v * t1 / (t2 * t2)); }
@@ -37,10 +41,7 @@ struct Pointwise {
     const Dtype dt = result_type({&self, &t1, &t2});
     check_arith(dt, Def::name);
     TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"", Def::name, "_cpu_out\" not implemented for 'Bool'");
-    if constexpr (std::is_same_v<Def, AddcdivDef>) {
-      TALLY_CHECK_TYPE_ERROR(is_floating_point(dt), "Integer division with addcdiv is no longer supported, and in a future "
-                             "release addcdiv will perform a true division of tensor1 and tensor2. Use a floating dtype.");
-    }
+    if constexpr (requires { Def::check(dt); }) Def::check(dt);
     return {geometry::broadcast_shapes(geometry::broadcast_shapes(self.sizes(), t1.sizes()), t2.sizes()), dt};
   }
   static void compute(const Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {

@@ -63,11 +63,9 @@ void detail::raise_no_meta_rule(std::string_view op) {
                                                      "no meta step (its output depends on values a meta tensor does not have)"));
 }
 
-void detail::refuse_out_in_graph(std::string_view op, const Tensor& out, const SmallVector<const Tensor*, 4>& args) {
-  bool any = out.requires_grad();
-  for (const Tensor* t : args) any = any || (t->defined() && t->requires_grad());
-  TALLY_CHECK_TYPE(NotImplementedError, !any, op, "(): functions with out=... arguments don't support automatic "
-                   "differentiation, but one of the arguments requires grad.");
+void detail::refuse_out_in_graph(std::string_view op) {
+  throw NotImplementedError(::tally::detail::str_cat(op, "(): functions with out=... arguments don't support automatic "
+                                                     "differentiation, but one of the arguments requires grad."));
 }
 
 namespace {

@@ -163,6 +163,14 @@ SmallVector<const Tensor*, 4> tensor_args(const Args&... args) {
   return out;
 }
 
+/// Whether any tensor among the arguments requires grad.
+template <class... Args>
+bool any_requires_grad(const Args&... args) {
+  bool any = false;
+  for_each_tensor([&](const Tensor& t) { any = any || (t.defined() && t.requires_grad()); }, args...);
+  return any;
+}
+
 /// NotImplementedError for an op with no CUDA kernel given a CUDA tensor.
 [[noreturn]] void raise_no_cuda_kernel(std::string_view op);
 /// NotImplementedError for an op with no meta step given a meta tensor.
@@ -342,24 +350,16 @@ struct DifferentiableRegistrar {
 /// Whether a call of Op on these arguments will be recorded for backward.
 template <class Op, class... Args>
 bool will_record(const Args&... args) {
-  if constexpr (Differentiable<Op, Args...>) {
-    if (tls_op_depth != 0 || !GradMode::is_enabled()) return false;
-    bool any = false;
-    for_each_tensor([&](const Tensor& t) { any = any || (t.defined() && t.requires_grad()); }, args...);
-    return any;
-  } else {
-    return false;
-  }
+  if constexpr (Differentiable<Op, Args...>) return tls_op_depth == 0 && GradMode::is_enabled() && any_requires_grad(args...);
+  else return false;
 }
 
-/// Attach a node recording Op(args) -> out when some tensor argument requires grad.
+/// Attach a node recording Op(args) -> out (for a call will_record accepted).
 template <class Op, class... Args>
 void record_autograd(Tensor& out, const Args&... args) {
   const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
   SmallVector<bool, 4> needs(inputs.size());
-  bool any = false;
-  for (size_t i = 0; i < inputs.size(); ++i) any |= (needs[i] = inputs[i]->defined() && inputs[i]->requires_grad());
-  if (!any) return;
+  for (size_t i = 0; i < inputs.size(); ++i) needs[i] = inputs[i]->defined() && inputs[i]->requires_grad();
   auto node = ::tally::detail::make_pooled<OpNode<Op, stored_t<Args>...>>();
   node->args = std::tuple<stored_t<Args>...>(store(args)...);
   node->out = out.detach();  // saved without history: the node must not own itself
@@ -383,17 +383,8 @@ void record_autograd(Tensor& out, const Args&... args) {
 /// part in a graph (an operand that requires grad would otherwise lose its gradient silently).
 void refuse_inplace_in_graph(std::string_view op, const Tensor& self, const SmallVector<const Tensor*, 4>& operands);
 
-template <class... Args>
-void check_inplace_allowed(std::string_view op, const Tensor& self, const Args&... rest) {
-  if (!GradMode::is_enabled()) return;
-  const SmallVector<const Tensor*, 4> operands = tensor_args(rest...);
-  bool any = self.requires_grad();
-  for (const Tensor* t : operands) any = any || (t->defined() && t->requires_grad());
-  if (any) refuse_inplace_in_graph(op, self, operands);
-}
-
-/// out= cannot be recorded: PyTorch's error when an argument (or out) requires grad.
-void refuse_out_in_graph(std::string_view op, const Tensor& out, const SmallVector<const Tensor*, 4>& args);
+/// out= cannot be recorded: PyTorch's error, for a call where an argument (or out) requires grad.
+[[noreturn]] void refuse_out_in_graph(std::string_view op);
 
 /// Raises unless a result of `spec` can be written into `dst` (Note [Forms]): its dtype must
 /// cast to dst's, and in place its shape must be dst's. For out=, resizes dst instead.
@@ -428,6 +419,22 @@ inline TensorList autocast_arg(const TensorList& ts, Dtype dtype) {
 template <class T>
 const T& autocast_arg(const T& v, Dtype) {
   return v;
+}
+
+/// Compute Op(args) into `dst` (in place, or out=) with the bookkeeping of a run: checks and
+/// shape (meta), the kernel unless on the meta device, the version bump of a user's write, the
+/// ledger row.
+template <class Op, class... Args>
+Tensor& write_into(Tensor& dst, bool resizable, Device device, const Args&... args) {
+  OpScope scope(device);
+  const OutputSpec spec = Op::meta(args...);
+  check_result_fits(spec, dst, resizable);
+  if (!device.is_meta() && dst.numel() > 0) write_result<Op>(spec, dst, args...);
+  // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
+  // are the outer op's; only the user's own call moves the version.
+  if (scope.top_level() && dst.storage()) dst.storage()->bump_version();
+  scope.report<Op>(dst, args...);
+  return dst;
 }
 
 /// Sets tls_autocast_done for one op's run.
@@ -481,33 +488,20 @@ Tensor apply(const Args&... args) {
 /// Run Op(self, rest...) and write the result into self (x.mul_(y)); Note [Forms].
 template <class Op, class... Rest>
 Tensor& apply_inplace(Tensor& self, const Rest&... rest) {
-  if (detail::tls_op_depth == 0) detail::check_inplace_allowed(Op::name, self, rest...);
-  const Device device = detail::op_device<Op>(self, rest...);
-  detail::OpScope scope(device);
-  OutputSpec spec = Op::meta(self, rest...);
-  detail::check_result_fits(spec, self, /*resizable=*/false);
-  if (!device.is_meta() && self.numel() > 0) detail::write_result<Op>(spec, self, self, rest...);
-  // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
-  // are the outer op's; only the user's own in-place call moves the version.
-  if (scope.top_level() && self.storage()) self.storage()->bump_version();
-  scope.report<Op>(self, self, rest...);
-  return self;
+  if (detail::tls_op_depth == 0 && GradMode::is_enabled() && detail::any_requires_grad(self, rest...))
+    detail::refuse_inplace_in_graph(Op::name, self, detail::tensor_args(rest...));
+  return detail::write_into<Op>(self, /*resizable=*/false, detail::op_device<Op>(self, rest...), self, rest...);
 }
 
 /// Run Op(args...) and write the result into `out` (torch.add(a, b, out=c)); Note [Forms].
 template <class Op, class... Args>
 Tensor& apply_out(Tensor& out, const Args&... args) {
-  if (detail::tls_op_depth == 0 && GradMode::is_enabled()) detail::refuse_out_in_graph(Op::name, out, detail::tensor_args(args...));
+  if (detail::tls_op_depth == 0 && GradMode::is_enabled() && detail::any_requires_grad(out, args...))
+    detail::refuse_out_in_graph(Op::name);
   const Device device = detail::op_device<Op>(args...);
   TALLY_CHECK_TYPE(DeviceError, out.device() == device, Op::name, "(): expected the out tensor on ", device.str(),
                    " with the inputs, but it is on ", out.device().str());
-  detail::OpScope scope(device);
-  OutputSpec spec = Op::meta(args...);
-  detail::check_result_fits(spec, out, /*resizable=*/true);
-  if (!device.is_meta() && out.numel() > 0) detail::write_result<Op>(spec, out, args...);
-  if (scope.top_level() && out.storage()) out.storage()->bump_version();
-  scope.report<Op>(out, args...);
-  return out;
+  return detail::write_into<Op>(out, /*resizable=*/true, device, args...);
 }
 
 }  // namespace tally::ops

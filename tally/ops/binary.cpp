@@ -249,24 +249,27 @@ void check_bool_subtraction(const Tensor& t, Scalar s) {
   TALLY_CHECK_TYPE_ERROR(t.dtype() != kBool && s.kind() != Scalar::Kind::Bool, kBoolSubtractionMessage);
 }
 
-/// alpha · b in the dtype of the sum, as PyTorch scales `other` in add/sub.
-Tensor scaled(const Tensor& a, const Tensor& b, Scalar alpha) {
+/// Calls run(operand) with the operand add/sub (Def) add: b itself for alpha 1 (no copy of the
+/// handle on this hot path), else alpha · b in the dtype of the sum, as PyTorch scales `other`.
+/// Def's own checks run first, on the operands as given: scaling a bool tensor would hide sub's
+/// refusal of it.
+template <class Def, class Run>
+decltype(auto) with_alpha(const Tensor& a, const Tensor& b, Scalar alpha, Run run) {
+  if (alpha.to_double() == 1.0) return run(b);
   const Dtype dt = result_type(a, b);
+  if constexpr (requires { Def::check(a, b, dt); }) Def::check(a, b, dt);
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dt) || !alpha.is_floating_point(),
                          "For integral input tensors, argument alpha must not be a floating point number.");
-  return mul(b, wrapped_number(alpha, dt, b));
+  return run(mul(b, wrapped_number(alpha, dt, b)));
 }
 
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
-  if (alpha.to_double() == 1.0) return ops::apply<Binary<AddDef>>(a, b);
-  return ops::apply<Binary<AddDef>>(a, scaled(a, b, alpha));
+  return with_alpha<AddDef>(a, b, alpha, [&](const Tensor& o) { return ops::apply<Binary<AddDef>>(a, o); });
 }
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
-  if (alpha.to_double() == 1.0) return ops::apply<Binary<SubDef>>(a, b);
-  TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
-  return ops::apply<Binary<SubDef>>(a, scaled(a, b, alpha));
+  return with_alpha<SubDef>(a, b, alpha, [&](const Tensor& o) { return ops::apply<Binary<SubDef>>(a, o); });
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return ops::apply<Binary<MulDef>>(a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return ops::apply<Binary<DivDef>>(a, b); }
@@ -332,22 +335,20 @@ Tensor Tensor::ge(const Tensor& other) const { return tally::ge(*this, other); }
 Tensor Tensor::eq(Scalar other) const { return *this == other; }
 
 Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
-  return ops::apply_inplace<Binary<AddDef>>(*this, alpha.to_double() == 1.0 ? other : scaled(*this, other, alpha));
+  return with_alpha<AddDef>(*this, other, alpha, [&](const Tensor& o) -> Tensor& { return ops::apply_inplace<Binary<AddDef>>(*this, o); });
 }
 Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
-  TALLY_CHECK_TYPE_ERROR(dtype() != kBool && other.dtype() != kBool, kBoolSubtractionMessage);
-  return ops::apply_inplace<Binary<SubDef>>(*this, alpha.to_double() == 1.0 ? other : scaled(*this, other, alpha));
+  return with_alpha<SubDef>(*this, other, alpha, [&](const Tensor& o) -> Tensor& { return ops::apply_inplace<Binary<SubDef>>(*this, o); });
 }
 Tensor& Tensor::mul_(const Tensor& other) { return ops::apply_inplace<Binary<MulDef>>(*this, other); }
 Tensor& Tensor::div_(const Tensor& other) { return ops::apply_inplace<Binary<DivDef>>(*this, other); }
 Tensor& Tensor::pow_(const Tensor& exponent) { return ops::apply_inplace<Binary<PowDef>>(*this, exponent); }
 
 Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
-  return ops::apply_out<Binary<AddDef>>(out, a, alpha.to_double() == 1.0 ? b : scaled(a, b, alpha));
+  return with_alpha<AddDef>(a, b, alpha, [&](const Tensor& o) -> Tensor& { return ops::apply_out<Binary<AddDef>>(out, a, o); });
 }
 Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
-  TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
-  return ops::apply_out<Binary<SubDef>>(out, a, alpha.to_double() == 1.0 ? b : scaled(a, b, alpha));
+  return with_alpha<SubDef>(a, b, alpha, [&](const Tensor& o) -> Tensor& { return ops::apply_out<Binary<SubDef>>(out, a, o); });
 }
 Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<MulDef>>(out, a, b); }
 Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<DivDef>>(out, a, b); }

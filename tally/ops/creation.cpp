@@ -60,12 +60,16 @@ namespace {
 TensorOptions like(const Tensor& t, TensorOptions options) {
   return options.dtype(options.dtype_or(t.dtype())).device(options.device_or(t.device()));
 }
-/// A tensor made on the CPU, moved to the device `options` asks for (factories whose values are
-/// computed element by element on the host: arange, eye, tensor).
-Tensor on_device(Tensor t, const TensorOptions& options) {
+/// A factory whose values are computed element by element on the host (arange, eye, tensor,
+/// scalar_tensor): `fill` writes them into a new CPU tensor, which moves to the device `options`
+/// asks for. On the meta device there are no values, so nothing is computed.
+template <class Fill>
+Tensor made_on_host(IntArrayRef sizes, Dtype dtype, const TensorOptions& options, Fill fill) {
   const Device d = options.device_or();
+  if (d.is_meta()) return empty(sizes, TensorOptions(dtype).device(d));
+  Tensor t = empty(sizes, dtype);
+  fill(t);
   if (d.is_cpu()) return t;
-  if (d.is_meta()) return empty(t.sizes(), TensorOptions(t.dtype()).device(d));  // the values stay unknown
   Tensor moved = t.to(d);
   moved.storage()->reset_version();
   return moved;
@@ -81,9 +85,9 @@ Tensor scalar_tensor(Scalar value, TensorOptions options) {
   // Written directly rather than through fill_: every `x * 2` wraps its number this way, and a
   // 1-element store is not work the ledger should list. (On the GPU `x * 2` keeps its number on
   // the host: a 0-d CPU tensor joins a CUDA op as a kernel argument, Note [Devices].)
-  Tensor t = empty({}, options.dtype_or(value.natural_dtype()));
-  dispatch(t.dtype(), "scalar_tensor", [&]<class T>() { *static_cast<T*>(t.data_ptr()) = value.to<T>(); });
-  return on_device(t, options);
+  return made_on_host({}, options.dtype_or(value.natural_dtype()), options, [&](Tensor& t) {
+    dispatch(t.dtype(), "scalar_tensor", [&]<class T>() { *static_cast<T*>(t.data_ptr()) = value.to<T>(); });
+  });
 }
 
 Tensor wrapped_number(Scalar value, Dtype dtype, const Tensor& like) {
@@ -101,24 +105,25 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   TALLY_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
   int64_t n = floating ? static_cast<int64_t>(std::ceil((e - s) / st))
                        : (end.to_long() - start.to_long() + step.to_long() + (st > 0 ? -1 : 1)) / step.to_long();
-  Tensor t = empty({n}, dt);
-  dispatch(dt, "arange", [&]<class T>() {
-    T* p = t.data_ptr<T>();
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(start.to_long() + i * step.to_long());
-      else p[i] = cast_to<T>(s + static_cast<double>(i) * st);
-    }
+  return made_on_host({n}, dt, options, [&](Tensor& t) {
+    dispatch(dt, "arange", [&]<class T>() {
+      T* p = t.data_ptr<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(start.to_long() + i * step.to_long());
+        else p[i] = cast_to<T>(s + static_cast<double>(i) * st);
+      }
+    });
   });
-  return on_device(t, options);
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
   const int64_t cols = m.value_or(n);
   TALLY_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got n=", n, ", m=", cols);
-  Tensor t = zeros({n, cols}, options.dtype_or(kFloat32));
-  for (int64_t i = 0; i < std::min(n, cols); ++i) t.index_put_({i, i}, 1);
-  t.storage()->reset_version();
-  return on_device(t, options);
+  return made_on_host({n, cols}, options.dtype_or(kFloat32), options, [&](Tensor& t) {
+    t.zero_();
+    for (int64_t i = 0; i < std::min(n, cols); ++i) t.index_put_({i, i}, 1);
+    t.storage()->reset_version();
+  });
 }
 
 namespace {
@@ -152,15 +157,15 @@ Tensor tensor(const NestedList& data, TensorOptions options) {
   flatten_leaves(data, 0, shape, values, kind);
   if (values.empty() && !dtype) kind = Scalar::Kind::Float;  // torch.tensor([]) is float32
   const Dtype dt = dtype.value_or(kind == Scalar::Kind::Float ? kFloat32 : kind == Scalar::Kind::Int ? kInt64 : kBool);
-  Tensor t = empty(shape, dt);
-  dispatch(dt, "tensor", [&]<class T>() {
-    T* p = t.data_ptr<T>();
-    for (size_t i = 0; i < values.size(); ++i) {
-      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) p[i] = static_cast<T>(static_cast<int64_t>(values[i]));
-      else p[i] = cast_to<T>(values[i]);
-    }
+  return made_on_host(shape, dt, options, [&](Tensor& t) {
+    dispatch(dt, "tensor", [&]<class T>() {
+      T* p = t.data_ptr<T>();
+      for (size_t i = 0; i < values.size(); ++i) {
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) p[i] = static_cast<T>(static_cast<int64_t>(values[i]));
+        else p[i] = cast_to<T>(values[i]);
+      }
+    });
   });
-  return on_device(t, options);
 }
 
 }  // namespace tally

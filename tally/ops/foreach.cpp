@@ -8,14 +8,17 @@ namespace tally {
 namespace {
 
 /// While alive, the ops run on this thread are summed into one ledger row named `name`, which
-/// the observer installed before it receives when the scope ends.
+/// the observer installed before it receives when the scope ends (nothing is installed when no
+/// observer is listening).
 class OneLedgerRow final : public ops::OpObserver {
  public:
-  explicit OneLedgerRow(std::string_view name)
-      : name_(name), previous_(ops::set_op_observer(this)) {}
+  explicit OneLedgerRow(std::string_view name) : name_(name), previous_(ops::set_op_observer(this)) {
+    if (!previous_) ops::set_op_observer(nullptr);
+  }
   ~OneLedgerRow() override {
+    if (!previous_) return;
     ops::set_op_observer(previous_);
-    if (previous_ && ran_) previous_->on_op(name_, total_, seconds_);
+    if (ran_) previous_->on_op(name_, total_, seconds_);
   }
   OneLedgerRow(const OneLedgerRow&) = delete;
   OneLedgerRow& operator=(const OneLedgerRow&) = delete;
@@ -33,64 +36,56 @@ class OneLedgerRow final : public ops::OpObserver {
   bool ran_ = false;
 };
 
-void check_lengths(std::string_view op, const TensorList& a, const TensorList& b) {
-  TALLY_CHECK(a.size() == b.size(), op, ": Tensor lists must have the same number of tensors, got ", a.size(), " and ", b.size());
+/// Runs step(i) for each index of `self` as one ledger row named `op`, after checking that every
+/// other list is as long as `self` (PyTorch's message).
+template <class Step, class... Lists>
+void for_each_index(std::string_view op, const TensorList& self, Step step, const Lists&... others) {
+  [[maybe_unused]] auto same_length = [&](const TensorList& other) {
+    TALLY_CHECK(other.size() == self.size(), op, ": Tensor lists must have the same number of tensors, got ", self.size(),
+                " and ", other.size());
+  };
+  (same_length(others), ...);
+  OneLedgerRow row(op);
+  for (size_t i = 0; i < self.size(); ++i) step(i);
 }
 
 }  // namespace
 
 void _foreach_add_(TensorList& self, const TensorList& other, Scalar alpha) {
-  check_lengths("_foreach_add_", self, other);
-  OneLedgerRow row("_foreach_add_");
-  for (size_t i = 0; i < self.size(); ++i) self[i].add_(other[i], alpha);
+  for_each_index("_foreach_add_", self, [&](size_t i) { self[i].add_(other[i], alpha); }, other);
 }
 
 void _foreach_add_(TensorList& self, Scalar value) {
-  OneLedgerRow row("_foreach_add_");
-  for (Tensor& t : self) t.add_(value);
+  for_each_index("_foreach_add_", self, [&](size_t i) { self[i].add_(value); });
 }
 
 void _foreach_mul_(TensorList& self, Scalar value) {
-  OneLedgerRow row("_foreach_mul_");
-  for (Tensor& t : self) t.mul_(value);
+  for_each_index("_foreach_mul_", self, [&](size_t i) { self[i].mul_(value); });
 }
 
 void _foreach_mul_(TensorList& self, const TensorList& other) {
-  check_lengths("_foreach_mul_", self, other);
-  OneLedgerRow row("_foreach_mul_");
-  for (size_t i = 0; i < self.size(); ++i) self[i].mul_(other[i]);
+  for_each_index("_foreach_mul_", self, [&](size_t i) { self[i].mul_(other[i]); }, other);
 }
 
 void _foreach_addcmul_(TensorList& self, const TensorList& t1, const TensorList& t2, Scalar value) {
-  check_lengths("_foreach_addcmul_", self, t1);
-  check_lengths("_foreach_addcmul_", self, t2);
-  OneLedgerRow row("_foreach_addcmul_");
-  for (size_t i = 0; i < self.size(); ++i) self[i].addcmul_(t1[i], t2[i], value);
+  for_each_index("_foreach_addcmul_", self, [&](size_t i) { self[i].addcmul_(t1[i], t2[i], value); }, t1, t2);
 }
 
 void _foreach_addcdiv_(TensorList& self, const TensorList& t1, const TensorList& t2, Scalar value) {
-  check_lengths("_foreach_addcdiv_", self, t1);
-  check_lengths("_foreach_addcdiv_", self, t2);
-  OneLedgerRow row("_foreach_addcdiv_");
-  for (size_t i = 0; i < self.size(); ++i) self[i].addcdiv_(t1[i], t2[i], value);
+  for_each_index("_foreach_addcdiv_", self, [&](size_t i) { self[i].addcdiv_(t1[i], t2[i], value); }, t1, t2);
 }
 
 void _foreach_lerp_(TensorList& self, const TensorList& end, Scalar weight) {
-  check_lengths("_foreach_lerp_", self, end);
-  OneLedgerRow row("_foreach_lerp_");
-  for (size_t i = 0; i < self.size(); ++i) self[i].lerp_(end[i], weight);
+  for_each_index("_foreach_lerp_", self, [&](size_t i) { self[i].lerp_(end[i], weight); }, end);
 }
 
 void _foreach_zero_(TensorList& self) {
-  OneLedgerRow row("_foreach_zero_");
-  for (Tensor& t : self) t.zero_();
+  for_each_index("_foreach_zero_", self, [&](size_t i) { self[i].zero_(); });
 }
 
 TensorList _foreach_sqrt(const TensorList& x) {
-  OneLedgerRow row("_foreach_sqrt");
-  TensorList out;
-  out.reserve(x.size());
-  for (const Tensor& t : x) out.push_back(sqrt(t));
+  TensorList out(x.size());
+  for_each_index("_foreach_sqrt", x, [&](size_t i) { out[i] = sqrt(x[i]); });
   return out;
 }
 

@@ -138,7 +138,6 @@ Tensor split_among_ties(const Tensor& g, const Tensor& x, const Tensor& out, Int
 
 struct SumDef {
   static constexpr std::string_view name = "sum";
-  static constexpr bool picks_an_element = false;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Sum;
   static constexpr bool backward_reads_values = false;  // the gradient is broadcast back, by shape
   template <class T> using Fold = SumFold<T>;
@@ -149,7 +148,6 @@ struct SumDef {
 };
 struct ProdDef {
   static constexpr std::string_view name = "prod";
-  static constexpr bool picks_an_element = false;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Prod;
   template <class T> using Fold = ProdFold<T>;
   template <class T> using Out = widened_int_t<T>;
@@ -171,7 +169,6 @@ struct ProdDef {
 };
 struct AmaxDef {
   static constexpr std::string_view name = "amax";
-  static constexpr bool picks_an_element = true;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Amax;
   template <class T> using Fold = ExtremeFold<T, true>;
   template <class T> using Out = T;
@@ -180,7 +177,6 @@ struct AmaxDef {
 };
 struct AminDef {
   static constexpr std::string_view name = "amin";
-  static constexpr bool picks_an_element = true;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Amin;
   template <class T> using Fold = ExtremeFold<T, false>;
   template <class T> using Out = T;
@@ -189,7 +185,6 @@ struct AminDef {
 };
 struct ArgmaxDef {
   static constexpr std::string_view name = "argmax";
-  static constexpr bool picks_an_element = true;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Argmax;
   template <class T> using Fold = ExtremeFold<T, true>;
   template <class T> using Out = int64_t;
@@ -197,7 +192,6 @@ struct ArgmaxDef {
 };
 struct ArgminDef {
   static constexpr std::string_view name = "argmin";
-  static constexpr bool picks_an_element = true;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Argmin;
   template <class T> using Fold = ExtremeFold<T, false>;
   template <class T> using Out = int64_t;
@@ -205,7 +199,6 @@ struct ArgminDef {
 };
 struct AnyDef {
   static constexpr std::string_view name = "any";
-  static constexpr bool picks_an_element = false;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::Any;
   template <class T> using Fold = LogicalFold<T, true>;
   template <class T> using Out = logical_out_t<T>;
@@ -213,7 +206,6 @@ struct AnyDef {
 };
 struct AllDef {
   static constexpr std::string_view name = "all";
-  static constexpr bool picks_an_element = false;
   static constexpr auto cuda_op = kernels::cuda::ReduceOp::All;
   template <class T> using Fold = LogicalFold<T, false>;
   template <class T> using Out = logical_out_t<T>;
@@ -261,7 +253,9 @@ struct Reduce {
   static ops::OutputSpec meta(const Tensor& x, IntArrayRef dims, bool keepdim, Dtype in_dtype) {
     TALLY_CHECK_TYPE_ERROR(!is_float8(x.dtype()), "\"", Def::name, "\" not implemented for '", dtype_name(x.dtype()), "'");
     ReducePlan plan(x, dims, keepdim, Def::name);
-    if constexpr (Def::picks_an_element) {  // an empty slice has no extreme element
+    // A fold that picks an element (the extremes, whose accumulator remembers where it is) has
+    // nothing to pick from an empty slice.
+    if constexpr (requires(typename Def::template Fold<float>::Acc a) { a.index; }) {
       TALLY_CHECK_INDEX(plan.inner > 0 || plan.outer == 0, Def::name, "(): Expected reduction dim to be specified for input.numel() == 0. "
                         "Specify the reduction dim with the 'dim' argument (input sizes ", x.sizes(), ")");
     }

@@ -475,7 +475,7 @@ Tensor operator-(const Tensor& x) { return neg(x); }
 namespace {
 template <class Def>
 ops::UnaryOpInfo info(Tensor (*fn)(const Tensor&)) {
-  return {Def::name, Def::reference, Def::domain, Def::flops, Def::input == InputRule::FloatOnly, true, fn};
+  return {Def::name, Def::reference, Def::domain, Def::flops, Def::input == InputRule::FloatOnly, requires { &Def::grad; }, fn};
 }
 }  // namespace
 

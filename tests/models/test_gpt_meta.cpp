@@ -99,4 +99,9 @@ TEST(GptMeta, MetaTensorsRefuseToBeRead) {
   EXPECT_THROW(m + ones({2, 3}), DeviceError);
   EXPECT_EQ((m * 2 + 1).sizes(), IntArrayRef({2, 3}));  // wrapped numbers join, as on any device
   EXPECT_EQ(Device("meta"), Device(kMeta));
+  // Factories whose values are computed on the host compute nothing for a meta tensor.
+  const int64_t cpu_before = CpuAllocator::get().stats().total_allocated_bytes;
+  Tensor big = arange(int64_t{1} << 32, TensorOptions(kInt64).device(kMeta));
+  EXPECT_EQ(big.sizes(), IntArrayRef({int64_t{1} << 32}));
+  EXPECT_EQ(CpuAllocator::get().stats().total_allocated_bytes, cpu_before);
 }

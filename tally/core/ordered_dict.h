@@ -1,0 +1,88 @@
+#pragma once
+// A dictionary keyed by name that remembers insertion order (libtorch's OrderedDict). Module
+// parameters, state dicts and optimizer state are all name → tensor maps whose order is part of
+// their meaning: parameters are listed in registration order, and a checkpoint written from one
+// is read back in the same order.
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tally/error/error.h"
+
+namespace tally {
+
+template <class Value>
+class OrderedDict {
+ public:
+  using Item = std::pair<std::string, Value>;
+
+  /// Add `key`; a key already present is an error that names it (`what` says what the dict holds).
+  Value& insert(std::string key, Value value) {
+    TALLY_CHECK(!index_.contains(key), what_, " '", key, "' is already present");
+    index_.emplace(key, items_.size());
+    items_.emplace_back(std::move(key), std::move(value));
+    return items_.back().second;
+  }
+  /// Add `key` or overwrite its value, keeping its position.
+  Value& insert_or_assign(std::string key, Value value) {
+    if (auto it = index_.find(key); it != index_.end()) return items_[it->second].second = std::move(value);
+    return insert(std::move(key), std::move(value));
+  }
+  /// The value of `key`, or nullptr.
+  const Value* find(const std::string& key) const {
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &items_[it->second].second;
+  }
+  Value* find(const std::string& key) {
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &items_[it->second].second;
+  }
+  bool contains(const std::string& key) const { return index_.contains(key); }
+  /// The value of `key`; a missing key is an error that names it.
+  const Value& at(const std::string& key) const {
+    const Value* v = find(key);
+    TALLY_CHECK_INDEX(v != nullptr, what_, " '", key, "' is not present");
+    return *v;
+  }
+  Value& at(const std::string& key) { return const_cast<Value&>(std::as_const(*this).at(key)); }
+  const Value& operator[](const std::string& key) const { return at(key); }
+  Value& operator[](const std::string& key) { return at(key); }
+
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    out.reserve(items_.size());
+    for (const Item& item : items_) out.push_back(item.first);
+    return out;
+  }
+  std::vector<Value> values() const {
+    std::vector<Value> out;
+    out.reserve(items_.size());
+    for (const Item& item : items_) out.push_back(item.second);
+    return out;
+  }
+  const std::vector<Item>& items() const { return items_; }
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  void clear() {
+    items_.clear();
+    index_.clear();
+  }
+  auto begin() const { return items_.begin(); }
+  auto end() const { return items_.end(); }
+
+  /// What the values are, for error messages ("parameter", "state").
+  explicit OrderedDict(std::string what = "key") : what_(std::move(what)) {}
+
+ private:
+  std::string what_;
+  std::vector<Item> items_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+class Tensor;
+/// Named tensors in order: a module's or an optimizer's state, a checkpoint's contents.
+using StateDict = OrderedDict<Tensor>;
+
+}  // namespace tally

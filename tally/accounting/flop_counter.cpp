@@ -8,11 +8,6 @@
 
 namespace tally::accounting {
 
-namespace {
-thread_local std::string tls_module_path;
-thread_local std::vector<size_t> tls_module_marks;  // path length before each open scope
-}  // namespace
-
 const char* phase_name(Phase p) { return p == Phase::Forward ? "forward" : "backward"; }
 
 OpTotals& OpTotals::operator+=(const OpTotals& o) {
@@ -31,7 +26,7 @@ void FlopCounter::on_op(std::string_view name, const ops::Cost& cost, double sec
   const Phase phase = autograd::in_backward() ? Phase::Backward : Phase::Forward;
   const OpTotals t{1, cost.flops, cost.bytes_read, cost.bytes_written, seconds};
   by_op_[{std::string(name), phase}] += t;
-  by_module_[{tls_module_path, phase}] += t;
+  by_module_[{current_module_path(), phase}] += t;
   if (previous_) previous_->on_op(name, cost, seconds);
 }
 
@@ -91,18 +86,5 @@ std::string FlopCounter::table(const Roofline& roofline) const {
   }
   return os.str();
 }
-
-ModuleScope::ModuleScope(const std::string& name) {
-  tls_module_marks.push_back(tls_module_path.size());
-  if (!tls_module_path.empty()) tls_module_path += '.';
-  tls_module_path += name;
-}
-
-ModuleScope::~ModuleScope() {
-  tls_module_path.resize(tls_module_marks.back());
-  tls_module_marks.pop_back();
-}
-
-const std::string& current_module_path() { return tls_module_path; }
 
 }  // namespace tally::accounting

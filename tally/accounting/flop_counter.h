@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tally/core/module_path.h"
 #include "tally/ops/cost.h"
 
 namespace tally::accounting {
@@ -78,17 +79,9 @@ class FlopCounter : public ops::OpObserver {
   std::map<std::pair<std::string, Phase>, OpTotals> by_module_;
 };
 
-/// Names a part of the model for the ledger while alive (nn::Module pushes its name here);
-/// paths nest with dots: "block.0.attn".
-class ModuleScope {
- public:
-  explicit ModuleScope(const std::string& name);
-  ~ModuleScope();
-  ModuleScope(const ModuleScope&) = delete;
-  ModuleScope& operator=(const ModuleScope&) = delete;
-};
-
-/// The dotted path of the ModuleScopes open on this thread ("" outside any).
-const std::string& current_module_path();
+/// Module paths for the ledger ("block.0.attn"): nn::Module opens one around its forward, and
+/// backward ops are attributed to the module whose forward made their node (core/module_path.h).
+using ::tally::ModuleScope;
+using ::tally::current_module_path;
 
 }  // namespace tally::accounting

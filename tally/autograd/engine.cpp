@@ -65,7 +65,11 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
     if (auto retained = node->retained_output.lock()) {
       retained->grad = retained->grad.defined() ? retained->grad + grad : grad.clone();
     }
-    TensorList grads = node->apply(grad);
+    TensorList grads;
+    {
+      ModulePathOverride where(node->module_path);
+      grads = node->apply(grad);
+    }
     if (!retain_graph) node->release();
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tally/core/module_path.h"
 #include "tally/core/object_pool.h"
 #include "tally/core/tensor.h"
 
@@ -38,6 +39,8 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<Edge, detail::PoolAllocator<Edge>> next_edges;
   /// Creation order: later nodes run first when several are ready.
   uint64_t sequence_nr = 0;
+  /// The module whose forward made this node; its backward ops are attributed to it.
+  ModulePath module_path;
   /// A non-leaf output that asked for retain_grad(): its grad is stored when this node runs.
   std::weak_ptr<struct AutogradMeta> retained_output;
 };

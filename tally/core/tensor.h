@@ -141,6 +141,10 @@ class Tensor {
   Tensor as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> storage_offset = std::nullopt) const;
   /// Returns a new handle to the same data with no autograd history.
   Tensor detach() const;
+  /// Points this tensor at `new_data`'s storage, sizes and dtype, keeping its autograd identity
+  /// (PyTorch's `param.data = new_data`): Module::to(dtype) converts parameters this way, so every
+  /// handle to a parameter (a submodule's, an optimizer's) sees the converted one.
+  void set_data(const Tensor& new_data);
 
   // ---- autograd (tally/autograd) ----
   /// Whether gradients flow to this tensor.

@@ -371,6 +371,7 @@ void record_autograd(Tensor& out, const Args&... args) {
     node->out_version = version_of(out);
   }
   node->sequence_nr = autograd::next_sequence_nr();
+  node->module_path = current_module_path_handle();
   node->next_edges.reserve(inputs.size());
   for (const Tensor* t : inputs) node->next_edges.push_back(autograd::gradient_edge(*t));
   auto meta = ::tally::detail::make_pooled<AutogradMeta>();

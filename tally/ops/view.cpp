@@ -313,4 +313,16 @@ Tensor Tensor::detach() const {
   return make_view(*this, DimVector(sizes()), DimVector(strides()), storage_offset());
 }
 
+void Tensor::set_data(const Tensor& new_data) {
+  TALLY_CHECK(defined() && new_data.defined(), "set_data: both tensors must be defined");
+  TALLY_CHECK(is_leaf(), "set_data: only a leaf tensor's data can be replaced");
+  TensorImpl& self = impl();
+  const TensorImpl& src = new_data.impl();
+  self.storage = src.storage;
+  self.sizes = src.sizes;
+  self.strides = src.strides;
+  self.storage_offset = src.storage_offset;
+  self.dtype = src.dtype;
+}
+
 }  // namespace tally

@@ -1,0 +1,67 @@
+#include "tally/nn/init.h"
+
+#include <cmath>
+
+#include "tally/core/autograd_meta.h"
+
+namespace tally::nn::init {
+
+std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
+  TALLY_CHECK(t.dim() >= 2, "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions (got shape ",
+              t.sizes(), ")");
+  int64_t receptive = 1;
+  for (int64_t d = 2; d < t.dim(); ++d) receptive *= t.size(d);
+  return {t.size(1) * receptive, t.size(0) * receptive};
+}
+
+double calculate_gain(std::string_view nonlinearity, std::optional<double> param) {
+  if (nonlinearity == "linear" || nonlinearity == "sigmoid" || nonlinearity.starts_with("conv")) return 1.0;
+  if (nonlinearity == "tanh") return 5.0 / 3.0;
+  if (nonlinearity == "relu") return std::sqrt(2.0);
+  if (nonlinearity == "leaky_relu") {
+    const double slope = param.value_or(0.01);
+    return std::sqrt(2.0 / (1 + slope * slope));
+  }
+  if (nonlinearity == "selu") return 3.0 / 4.0;
+  throw ValueError(detail::str_cat("Unsupported nonlinearity ", nonlinearity));
+}
+
+Tensor& constant_(Tensor& t, double value) {
+  NoGradGuard no_grad;
+  t.fill_(value);
+  return t;
+}
+Tensor& zeros_(Tensor& t) { return constant_(t, 0.0); }
+Tensor& ones_(Tensor& t) { return constant_(t, 1.0); }
+
+Tensor& xavier_uniform_(Tensor& t, double gain, Generator* gen) {
+  const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
+  const double a = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  return uniform_(t, -a, a, gen);
+}
+
+Tensor& xavier_normal_(Tensor& t, double gain, Generator* gen) {
+  const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
+  return normal_(t, 0.0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)), gen);
+}
+
+namespace {
+double kaiming_std(const Tensor& t, double a, std::string_view mode, std::string_view nonlinearity) {
+  TALLY_CHECK(mode == "fan_in" || mode == "fan_out", "Mode ", mode, " not supported, please use one of fan_in, fan_out");
+  const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
+  const int64_t fan = mode == "fan_in" ? fan_in : fan_out;
+  TALLY_CHECK(fan > 0, "Initializing zero-element tensors is a no-op");
+  return calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(fan));
+}
+}  // namespace
+
+Tensor& kaiming_uniform_(Tensor& t, double a, std::string_view mode, std::string_view nonlinearity, Generator* gen) {
+  const double bound = std::sqrt(3.0) * kaiming_std(t, a, mode, nonlinearity);
+  return uniform_(t, -bound, bound, gen);
+}
+
+Tensor& kaiming_normal_(Tensor& t, double a, std::string_view mode, std::string_view nonlinearity, Generator* gen) {
+  return normal_(t, 0.0, kaiming_std(t, a, mode, nonlinearity), gen);
+}
+
+}  // namespace tally::nn::init

@@ -1,0 +1,29 @@
+#pragma once
+// Linear and Embedding, with libtorch's layouts and initialisation.
+
+#include "tally/core/generator.h"
+#include "tally/core/tensor_options.h"
+#include "tally/nn/layer.h"
+
+namespace tally::nn {
+
+/// y = x·Wᵀ + b with W [out_features, in_features] and b [out_features]; W and b start
+/// U(−1/√in, 1/√in) (PyTorch's kaiming_uniform_(a = √5) and its bias rule).
+class Linear : public Layer {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true, TensorOptions options = {}, Generator* gen = nullptr);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight;
+  Tensor bias;  ///< undefined without bias
+};
+
+/// A table of num_embeddings rows of embedding_dim, N(0, 1) at the start; forward looks up
+/// integer ids of any shape, giving [..., embedding_dim].
+class Embedding : public Layer {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, TensorOptions options = {}, Generator* gen = nullptr);
+  Tensor forward(const Tensor& ids) override;
+  Tensor weight;
+};
+
+}  // namespace tally::nn

@@ -1,0 +1,164 @@
+#include "tally/nn/transformer.h"
+
+#include <cmath>
+
+#include "tally/nn/functional.h"
+#include "tally/nn/init.h"
+#include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+#include "tally/ops/join.h"
+#include "tally/ops/matmul.h"
+
+namespace tally::nn {
+
+void TransformerConfig::validate() const {
+  TALLY_CHECK(vocab_size > 0, "TransformerConfig: vocab_size must be positive, got ", vocab_size);
+  TALLY_CHECK(context_length > 0, "TransformerConfig: context_length must be positive, got ", context_length);
+  TALLY_CHECK(d_model > 0, "TransformerConfig: d_model must be positive, got ", d_model);
+  TALLY_CHECK(num_layers > 0, "TransformerConfig: num_layers must be positive, got ", num_layers);
+  TALLY_CHECK(num_heads > 0 && d_model % num_heads == 0, "TransformerConfig: d_model ", d_model,
+              " must be a positive multiple of num_heads ", num_heads);
+  TALLY_CHECK(d_ff >= 0, "TransformerConfig: d_ff must be 0 (4·d_model) or positive, got ", d_ff);
+  TALLY_CHECK(positions != PositionEncoding::Rotary || (d_model / num_heads) % 2 == 0,
+              "TransformerConfig: rotary positions need an even head size, got d_model / num_heads = ", d_model / num_heads);
+  TALLY_CHECK(dropout >= 0.0 && dropout < 1.0, "TransformerConfig: dropout must be in [0, 1), got ", dropout);
+}
+
+namespace {
+std::shared_ptr<Layer> make_norm(const TransformerConfig& c, TensorOptions options) {
+  if (c.norm == NormKind::RMSNorm) return std::make_shared<RMSNorm>(c.d_model, std::nullopt, true, options);
+  return std::make_shared<LayerNorm>(c.d_model, 1e-5, true, c.bias, options);
+}
+}  // namespace
+
+MLP::MLP(int64_t d_model, int64_t hidden, MlpKind kind_, bool bias, TensorOptions options, Generator* gen) : Layer("MLP"), kind(kind_) {
+  if (kind == MlpKind::Gelu) {
+    fc = register_module("fc", std::make_shared<Linear>(d_model, hidden, bias, options, gen));
+    proj = register_module("proj", std::make_shared<Linear>(hidden, d_model, bias, options, gen));
+  } else {
+    w1 = register_module("w1", std::make_shared<Linear>(d_model, hidden, bias, options, gen));
+    w2 = register_module("w2", std::make_shared<Linear>(hidden, d_model, bias, options, gen));
+    w3 = register_module("w3", std::make_shared<Linear>(d_model, hidden, bias, options, gen));
+  }
+}
+
+Tensor MLP::forward(const Tensor& x) {
+  auto s = scope();
+  if (kind == MlpKind::Gelu) return proj->forward(gelu(fc->forward(x)));
+  return w2->forward(silu(w1->forward(x)) * w3->forward(x));
+}
+
+CausalSelfAttention::CausalSelfAttention(int64_t d_model, int64_t num_heads_, int64_t context_length, bool bias, bool rotary,
+                                         double rope_theta, double dropout, TensorOptions options, Generator* gen)
+    : Layer("CausalSelfAttention"), num_heads(num_heads_) {
+  TALLY_CHECK(num_heads > 0 && d_model % num_heads == 0, "CausalSelfAttention: d_model ", d_model,
+              " must be a positive multiple of num_heads ", num_heads);
+  qkv = register_module("qkv", std::make_shared<Linear>(d_model, 3 * d_model, bias, options, gen));
+  proj = register_module("proj", std::make_shared<Linear>(d_model, d_model, bias, options, gen));
+  drop = register_module("drop", std::make_shared<Dropout>(dropout, gen));
+  if (rotary) {
+    // angle(t, i) = t · θ^(−2i/dh) for the first half of the head; the second half repeats it.
+    const int64_t dh = d_model / num_heads;
+    Tensor c = empty({context_length, dh}, TensorOptions(kFloat64)), sn = empty({context_length, dh}, TensorOptions(kFloat64));
+    double* pc = c.data_ptr<double>();
+    double* ps = sn.data_ptr<double>();
+    for (int64_t t = 0; t < context_length; ++t) {
+      for (int64_t i = 0; i < dh / 2; ++i) {
+        const double angle = static_cast<double>(t) * std::pow(rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(dh));
+        pc[t * dh + i] = pc[t * dh + i + dh / 2] = std::cos(angle);
+        ps[t * dh + i] = ps[t * dh + i + dh / 2] = std::sin(angle);
+      }
+    }
+    cos_ = register_buffer("rope_cos", c.to(options.device_or(), options.dtype_or(kFloat32)), false);
+    sin_ = register_buffer("rope_sin", sn.to(options.device_or(), options.dtype_or(kFloat32)), false);
+  }
+}
+
+Tensor CausalSelfAttention::rotate(const Tensor& x) const {
+  const int64_t T = x.size(-2), half = x.size(-1) / 2;
+  Tensor rotated_half = cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return x * cos_.narrow(0, 0, T) + rotated_half * sin_.narrow(0, 0, T);
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) {
+  auto s = scope();
+  TALLY_CHECK(x.dim() == 3, "CausalSelfAttention: expected input [b, T, d], got ", x.sizes());
+  const int64_t b = x.size(0), T = x.size(1), d = x.size(2), dh = d / num_heads;
+  Tensor packed = qkv->forward(x);  // [b, T, 3d]
+  auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).reshape({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
+  Tensor q = heads(0), k = heads(1), v = heads(2);  // [b, h, T, dh]
+  if (cos_.defined()) {
+    q = rotate(q);
+    k = rotate(k);
+  }
+  Tensor y = functional::scaled_dot_product_attention(q, k, v, /*is_causal=*/true);
+  return drop->forward(proj->forward(y.permute({0, 2, 1, 3}).reshape({b, T, d})));
+}
+
+TransformerBlock::TransformerBlock(const TransformerConfig& c, TensorOptions options, Generator* gen) : Layer("TransformerBlock") {
+  norm1 = register_module("norm1", make_norm(c, options));
+  attn = register_module("attn", std::make_shared<CausalSelfAttention>(c.d_model, c.num_heads, c.context_length, c.bias,
+                                                                         c.positions == PositionEncoding::Rotary, c.rope_theta,
+                                                                         c.dropout, options, gen));
+  norm2 = register_module("norm2", make_norm(c, options));
+  mlp = register_module("mlp", std::make_shared<MLP>(c.d_model, c.hidden(), c.mlp, c.bias, options, gen));
+  drop = register_module("drop", std::make_shared<Dropout>(c.dropout, gen));
+}
+
+Tensor TransformerBlock::forward(const Tensor& x) {
+  auto s = scope();
+  Tensor h = x + attn->forward(norm1->forward(x));
+  return h + drop->forward(mlp->forward(norm2->forward(h)));
+}
+
+TransformerLM::TransformerLM(const TransformerConfig& config, TensorOptions options, Generator* gen)
+    : Layer("TransformerLM"), config_(config) {
+  config.validate();
+  token_embedding = register_module("token_embedding", std::make_shared<Embedding>(config.vocab_size, config.d_model, options, gen));
+  if (config.positions == PositionEncoding::Learned)
+    position_embedding =
+        register_module("position_embedding", std::make_shared<Embedding>(config.context_length, config.d_model, options, gen));
+  drop = register_module("drop", std::make_shared<Dropout>(config.dropout, gen));
+  blocks = register_module("blocks", std::make_shared<ModuleList>());
+  for (int64_t l = 0; l < config.num_layers; ++l) blocks->push_back(std::make_shared<TransformerBlock>(config, options, gen));
+  norm_f = register_module("norm_f", make_norm(config, options));
+  if (!config.tied_embeddings)
+    lm_head = register_module("lm_head", std::make_shared<Linear>(config.d_model, config.vocab_size, false, options, gen));
+  // GPT-2's initialisation: N(0, 0.02) everywhere, the projections into the residual stream
+  // scaled down by √(2·layers) so the stream's variance does not grow with depth.
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.num_layers));
+  for (const auto& [name, module] : named_modules()) {
+    if (auto linear = dynamic_cast<Linear*>(module)) {
+      const bool residual = name.ends_with("attn.proj") || name.ends_with("mlp.proj") || name.ends_with("mlp.w2");
+      init::normal_(linear->weight, 0.0, residual ? residual_std : 0.02, gen);
+      if (linear->bias.defined()) init::zeros_(linear->bias);
+    } else if (auto table = dynamic_cast<Embedding*>(module)) {
+      init::normal_(table->weight, 0.0, 0.02, gen);
+    }
+  }
+}
+
+Tensor TransformerLM::forward(const Tensor& ids) {
+  auto s = scope();
+  TALLY_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= config_.context_length,
+              "TransformerLM: expected token ids [b, T] with 1 <= T <= context_length ", config_.context_length, ", got ",
+              ids.sizes());
+  const int64_t T = ids.size(1);
+  Tensor x = token_embedding->forward(ids);  // [b, T, d]
+  if (position_embedding) {
+    auto p = ModuleScope("position_embedding");
+    x = x + position_embedding->weight.narrow(0, 0, T);
+  }
+  x = drop->forward(x);
+  for (const auto& block : *blocks) x = std::static_pointer_cast<TransformerBlock>(block)->forward(x);
+  x = norm_f->forward(x);
+  return lm_head ? lm_head->forward(x) : matmul(x, token_embedding->weight.t());
+}
+
+Tensor TransformerLM::loss(const Tensor& ids, const Tensor& targets) {
+  Tensor logits = forward(ids);
+  TALLY_CHECK(targets.sizes() == ids.sizes(), "TransformerLM: targets of shape ", targets.sizes(), " do not match ids ", ids.sizes());
+  return cross_entropy(logits.reshape({-1, config_.vocab_size}), targets.reshape({-1}));
+}
+
+}  // namespace tally::nn

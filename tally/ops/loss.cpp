@@ -1,0 +1,222 @@
+// cross_entropy as one op over rows of logits, and its backward as another: each reads a row of
+// C logits once (max, then exp-sum, in cache) and never materialises log_softmax, so a language
+// model's [B·T, V] log-probabilities cost no memory. mse_loss is a composite of existing ops.
+//
+// Per row with target t, log-sum-exp L = m + log Σ exp(x_c − m) and smoothing ε:
+//   loss = (1 − ε)·(L − x_t) + ε·(L − mean_c x_c)          (= −Σ_c q_c log p_c, q = (1 − ε)·onehot + ε/C)
+//   ∂loss/∂x_c = softmax_c − (1 − ε)·[c = t] − ε/C
+// Rows whose target is ignore_index give 0 and are not counted by the mean (PyTorch's rule).
+
+#include "tally/ops/loss.h"
+
+#include <cmath>
+#include <limits>
+
+#include "tally/kernels/cpu/parallel.h"
+#include "tally/kernels/cpu/vec_math.h"
+#include "tally/ops/apply.h"
+#include "tally/ops/elementwise.h"
+#include "tally/ops/reduce.h"
+
+namespace tally {
+
+namespace {
+
+/// log Σ exp(x) of a row, and Σ x (for label smoothing).
+struct RowStats {
+  double lse = 0;
+  double sum = 0;
+};
+
+template <class T>
+RowStats row_stats(const T* x, int64_t n) {
+  using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    using namespace kernels;
+    int64_t i = 0;
+    Vec16f vmax = splat(-std::numeric_limits<float>::infinity()), vsum = splat(0.0f);
+    for (; i + 16 <= n; i += 16) {
+      const Vec16f v = load(x + i);
+      vmax = kernels::max(vmax, v);
+      vsum = add(vsum, v);
+    }
+    float m = reduce_max(vmax);
+    double s = reduce_add(vsum);
+    for (; i < n; ++i) {
+      m = std::max(m, x[i]);
+      s += x[i];
+    }
+    if (std::isinf(m)) m = 0;  // all −inf (or an inf logit): let the arithmetic give inf/NaN as PyTorch does
+    const Vec16f vm = splat(m);
+    Vec16f ve = splat(0.0f);
+    for (i = 0; i + 16 <= n; i += 16) ve = add(ve, kernels::exp(sub(load(x + i), vm)));
+    double e = reduce_add(ve);
+    for (; i < n; ++i) e += std::exp(x[i] - m);
+    return {m + std::log(e), s};
+  } else {
+    double m = -std::numeric_limits<double>::infinity(), s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = static_cast<double>(static_cast<C>(x[i]));
+      m = std::max(m, v);
+      s += v;
+    }
+    if (std::isinf(m)) m = 0;
+    double e = 0;
+    for (int64_t i = 0; i < n; ++i) e += std::exp(static_cast<double>(static_cast<C>(x[i])) - m);
+    return {m + std::log(e), s};
+  }
+}
+
+/// Logits as rows: [N, C] (a [C] input is one row).
+struct Rows {
+  int64_t n, c;
+};
+Rows rows_of(const Tensor& input) { return input.dim() == 1 ? Rows{1, input.size(0)} : Rows{input.size(0), input.size(1)}; }
+
+/// Rows that count (target ≠ ignore_index), after checking every target is a class.
+int64_t counted_rows(const int64_t* t, Rows r, int64_t ignore_index) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < r.n; ++i) {
+    if (t[i] == ignore_index) continue;
+    TALLY_CHECK_INDEX(t[i] >= 0 && t[i] < r.c, "Target ", t[i], " is out of bounds (row ", i, ", ", r.c, " classes).");
+    ++count;
+  }
+  return count;
+}
+
+void check_inputs(const char* op, const Tensor& input, const Tensor& target, double label_smoothing) {
+  TALLY_CHECK_TYPE_ERROR(input.is_floating_point() && !is_float8(input.dtype()), "\"", op, "\" not implemented for '",
+                         dtype_name(input.dtype()), "'");
+  TALLY_CHECK(input.dim() == 1 || input.dim() == 2, op, ": input must be [C] or [N, C], got ", input.sizes());
+  TALLY_CHECK_TYPE_ERROR(target.dtype() == kInt64, op, ": expected target of scalar type Long (int64) but found ",
+                         dtype_name(target.dtype()), " (class probabilities as targets are not supported)");
+  TALLY_CHECK(target.dim() == input.dim() - 1, op, ": target of shape ", target.sizes(), " does not fit input of shape ",
+              input.sizes(), " (expected the input's shape without its class dim)");
+  TALLY_CHECK(input.dim() == 1 || target.size(0) == input.size(0), "Expected input batch_size (", input.size(0),
+              ") to match target batch_size (", target.size(0), ").");
+  TALLY_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, "label_smoothing must be between 0.0 and 1.0. Got: ",
+              label_smoothing);
+  TALLY_CHECK(input.device() == target.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
+              input.device(), " and ", target.device(), "!");
+  TALLY_CHECK_TYPE(DeviceError, !input.is_cuda(), op, " is not implemented on ", input.device(), " yet");
+}
+
+/// The loss's backward: ∂loss/∂input for the incoming gradient of the (reduced) loss.
+struct CrossEntropyBackward {
+  static constexpr std::string_view name = "cross_entropy_backward";
+  static ops::OutputSpec meta(const Tensor& grad, const Tensor& input, const Tensor&, int64_t, double, Reduction) {
+    return {DimVector(input.sizes()), input.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& grad, const Tensor& input, const Tensor& target, int64_t ignore_index,
+                      double smoothing, Reduction reduction) {
+    const Rows r = rows_of(input);
+    const Tensor x = input.contiguous(), t = target.contiguous();
+    const Tensor g = grad.to(kFloat64).contiguous();
+    const int64_t* pt = t.data_ptr<int64_t>();
+    const double* pg = g.data_ptr<double>();
+    const int64_t count = counted_rows(pt, r, ignore_index);
+    const double per_class = smoothing / static_cast<double>(r.c);
+    dispatch_floating(input.dtype(), name, [&]<class T>() {
+      using C = compute_t<T>;
+      const T* px = x.data_ptr<T>();
+      T* po = out.data_ptr<T>();
+      kernels::parallel_for(r.n, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.c, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const T* row = px + i * r.c;
+          T* dst = po + i * r.c;
+          if (pt[i] == ignore_index) {
+            for (int64_t c = 0; c < r.c; ++c) dst[c] = cast_to<T>(0.0f);
+            continue;
+          }
+          const double scale = reduction == Reduction::None ? pg[i] : reduction == Reduction::Sum ? pg[0] : pg[0] / static_cast<double>(count);
+          const double lse = row_stats(row, r.c).lse;
+          const C s = static_cast<C>(scale), shift = static_cast<C>(lse), off = static_cast<C>(per_class);
+          for (int64_t c = 0; c < r.c; ++c) dst[c] = cast_to<T>(s * (std::exp(static_cast<C>(row[c]) - shift) - off));
+          dst[pt[i]] = cast_to<T>(static_cast<C>(dst[pt[i]]) - static_cast<C>(scale * (1.0 - smoothing)));
+        }
+      });
+    });
+  }
+  // Recompute the row's log-sum-exp (max, exp, add: 3), then exp(x − L) − ε/C scaled (sub, exp, sub, mul: 4).
+  static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& input, const Tensor& target, int64_t, double, Reduction) {
+    return {7 * input.numel(), input.nbytes() + target.nbytes() + grad.nbytes(), out.nbytes()};
+  }
+};
+
+struct CrossEntropy {
+  static constexpr std::string_view name = "cross_entropy";
+  static ops::OutputSpec meta(const Tensor& input, const Tensor& target, int64_t, double smoothing, Reduction reduction) {
+    check_inputs("cross_entropy", input, target, smoothing);
+    DimVector sizes;
+    if (reduction == Reduction::None && input.dim() == 2) sizes.push_back(input.size(0));
+    return {sizes, input.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& input, const Tensor& target, int64_t ignore_index, double smoothing,
+                      Reduction reduction) {
+    const Rows r = rows_of(input);
+    const Tensor x = input.contiguous(), t = target.contiguous();
+    const int64_t* pt = t.data_ptr<int64_t>();
+    const int64_t count = counted_rows(pt, r, ignore_index);
+    std::vector<double> losses(static_cast<size_t>(r.n));
+    dispatch_floating(input.dtype(), name, [&]<class T>() {
+      using C = compute_t<T>;
+      const T* px = x.data_ptr<T>();
+      kernels::parallel_for(r.n, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.c, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          if (pt[i] == ignore_index) continue;
+          const T* row = px + i * r.c;
+          const RowStats st = row_stats(row, r.c);
+          const double nll = st.lse - static_cast<double>(static_cast<C>(row[pt[i]]));
+          losses[static_cast<size_t>(i)] = (1.0 - smoothing) * nll + smoothing * (st.lse - st.sum / static_cast<double>(r.c));
+        }
+      });
+      T* po = out.data_ptr<T>();
+      if (reduction == Reduction::None) {
+        for (int64_t i = 0; i < r.n; ++i) po[i] = cast_to<T>(losses[static_cast<size_t>(i)]);
+        return;
+      }
+      double total = 0;
+      for (double l : losses) total += l;
+      po[0] = cast_to<T>(reduction == Reduction::Sum ? total : total / static_cast<double>(count));  // 0/0 = NaN, as PyTorch
+    });
+  }
+  // Per logit: max, exp-sum (sub, exp, add) and the sum for smoothing: 5.
+  static ops::Cost cost(const Tensor& out, const Tensor& input, const Tensor& target, int64_t, double, Reduction) {
+    return {5 * input.numel(), input.nbytes() + target.nbytes(), out.nbytes()};
+  }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& input, const Tensor& target, int64_t ignore_index,
+                             double smoothing, Reduction reduction) {
+    if (!c.needs_grad(0)) return {Tensor(), Tensor()};
+    return {ops::apply<CrossEntropyBackward>(c.grad, input, target, ignore_index, smoothing, reduction), Tensor()};
+  }
+};
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+  if (input.dim() > 2) {
+    // Classes in dim 1: move them last and flatten, as PyTorch's K-dimensional loss does.
+    TALLY_CHECK(target.dim() == input.dim() - 1, "cross_entropy: target of shape ", target.sizes(), " does not fit input of shape ",
+                input.sizes(), " (expected the input's shape without dim 1)");
+    const int64_t classes = input.size(1);
+    DimVector order = {0};
+    for (int64_t d = 2; d < input.dim(); ++d) order.push_back(d);
+    order.push_back(1);
+    Tensor rows = input.permute(order).reshape({-1, classes});
+    Tensor loss = ops::apply<CrossEntropy>(rows, target.reshape({-1}), options.ignore_index, options.label_smoothing, options.reduction);
+    return options.reduction == Reduction::None ? loss.view(target.sizes()) : loss;
+  }
+  return ops::apply<CrossEntropy>(input, target, options.ignore_index, options.label_smoothing, options.reduction);
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  Tensor sq = square(input - target);
+  switch (reduction) {
+    case Reduction::None: return sq;
+    case Reduction::Sum: return sq.sum();
+    case Reduction::Mean: break;
+  }
+  return sq.mean();
+}
+
+}  // namespace tally

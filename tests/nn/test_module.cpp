@@ -1,0 +1,178 @@
+// nn::Module: registration, names, state_dict and its errors, modes, dtype, gradients, and the
+// ledger's attribution of forward and backward ops to module paths.
+
+#include <gtest/gtest.h>
+
+#include "tally/tally.h"
+
+namespace tally {
+namespace {
+
+using accounting::FlopCounter;
+using accounting::Phase;
+
+std::vector<std::string> names(const OrderedDict<Tensor>& d) { return d.keys(); }
+
+TEST(Module, CruncherNamesAndCountsAreTheLecturesOnes) {
+  Generator gen(0);
+  nn::Cruncher model(64, 2, {}, &gen);
+  EXPECT_EQ(names(model.named_parameters()), (std::vector<std::string>{"layers.0.weight", "layers.1.weight", "final.weight"}));
+  EXPECT_EQ(model.num_parameters(), 64 * 64 * 2 + 64);
+  EXPECT_EQ(model.named_parameters().at("final.weight").sizes(), (IntArrayRef{64, 1}));
+  Tensor y = model.forward(ones({8, 64}));
+  EXPECT_EQ(y.sizes(), (IntArrayRef{8}));
+  for (const Tensor& p : model.parameters()) EXPECT_TRUE(p.requires_grad());
+  const auto modules = model.named_modules();
+  EXPECT_EQ(modules.keys(), (std::vector<std::string>{"", "layers", "layers.0", "layers.1", "final"}));
+}
+
+TEST(Module, TransformerParameterNamesFollowRegistrationOrder) {
+  nn::TransformerConfig c;
+  c.vocab_size = 16;
+  c.context_length = 4;
+  c.d_model = 8;
+  c.num_layers = 1;
+  c.num_heads = 2;
+  c.tied_embeddings = false;
+  nn::TransformerLM lm(c);
+  EXPECT_EQ(names(lm.named_parameters()),
+            (std::vector<std::string>{"token_embedding.weight", "position_embedding.weight", "blocks.0.norm1.weight",
+                                      "blocks.0.norm1.bias", "blocks.0.attn.qkv.weight", "blocks.0.attn.qkv.bias",
+                                      "blocks.0.attn.proj.weight", "blocks.0.attn.proj.bias", "blocks.0.norm2.weight",
+                                      "blocks.0.norm2.bias", "blocks.0.mlp.fc.weight", "blocks.0.mlp.fc.bias",
+                                      "blocks.0.mlp.proj.weight", "blocks.0.mlp.proj.bias", "norm_f.weight", "norm_f.bias",
+                                      "lm_head.weight"}));
+  // 12·L·d² + 13·L·d (blocks) + V·d·2 (embedding, untied head) + T·d + 2·d (final norm)
+  EXPECT_EQ(lm.num_parameters(), 12 * 64 + 13 * 8 + 16 * 8 * 2 + 4 * 8 + 2 * 8);
+}
+
+TEST(Module, RegistrationErrorsNameTheAttribute) {
+  nn::Linear layer(3, 2);
+  try {
+    layer.register_parameter("weight", zeros({1}));
+    FAIL() << "a second 'weight' was accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("'weight' is already registered"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(layer.register_parameter("a.b", zeros({1})), ValueError);
+  EXPECT_THROW(layer.register_buffer("", zeros({1})), ValueError);
+}
+
+TEST(Module, StateDictRoundTripsAndLoadIsStrict) {
+  Generator gen(1), other(2);
+  nn::Cruncher a(8, 2, {}, &gen), b(8, 2, {}, &other);
+  b.load_state_dict(a.state_dict());
+  for (const auto& [name, t] : a.state_dict()) EXPECT_TRUE(b.state_dict().at(name).equal(t)) << name;
+  // The loaded values are copies: changing a afterwards does not change b.
+  {
+    NoGradGuard no_grad;
+    a.named_parameters().at("final.weight").fill_(3.0);
+  }
+  EXPECT_FALSE(b.state_dict().at("final.weight").equal(a.state_dict().at("final.weight")));
+
+  StateDict missing = a.state_dict();
+  StateDict trimmed;
+  for (const auto& [name, t] : missing)
+    if (name != "layers.1.weight") trimmed.insert(name, t);
+  trimmed.insert("layers.7.weight", zeros({8, 8}));
+  try {
+    b.load_state_dict(trimmed);
+    FAIL() << "a state dict missing a key was accepted";
+  } catch (const ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("Missing key(s) in state_dict: \"layers.1.weight\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Unexpected key(s) in state_dict: \"layers.7.weight\""), std::string::npos) << msg;
+  }
+  b.load_state_dict(trimmed, /*strict=*/false);  // loads what matches
+
+  StateDict wrong = a.state_dict();
+  wrong.insert_or_assign("final.weight", zeros({1, 8}));
+  const Tensor before = b.state_dict().at("layers.0.weight").clone();
+  try {
+    b.load_state_dict(wrong);
+    FAIL() << "a mis-shaped tensor was accepted";
+  } catch (const ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("size mismatch for final.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[1, 8]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[8, 1]"), std::string::npos) << msg;
+  }
+  EXPECT_TRUE(b.state_dict().at("layers.0.weight").equal(before)) << "a failed load changed the module";
+}
+
+TEST(Module, TrainEvalToDtypeAndZeroGrad) {
+  nn::Sequential seq({std::make_shared<nn::Linear>(4, 4), std::make_shared<nn::Dropout>(0.5), std::make_shared<nn::Linear>(4, 1)});
+  EXPECT_TRUE(seq[1]->is_training());
+  seq.eval();
+  EXPECT_FALSE(seq[1]->is_training());
+  Tensor x = ones({2, 4});
+  EXPECT_TRUE(seq.forward(x).equal(seq.forward(x)));  // dropout is the identity in eval mode
+
+  std::vector<Tensor> held = seq.parameters();
+  seq.forward(x).sum().backward();
+  EXPECT_TRUE(held[0].grad().defined());
+  seq.zero_grad(/*set_to_none=*/false);
+  EXPECT_TRUE(held[0].grad().defined());
+  EXPECT_EQ(held[0].grad().abs().sum().item<float>(), 0.0f);
+  seq.zero_grad();
+  EXPECT_FALSE(held[0].grad().defined());
+
+  seq.to(kFloat64);
+  EXPECT_EQ(held[0].dtype(), kFloat64);  // handles taken before the conversion see it
+  EXPECT_TRUE(held[0].requires_grad());
+  EXPECT_EQ(seq.forward(x.to(kFloat64)).dtype(), kFloat64);
+}
+
+TEST(Module, DropoutZeroesAboutPAndScalesTheRest) {
+  Generator gen(3);
+  nn::Dropout drop(0.25, &gen);
+  Tensor y = drop.forward(ones({100000}));
+  const double kept = (y != 0).to(kFloat64).mean().item<double>();
+  EXPECT_NEAR(kept, 0.75, 0.01);
+  EXPECT_NEAR(y.amax().item<float>(), 1.0f / 0.75f, 1e-6);
+  EXPECT_THROW(nn::Dropout(1.5), ValueError);
+}
+
+TEST(Module, LedgerAttributesForwardAndBackwardToModulePaths) {
+  Generator gen(4);
+  nn::Cruncher model(16, 2, {}, &gen);
+  FlopCounter counter;
+  model.forward(ones({8, 16})).sum().backward();
+  const auto& by_module = counter.by_module();
+  // Each layer's matmul: 2·B·D·D forward, twice that backward (input and weight gradients; the
+  // first layer's input needs none, so only its weight gradient).
+  EXPECT_EQ(by_module.at({"layers.1", Phase::Forward}).flops, 2 * 8 * 16 * 16);
+  EXPECT_EQ(by_module.at({"layers.1", Phase::Backward}).flops, 4 * 8 * 16 * 16);
+  EXPECT_EQ(by_module.at({"layers.0", Phase::Backward}).flops, 2 * 8 * 16 * 16);
+  EXPECT_EQ(by_module.at({"final", Phase::Forward}).flops, 2 * 8 * 16);
+  EXPECT_EQ(current_module_path(), "");
+}
+
+TEST(Init, FansAndBoundsFollowPyTorch) {
+  Tensor w = empty({30, 20, 3});
+  const auto [fan_in, fan_out] = nn::init::calculate_fan_in_and_fan_out(w);
+  EXPECT_EQ(fan_in, 60);
+  EXPECT_EQ(fan_out, 90);
+  EXPECT_THROW(nn::init::calculate_fan_in_and_fan_out(empty({5})), ValueError);
+  EXPECT_DOUBLE_EQ(nn::init::calculate_gain("relu"), std::sqrt(2.0));
+  EXPECT_DOUBLE_EQ(nn::init::calculate_gain("leaky_relu", 0.2), std::sqrt(2.0 / 1.04));
+  EXPECT_DOUBLE_EQ(nn::init::calculate_gain("tanh"), 5.0 / 3.0);
+  Generator gen(5);
+  Tensor big = empty({400, 300});
+  nn::init::xavier_uniform_(big, 1.0, &gen);
+  const double a = std::sqrt(6.0 / 700.0);
+  EXPECT_LE(big.abs().amax().item<float>(), a);
+  EXPECT_GT(big.abs().amax().item<float>(), 0.99 * a);
+  nn::init::kaiming_normal_(big, 0.0, "fan_in", "relu", &gen);
+  EXPECT_NEAR(big.to(kFloat64).var().item<double>(), 2.0 / 300.0, 2.0 / 300.0 * 0.02);
+  nn::init::xavier_normal_(big, 2.0, &gen);
+  EXPECT_NEAR(big.to(kFloat64).var().item<double>(), 4.0 * 2.0 / 700.0, 4.0 * 2.0 / 700.0 * 0.02);
+  nn::init::kaiming_uniform_(big, std::sqrt(5.0), "fan_in", "leaky_relu", &gen);  // Linear's: bound 1/√fan_in
+  EXPECT_LE(big.abs().amax().item<float>(), 1.0 / std::sqrt(300.0) + 1e-7);
+  EXPECT_THROW(nn::init::kaiming_uniform_(big, 0, "fan_avg"), ValueError);
+  nn::init::ones_(big);
+  EXPECT_EQ(big.sum().item<float>(), 120000.0f);
+}
+
+}  // namespace
+}  // namespace tally

@@ -19,7 +19,7 @@
 #include "tally/machine/device_specs.h"
 #include "tally/accounting/estimate.h"
 #include "tally/error/error.h"
-#include "tally/models/gpt.h"
+#include "tally/nn/transformer.h"
 #include "tally/tally.h"
 
 namespace tally::cli {
@@ -172,7 +172,7 @@ MetaStep meta_step(const accounting::TransformerConfig& config) {
   MetaStep m;
   accounting::MemoryTracker tracker{Device(kMeta)};
   accounting::FlopCounter counter;
-  models::Gpt model(config, TensorOptions(kFloat32).device(kMeta));
+  nn::TransformerLM model(nn::gpt2_config(config), TensorOptions(kFloat32).device(kMeta));
   const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
   model.loss(empty({config.batch, config.seq_len}, ids), empty({config.batch, config.seq_len}, ids)).backward();
   m.params = model.num_parameters();
@@ -256,7 +256,7 @@ void run_transformer(const TransformerArgs& a) {
   for (const auto& s : r.saved_per_layer) fmt::print("  {:<54} {:<13} {}\n", s.name, s.shape, grouped(s.elements));
   fmt::print("\n");
   print_figures("Memory", memory);
-  fmt::print("\nMeasured: one float32 training step of the model itself (tally::models::Gpt) on the meta device, {:.3f} s\n",
+  fmt::print("\nMeasured: one float32 training step of the model itself (tally::nn::TransformerLM) on the meta device, {:.3f} s\n",
              m.seconds);
   const double step_tokens = static_cast<double>(config.batch * config.seq_len);
   fmt::print("  {:<34} {:>22}   formula {}\n", "params", grouped(static_cast<double>(m.params)), grouped(r.params.value));

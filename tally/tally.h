@@ -26,5 +26,4 @@
 #include "tally/ops/reduce.h"
 #include "tally/ops/softmax.h"
 #include "tally/einops/einops.h"
-#include "tally/models/gpt.h"
 #include "tally/nn/nn.h"

@@ -24,6 +24,17 @@ void TransformerConfig::validate() const {
   TALLY_CHECK(dropout >= 0.0 && dropout < 1.0, "TransformerConfig: dropout must be in [0, 1), got ", dropout);
 }
 
+TransformerConfig gpt2_config(const accounting::TransformerConfig& napkin) {
+  TransformerConfig c;
+  c.vocab_size = napkin.vocab;
+  c.context_length = napkin.seq_len;
+  c.d_model = napkin.d_model;
+  c.num_layers = napkin.layers;
+  c.num_heads = napkin.heads;
+  c.tied_embeddings = napkin.tied_embeddings;
+  return c;
+}
+
 namespace {
 std::shared_ptr<Layer> make_norm(const TransformerConfig& c, TensorOptions options) {
   if (c.norm == NormKind::RMSNorm) return std::make_shared<RMSNorm>(c.d_model, std::nullopt, true, options);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "tally/accounting/estimate.h"
 #include "tally/core/generator.h"
 #include "tally/core/tensor_options.h"
 #include "tally/nn/activation.h"
@@ -37,6 +38,10 @@ struct TransformerConfig {
   /// Raises ValueError naming the first inconsistent field.
   void validate() const;
 };
+
+/// The GPT-2 architecture that `tally estimate transformer`'s formula describes (learned positions,
+/// LayerNorm, a 4·d GELU MLP, biases, tied or untied head), so the formula and the model agree.
+TransformerConfig gpt2_config(const accounting::TransformerConfig& napkin);
 
 /// The feed-forward block: fc → GELU → proj, or SwiGLU: w2(silu(w1·x) ⊙ w3·x).
 class MLP : public Layer {

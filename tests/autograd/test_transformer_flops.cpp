@@ -1,12 +1,11 @@
 // The napkin math meets the ledger: the GPT-2-style transformer built from tally ops
-// (models::Gpt) is trained for one step, and the matmul FLOPs the ledger recorded (forward +
+// (nn::TransformerLM in its GPT-2 configuration) is trained for one step, and the matmul FLOPs the ledger recorded (forward +
 // backward) equal exactly what `tally estimate transformer` predicts for a masked (full T×T)
 // attention implementation.
 
 #include <gtest/gtest.h>
 
 #include "tally/accounting/estimate.h"
-#include "tally/models/gpt.h"
 #include "tally/tally.h"
 
 using namespace tally;
@@ -15,7 +14,7 @@ using accounting::Phase;
 TEST(TransformerFlops, LedgerMatchesEstimateExactly) {
   const accounting::TransformerConfig config{2, 32, 4, 50, 16, 2, true};
   Generator g(5);
-  models::Gpt model(config, kFloat32, &g);
+  nn::TransformerLM model(nn::gpt2_config(config), kFloat32, &g);
   Tensor tokens = randint(config.vocab, {config.batch, config.seq_len}, kInt64, &g);
   Tensor targets = randint(config.vocab, {config.batch, config.seq_len}, kInt64, &g);
 

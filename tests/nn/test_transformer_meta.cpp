@@ -1,4 +1,4 @@
-// The meta device against the real thing: one training step of the GPT model (forward, loss,
+// The meta device against the real thing: one training step of the GPT-2-style nn::TransformerLM (forward, loss,
 // backward) on meta tensors must put on the ledger exactly the FLOPs and bytes of the same step
 // on the CPU, and predict exactly the CPU run's peak memory by category; and it sizes a
 // 1.3B-parameter model without allocating it (its speed is shown by `tally estimate transformer`,
@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include "tally/models/gpt.h"
 #include "tally/tally.h"
 
 using namespace tally;
@@ -28,7 +27,7 @@ StepRecord train_step(const accounting::TransformerConfig& config, Device device
   accounting::MemoryTracker tracker(device);
   accounting::FlopCounter counter;
   Generator gen(7);
-  models::Gpt model(config, TensorOptions(kFloat32).device(device), &gen);
+  nn::TransformerLM model(nn::gpt2_config(config), TensorOptions(kFloat32).device(device), &gen);
   Tensor tokens = randint(config.vocab, {config.batch, config.seq_len}, TensorOptions(kInt64).device(device), &gen);
   Tensor targets = randint(config.vocab, {config.batch, config.seq_len}, TensorOptions(kInt64).device(device), &gen);
   Tensor loss = model.loss(tokens, targets);
@@ -45,7 +44,7 @@ constexpr accounting::TransformerConfig kSmall{2, 32, 4, 50, 16, 2, true};
 
 }  // namespace
 
-TEST(GptMeta, LedgerEqualsTheRealRunRowByRow) {
+TEST(TransformerMeta, LedgerEqualsTheRealRunRowByRow) {
   const StepRecord real = train_step(kSmall, kCPU);
   const StepRecord meta = train_step(kSmall, kMeta);
   for (const auto& [key, totals] : meta.ledger) EXPECT_TRUE(real.ledger.contains(key)) << key.first << " only on meta";
@@ -62,7 +61,7 @@ TEST(GptMeta, LedgerEqualsTheRealRunRowByRow) {
   EXPECT_GT(real.ledger.at({"matmul", Phase::Backward}).flops, 0);
 }
 
-TEST(GptMeta, PredictsThePeakMemoryByCategoryExactly) {
+TEST(TransformerMeta, PredictsThePeakMemoryByCategoryExactly) {
   const StepRecord real = train_step(kSmall, kCPU);
   const StepRecord meta = train_step(kSmall, kMeta);
   for (int c = 0; c < kNumMemoryCategories; ++c) {
@@ -77,7 +76,7 @@ TEST(GptMeta, PredictsThePeakMemoryByCategoryExactly) {
   EXPECT_GT(real.peak[static_cast<int>(MemoryCategory::Gradients)], 0);
 }
 
-TEST(GptMeta, MatchesTheEstimateFormula) {
+TEST(TransformerMeta, MatchesTheEstimateFormula) {
   // The napkin formula and the real model on meta tensors agree exactly on parameters and on
   // training matmul FLOPs.
   const accounting::TransformerConfig config{24, 2048, 16, 50257, 2048, 1, true};  // GPT-3 XL, 1.3B
@@ -90,7 +89,7 @@ TEST(GptMeta, MatchesTheEstimateFormula) {
   EXPECT_EQ(meta.peak[static_cast<int>(MemoryCategory::Parameters)], meta.parameters * 4);
 }
 
-TEST(GptMeta, MetaTensorsRefuseToBeRead) {
+TEST(TransformerMeta, MetaTensorsRefuseToBeRead) {
   Tensor m = ones({2, 3}, kMeta);
   EXPECT_EQ(m.device(), Device(kMeta));
   EXPECT_EQ(m.to_string(), "tensor(..., device='meta', size=(2, 3))");

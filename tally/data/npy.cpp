@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "tally/error/error.h"
@@ -71,12 +72,20 @@ std::vector<int64_t> parse_shape(std::string_view v, const std::string& path) {
   return shape;
 }
 
+/// The product of the sizes, or nothing when it does not fit in int64.
+std::optional<int64_t> product(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  return n;
+}
+
 }  // namespace
 
 int64_t NpyHeader::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) TALLY_CHECK(!__builtin_mul_overflow(n, d, &n), "npy shape overflows int64");
-  return n;
+  const std::optional<int64_t> n = product(shape);
+  TALLY_CHECK(n, "a .npy shape of ", shape.size(), " dimensions declares more than 2^63 - 1 elements");
+  return *n;
 }
 
 NpyHeader parse_npy_header(const void* bytes, int64_t nbytes, const std::string& path) {
@@ -99,6 +108,7 @@ NpyHeader parse_npy_header(const void* bytes, int64_t nbytes, const std::string&
   h.descr = parse_descr(value_of(dict, "descr", path), path);
   h.fortran_order = parse_fortran_order(value_of(dict, "fortran_order", path), path);
   h.shape = parse_shape(value_of(dict, "shape", path), path);
+  if (!product(h.shape)) bad_header(path, "'shape' declares more than 2^63 - 1 elements");
   return h;
 }
 

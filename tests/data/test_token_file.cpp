@@ -211,6 +211,8 @@ TEST(NpyHeader, RefusesBrokenDicts) {
   expect_error<ValueError>([&] { parse("{'fortran_order': False, 'shape': (1,), }"); }, {"d.npy", "no 'descr'"});
   expect_error<ValueError>([&] { parse("{'descr': '<i4', 'fortran_order': 0, 'shape': (1,), }"); }, {"'fortran_order'"});
   expect_error<ValueError>([&] { parse("{'descr': '<i4', 'fortran_order': False, 'shape': (-1,), }"); }, {"'shape'", "'-1'"});
+  expect_error<ValueError>([&] { parse("{'descr': '<i4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"); },
+                           {"d.npy", "2^63 - 1 elements"});
   const std::string cut = npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }");
   expect_error<ValueError>([&] { parse_npy_header(cut.data(), 20, "c.npy"); }, {"c.npy", "header declares"});
 }

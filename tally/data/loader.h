@@ -16,8 +16,9 @@ namespace tally::data {
 
 /// A random batch: starts = randint(data.size() - context_length, {batch_size}, gen) (the default
 /// generator when gen is null), then x[b] = data[starts[b] : starts[b] + context_length] and
-/// y[b] = the same shifted by one; both int64 [batch_size, context_length]. ValueError when context_length + 1 exceeds the file's
-/// tokens, and, with a vocab_size, for a token id outside [0, vocab_size) in the batch.
+/// y[b] = the same shifted by one; both int64 [batch_size, context_length]. ValueError when
+/// context_length + 1 exceeds the file's tokens, and, with a vocab_size, for a token id outside
+/// [0, vocab_size) in the batch.
 std::pair<Tensor, Tensor> get_batch(const TokenFile& data, int64_t batch_size, int64_t context_length,
                                     Generator* gen = nullptr, std::optional<int64_t> vocab_size = std::nullopt);
 

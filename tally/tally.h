@@ -25,5 +25,6 @@
 #include "tally/ops/random.h"
 #include "tally/ops/reduce.h"
 #include "tally/ops/softmax.h"
+#include "tally/data/data.h"
 #include "tally/einops/einops.h"
 #include "tally/nn/nn.h"

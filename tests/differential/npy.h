@@ -1,5 +1,5 @@
 #pragma once
-// A minimal .npy (NumPy format 1.0/2.0) reader: the differential tests exchange every tensor with
+// A minimal .npy (NumPy format 1.0/2.0/3.0) reader: the differential tests exchange every tensor with
 // the PyTorch reference script through these files, so both sides see the same bits.
 
 #include <cstdint>
@@ -15,7 +15,8 @@ struct NpyArray {
   std::vector<char> bytes;      ///< numel * item size bytes, row-major
 };
 
-/// Reads `path`; raises std::runtime_error for anything but a little-endian, C-order array.
+/// Reads `path`; raises std::runtime_error (tally::Error for a bad header or dtype) for anything
+/// but a little-endian, C-order array.
 NpyArray read_npy(const std::string& path);
 
 }  // namespace tally::difftest

@@ -1,0 +1,147 @@
+#include "tally/data/token_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "tally/data/npy.h"
+#include "tally/error/error.h"
+
+namespace tally::data {
+
+// The files are little-endian and tokens are copied out as they lie.
+static_assert(std::endian::native == std::endian::little, "tally::data reads little-endian token files");
+
+namespace {
+
+struct DtypeInfo {
+  TokenDtype dtype;
+  std::string_view name;   // NumPy's
+  std::string_view descr;  // in a .npy header
+};
+constexpr DtypeInfo kDtypes[] = {
+    {TokenDtype::UInt16, "uint16", "<u2"},
+    {TokenDtype::Int32, "int32", "<i4"},
+    {TokenDtype::UInt32, "uint32", "<u4"},
+    {TokenDtype::Int64, "int64", "<i8"},
+};
+
+const DtypeInfo& info(TokenDtype dtype) { return kDtypes[static_cast<int>(dtype)]; }
+
+/// f.template operator()<T>() with T the C++ type of `dtype`.
+template <class F>
+decltype(auto) visit(TokenDtype dtype, F&& f) {
+  switch (dtype) {
+    case TokenDtype::UInt16: return f.template operator()<uint16_t>();
+    case TokenDtype::Int32: return f.template operator()<int32_t>();
+    case TokenDtype::UInt32: return f.template operator()<uint32_t>();
+    case TokenDtype::Int64: return f.template operator()<int64_t>();
+  }
+  throw InternalError(detail::str_cat("unknown TokenDtype ", int(dtype)));
+}
+
+/// Closes a file descriptor on every path out.
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() { if (fd >= 0) ::close(fd); }
+};
+
+/// The whole file mapped read-only. The mapping stays valid after the descriptor is closed.
+Storage map_file(const std::string& path) {
+  FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) throw IOError(detail::str_cat("cannot open token file '", path, "': ", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) throw IOError(detail::str_cat("cannot stat token file '", path, "': ", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw IOError(detail::str_cat("token file '", path, "' is a directory"));
+  const int64_t nbytes = st.st_size;
+  TALLY_CHECK(nbytes > 0, "token file '", path, "' is empty (0 bytes): it holds no tokens");
+  void* data = ::mmap(nullptr, static_cast<size_t>(nbytes), PROT_READ, MAP_PRIVATE, file.fd, 0);
+  if (data == MAP_FAILED) throw IOError(detail::str_cat("cannot mmap token file '", path, "' (", nbytes, " bytes): ", std::strerror(errno)));
+  return std::make_shared<StorageImpl>(data, nbytes, [nbytes](void* p) { ::munmap(p, static_cast<size_t>(nbytes)); });
+}
+
+bool starts_like_npy(const Storage& mapping) {
+  return mapping->nbytes() >= 6 && std::memcmp(mapping->data(), "\x93NUMPY", 6) == 0;
+}
+
+}  // namespace
+
+int64_t element_size(TokenDtype dtype) {
+  return visit(dtype, []<class T>() { return static_cast<int64_t>(sizeof(T)); });
+}
+
+std::string_view dtype_name(TokenDtype dtype) { return info(dtype).name; }
+
+TokenDtype token_dtype_from_name(std::string_view name) {
+  for (const DtypeInfo& d : kDtypes)
+    if (d.name == name) return d.dtype;
+  throw ValueError(detail::str_cat("unknown token dtype '", name, "' (known: uint16, int32, uint32, int64)"));
+}
+
+TokenFile::TokenFile(std::string path, Storage mapping, int64_t offset_bytes, int64_t size, TokenDtype dtype)
+    : path_(std::move(path)),
+      mapping_(std::move(mapping)),
+      tokens_(static_cast<const unsigned char*>(mapping_->data()) + offset_bytes),
+      size_(size),
+      dtype_(dtype) {}
+
+TokenFile TokenFile::open_raw(const std::string& path, TokenDtype dtype) {
+  Storage mapping = map_file(path);
+  const int64_t nbytes = mapping->nbytes(), item = element_size(dtype);
+  TALLY_CHECK(!starts_like_npy(mapping), "token file '", path,
+              "' starts with the .npy magic string: it was written by np.save, open it with TokenFile::open_npy");
+  TALLY_CHECK(nbytes % item == 0, "token file '", path, "' holds ", nbytes, " bytes, which is not a multiple of ",
+              item, " (the size of ", dtype_name(dtype), "): is the dtype right?");
+  return TokenFile(path, std::move(mapping), 0, nbytes / item, dtype);
+}
+
+TokenFile TokenFile::open_npy(const std::string& path) {
+  Storage mapping = map_file(path);
+  const NpyHeader h = parse_npy_header(mapping->data(), mapping->nbytes(), path);
+  const DtypeInfo* found = nullptr;
+  for (const DtypeInfo& d : kDtypes)
+    if (d.descr == h.descr) found = &d;
+  TALLY_CHECK_TYPE_ERROR(found, "'", path, "' holds .npy dtype '", h.descr,
+                         "'; token files hold uint16 (<u2), int32 (<i4), uint32 (<u4) or int64 (<i8)");
+  TALLY_CHECK(!h.fortran_order || h.shape.size() <= 1, "'", path, "' holds a Fortran-order array of ",
+              h.shape.size(), " dimensions; token files must be 1-d or C-order");
+  const int64_t numel = h.numel(), item = element_size(found->dtype);
+  const int64_t data_bytes = mapping->nbytes() - h.data_offset;
+  TALLY_CHECK(numel > 0, "'", path, "' is empty: its .npy header declares ", numel, " tokens");
+  TALLY_CHECK(numel <= data_bytes / item && numel * item == data_bytes, "'", path, "': the .npy header declares ",
+              numel, " elements of ", found->name, " (", numel, " x ", item, " bytes) but ", data_bytes,
+              " bytes follow the ", h.data_offset, "-byte header");
+  return TokenFile(path, std::move(mapping), h.data_offset, numel, found->dtype);
+}
+
+int64_t TokenFile::at(int64_t i) const {
+  TALLY_CHECK_INDEX(i >= 0 && i < size_, "index ", i, " is out of bounds for token file '", path_, "' with ", size_, " tokens");
+  int64_t v;
+  gather(i, {&v, 1});
+  return v;
+}
+
+void TokenFile::gather(int64_t start, std::span<int64_t> out) const {
+  const auto count = static_cast<int64_t>(out.size());
+  TALLY_CHECK_INDEX(start >= 0 && count <= size_ && start <= size_ - count, "tokens [", start, ", ", start + count,
+                    ") are out of bounds for token file '", path_, "' with ", size_, " tokens");
+  visit(dtype_, [&]<class T>() {
+    const unsigned char* src = tokens_ + start * static_cast<int64_t>(sizeof(T));
+    if constexpr (std::is_same_v<T, int64_t>) {
+      std::memcpy(out.data(), src, out.size_bytes());
+    } else {
+      for (int64_t i = 0; i < count; ++i) {
+        T v;
+        std::memcpy(&v, src + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+        out[static_cast<size_t>(i)] = v;
+      }
+    }
+  });
+}
+
+}  // namespace tally::data

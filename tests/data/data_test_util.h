@@ -1,0 +1,93 @@
+#pragma once
+// Shared by the data tests: a temporary folder removed at the end of each test, and token files
+// written from C++ or by NumPy.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tally/data/data.h"
+
+namespace tally::data::test {
+
+namespace fs = std::filesystem;
+
+/// A fresh folder under the system's temporary directory, removed with its files.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("tally_data_" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  /// A path inside the folder.
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+/// `bytes` written as they are.
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// The raw array numpy's tofile would write for `tokens` as T (the host is little-endian).
+template <class T>
+void write_raw(const std::string& path, const std::vector<int64_t>& tokens) {
+  std::string bytes(tokens.size() * sizeof(T), '\0');
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const T v = static_cast<T>(tokens[i]);
+    std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
+  }
+  write_bytes(path, bytes);
+}
+
+/// 0, 1, ..., n - 1 as an int32 token file.
+inline TokenFile arange_file(const TempDir& dir, int64_t n) {
+  std::vector<int64_t> tokens(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = i;
+  const std::string path = dir.file("arange.bin");
+  write_raw<int32_t>(path, tokens);
+  return TokenFile::open_raw(path, TokenDtype::Int32);
+}
+
+/// Runs `script` with the reference Python (numpy); fails the test when it does not exit 0.
+inline void run_python(const TempDir& dir, const std::string& script) {
+  const std::string path = dir.file("write.py");
+  write_bytes(path, script);
+  const std::string cmd = std::string("'") + TALLY_TEST_PYTHON + "' '" + path + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+/// Expects fn() to throw `Error` (exactly that type or a subclass) whose message contains every part.
+template <class Error, class Fn>
+void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing '" << *parts.begin() << "'";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& part : parts)
+      EXPECT_NE(msg.find(part), std::string::npos) << "message \"" << msg << "\" lacks \"" << part << "\"";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong error type: " << e.what();
+  }
+}
+
+}  // namespace tally::data::test

@@ -24,3 +24,4 @@
 #include "tally/ops/softmax.h"
 #include "tally/einops/einops.h"
 #include "tally/models/gpt.h"
+#include "tally/optim/optim.h"

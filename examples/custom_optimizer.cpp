@@ -7,7 +7,7 @@
 // Note where its eps sits: inside the square root, added to the running sum. PyTorch's
 // torch.optim.Adagrad (tally::optim::Adagrad) adds its eps (1e-10) after the square root.
 //
-// A tally optimizer subclasses tally::optim::Optimizer and says three things: the name of its
+// A tally optimizer subclasses tally::optim::OptimizerOf<its options> and says three things: the name of its
 // ledger row, the state tensors a parameter starts with, and the update of one parameter. The
 // base class does the rest: param groups, skipping parameters without gradients, zero_grad,
 // state_dict / load_state_dict, graph recording off during the step, memory accounting of the
@@ -35,10 +35,9 @@ class LectureAdaGradOptions : public optim::OptimizerCloneableOptions<LectureAda
 };
 
 /// p ← p − lr · g / √(Σ g² + 1e-5), the lecture's update.
-class LectureAdaGrad : public optim::Optimizer {
+class LectureAdaGrad : public optim::OptimizerOf<LectureAdaGradOptions> {
  public:
-  LectureAdaGrad(std::vector<Tensor> params, LectureAdaGradOptions options)
-      : Optimizer({optim::OptimizerParamGroup(std::move(params))}, std::make_unique<LectureAdaGradOptions>(options)) {}
+  using OptimizerOf::OptimizerOf;  // (params, options) and (param groups, default options)
 
  protected:
   std::string_view step_name() const override { return "lecture_adagrad_step"; }

@@ -23,17 +23,13 @@ void AdagradOptions::validate() const {
   detail::check_hyper(eps_ >= 0.0, "epsilon value", eps_);
 }
 
-Adagrad::Adagrad(std::vector<OptimizerParamGroup> param_groups, AdagradOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<AdagradOptions>(defaults)) {}
-Adagrad::Adagrad(std::vector<Tensor> params, AdagradOptions defaults)
-    : Adagrad(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
 
 std::vector<std::pair<std::string, double>> Adagrad::state_init(const OptimizerOptions& options) const {
-  return {{"sum", options_as<AdagradOptions>(options).initial_accumulator_value()}};
+  return {{"sum", options_of(options).initial_accumulator_value()}};
 }
 
 ops::Cost Adagrad::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
-  const auto& o = options_as<AdagradOptions>(options);
+  const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0;
   const double clr = o.lr() / (1 + static_cast<double>(state.step - 1) * o.lr_decay());
   // PyTorch: g = g + wd·p; sum = sum + g·g; p = p − clr·g / (√sum + eps).

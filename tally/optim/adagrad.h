@@ -22,12 +22,9 @@ class AdagradOptions : public OptimizerCloneableOptions<AdagradOptions> {
 };
 
 /// torch.optim.Adagrad; state `sum` (the running sum of squared gradients). Ledger row `adagrad_step`.
-class Adagrad : public Optimizer {
+class Adagrad : public OptimizerOf<AdagradOptions> {
  public:
-  /// Adagrad over `param_groups`, groups without options taking `defaults`.
-  Adagrad(std::vector<OptimizerParamGroup> param_groups, AdagradOptions defaults = AdagradOptions());
-  /// Adagrad over one group of parameters.
-  Adagrad(std::vector<Tensor> params, AdagradOptions defaults = AdagradOptions());
+  using OptimizerOf::OptimizerOf;
 
  protected:
   std::string_view step_name() const override { return "adagrad_step"; }

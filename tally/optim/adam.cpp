@@ -11,23 +11,16 @@
 
 namespace tally::optim {
 
-namespace detail {
+namespace {
 
-void validate_adam(double lr, const std::tuple<double, double>& betas, double eps, double weight_decay) {
-  const auto [beta1, beta2] = betas;
-  check_hyper(lr >= 0.0, "learning rate", lr);
-  check_hyper(eps >= 0.0, "epsilon value", eps);
-  check_hyper(beta1 >= 0.0 && beta1 < 1.0, "beta parameter at index 0", beta1);
-  check_hyper(beta2 >= 0.0 && beta2 < 1.0, "beta parameter at index 1", beta2);
-  check_hyper(weight_decay >= 0.0, "weight_decay value", weight_decay);
-}
+/// The hyper-parameters the shared update reads.
+struct AdamHypers {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool amsgrad;
+  bool decoupled;  // AdamW: decay the parameter, not the gradient
+};
 
-std::vector<std::pair<std::string, double>> adam_state_init(bool amsgrad) {
-  std::vector<std::pair<std::string, double>> names{{"exp_avg", 0.0}, {"exp_avg_sq", 0.0}};
-  if (amsgrad) names.emplace_back("max_exp_avg_sq", 0.0);
-  return names;
-}
-
+/// One fused Adam or AdamW update of a parameter; returns its cost.
 ops::Cost adam_update(std::string_view op, const Tensor& param, const Tensor& grad, OptimizerParamState& state, const AdamHypers& h) {
   const double t = static_cast<double>(state.step);
   const double bias_correction1 = 1 - std::pow(h.beta1, t), bias_correction2 = 1 - std::pow(h.beta2, t);
@@ -51,38 +44,52 @@ ops::Cost adam_update(std::string_view op, const Tensor& param, const Tensor& gr
     };
   };
   StateDict& s = state.tensors;
-  if (h.amsgrad) fused_update(op, param, grad, make, s.at("exp_avg"), s.at("exp_avg_sq"), s.at("max_exp_avg_sq"));
-  else fused_update(op, param, grad, make, s.at("exp_avg"), s.at("exp_avg_sq"));
+  if (h.amsgrad) detail::fused_update(op, param, grad, make, s.at("exp_avg"), s.at("exp_avg_sq"), s.at("max_exp_avg_sq"));
+  else detail::fused_update(op, param, grad, make, s.at("exp_avg"), s.at("exp_avg_sq"));
   // FLOPs per element: AdamW's decay 1 (mul) or Adam's weight decay 2 (mul, add), none when
   // wd = 0; m 3 (mul, mul, add); v 4 (mul, mul, mul, add); AMSGrad 1 (max); denominator 3
   // (sqrt, div, add); the step 3 (mul, div, add). AdamW: 14 per element, 15 with AMSGrad.
   // Bytes: read p, g, m, v (+ v̂); write p, m, v (+ v̂).
   const int64_t flops = (h.decoupled ? 1 : 2 * l2) + 3 + 4 + h.amsgrad + 3 + 3;
-  return fused_cost(param.numel(), param.element_size(), flops, 4 + h.amsgrad, 3 + h.amsgrad);
+  return detail::fused_cost(param.numel(), param.element_size(), flops, 4 + h.amsgrad, 3 + h.amsgrad);
 }
 
-}  // namespace detail
+}  // namespace
 
-Hypers AdamOptions::hypers() {
+template <bool kDecoupled>
+Hypers AdamFamilyOptions<kDecoupled>::hypers() {
   return {{"lr", &lr_}, {"beta1", &std::get<0>(betas_)}, {"beta2", &std::get<1>(betas_)}, {"eps", &eps_},
           {"weight_decay", &weight_decay_}, {"amsgrad", &amsgrad_}};
 }
 
-void AdamOptions::validate() const { detail::validate_adam(lr_, betas_, eps_, weight_decay_); }
-
-Adam::Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<AdamOptions>(defaults)) {}
-Adam::Adam(std::vector<Tensor> params, AdamOptions defaults)
-    : Adam(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
-
-std::vector<std::pair<std::string, double>> Adam::state_init(const OptimizerOptions& options) const {
-  return detail::adam_state_init(options_as<AdamOptions>(options).amsgrad());
+template <bool kDecoupled>
+void AdamFamilyOptions<kDecoupled>::validate() const {
+  const auto [beta1, beta2] = betas_;
+  detail::check_hyper(lr_ >= 0.0, "learning rate", lr_);
+  detail::check_hyper(eps_ >= 0.0, "epsilon value", eps_);
+  detail::check_hyper(beta1 >= 0.0 && beta1 < 1.0, "beta parameter at index 0", beta1);
+  detail::check_hyper(beta2 >= 0.0 && beta2 < 1.0, "beta parameter at index 1", beta2);
+  detail::check_hyper(weight_decay_ >= 0.0, "weight_decay value", weight_decay_);
 }
 
-ops::Cost Adam::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
-  const auto& o = options_as<AdamOptions>(options);
+template <bool kDecoupled>
+std::vector<std::pair<std::string, double>> AdamFamily<kDecoupled>::state_init(const OptimizerOptions& options) const {
+  std::vector<std::pair<std::string, double>> names{{"exp_avg", 0.0}, {"exp_avg_sq", 0.0}};
+  if (this->options_of(options).amsgrad()) names.emplace_back("max_exp_avg_sq", 0.0);
+  return names;
+}
+
+template <bool kDecoupled>
+ops::Cost AdamFamily<kDecoupled>::update(Tensor& param, const Tensor& grad, OptimizerParamState& state,
+                                         const OptimizerOptions& options) {
+  const auto& o = this->options_of(options);
   const auto [beta1, beta2] = o.betas();
-  return detail::adam_update("adam_step", param, grad, state, {o.lr(), beta1, beta2, o.eps(), o.weight_decay(), o.amsgrad(), false});
+  return adam_update(step_name(), param, grad, state, {o.lr(), beta1, beta2, o.eps(), o.weight_decay(), o.amsgrad(), kDecoupled});
 }
+
+template class AdamFamilyOptions<false>;
+template class AdamFamilyOptions<true>;
+template class AdamFamily<false>;
+template class AdamFamily<true>;
 
 }  // namespace tally::optim

@@ -170,17 +170,30 @@ class Optimizer {
   std::unordered_map<const TensorImpl*, OptimizerParamState> state_;
 };
 
+/// The base of an optimizer whose groups carry `Options` (SGDOptions, ...): libtorch's two
+/// constructors, and the group options as Options.
+template <class Options>
+class OptimizerOf : public Optimizer {
+ public:
+  /// The optimizer over `param_groups`, groups without options taking `defaults`.
+  OptimizerOf(std::vector<OptimizerParamGroup> param_groups, Options defaults = Options())
+      : Optimizer(std::move(param_groups), std::make_unique<Options>(defaults)) {}
+  /// The optimizer over one group of parameters.
+  OptimizerOf(std::vector<Tensor> params, Options defaults = Options())
+      : OptimizerOf(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
+
+ protected:
+  /// A group's options as this optimizer's options class.
+  static const Options& options_of(const OptimizerOptions& options) {
+    const auto* o = dynamic_cast<const Options*>(&options);
+    TALLY_INTERNAL_ASSERT(o != nullptr, "param group options of another optimizer");
+    return *o;
+  }
+};
+
 namespace detail {
 /// PyTorch's ValueError for a hyper-parameter out of range: "Invalid <what>: <value>".
 void check_hyper(bool ok, std::string_view what, double value);
 }  // namespace detail
-
-/// A param group's options as the optimizer's own options class (SGDOptions for SGD, ...).
-template <class Options>
-const Options& options_as(const OptimizerOptions& options) {
-  const auto* o = dynamic_cast<const Options*>(&options);
-  TALLY_INTERNAL_ASSERT(o != nullptr, "param group options of the wrong optimizer");
-  return *o;
-}
 
 }  // namespace tally::optim

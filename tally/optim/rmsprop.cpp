@@ -24,13 +24,9 @@ void RMSpropOptions::validate() const {
   detail::check_hyper(alpha_ >= 0.0, "alpha value", alpha_);
 }
 
-RMSprop::RMSprop(std::vector<OptimizerParamGroup> param_groups, RMSpropOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<RMSpropOptions>(defaults)) {}
-RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions defaults)
-    : RMSprop(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
 
 std::vector<std::pair<std::string, double>> RMSprop::state_init(const OptimizerOptions& options) const {
-  const auto& o = options_as<RMSpropOptions>(options);
+  const auto& o = options_of(options);
   std::vector<std::pair<std::string, double>> names{{"square_avg", 0.0}};
   if (o.momentum() > 0) names.emplace_back("momentum_buffer", 0.0);
   if (o.centered()) names.emplace_back("grad_avg", 0.0);
@@ -38,7 +34,7 @@ std::vector<std::pair<std::string, double>> RMSprop::state_init(const OptimizerO
 }
 
 ops::Cost RMSprop::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
-  const auto& o = options_as<RMSpropOptions>(options);
+  const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0, momentum = o.momentum() > 0, centered = o.centered();
   // PyTorch: g = g + wd·p; sq = α·sq + (1 − α)·g²; centered: ga = α·ga + (1 − α)·g and
   // avg = √(sq − ga²) + eps, else avg = √sq + eps; with momentum buf = μ·buf + g/avg and

@@ -24,12 +24,9 @@ class RMSpropOptions : public OptimizerCloneableOptions<RMSpropOptions> {
 
 /// torch.optim.RMSprop; state `square_avg`, plus `momentum_buffer` with momentum and `grad_avg`
 /// when centered. Ledger row `rmsprop_step`.
-class RMSprop : public Optimizer {
+class RMSprop : public OptimizerOf<RMSpropOptions> {
  public:
-  /// RMSprop over `param_groups`, groups without options taking `defaults`.
-  RMSprop(std::vector<OptimizerParamGroup> param_groups, RMSpropOptions defaults = RMSpropOptions());
-  /// RMSprop over one group of parameters.
-  RMSprop(std::vector<Tensor> params, RMSpropOptions defaults = RMSpropOptions());
+  using OptimizerOf::OptimizerOf;
 
  protected:
   std::string_view step_name() const override { return "rmsprop_step"; }

@@ -21,17 +21,14 @@ void SGDOptions::validate() const {
   TALLY_CHECK(!nesterov_ || (momentum_ > 0 && dampening_ == 0), "Nesterov momentum requires a momentum and zero dampening");
 }
 
-SGD::SGD(std::vector<OptimizerParamGroup> param_groups, SGDOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<SGDOptions>(defaults)) {}
-SGD::SGD(std::vector<Tensor> params, SGDOptions defaults) : SGD(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
 
 std::vector<std::pair<std::string, double>> SGD::state_init(const OptimizerOptions& options) const {
-  if (options_as<SGDOptions>(options).momentum() == 0) return {};
+  if (options_of(options).momentum() == 0) return {};
   return {{"momentum_buffer", 0.0}};
 }
 
 ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
-  const auto& o = options_as<SGDOptions>(options);
+  const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0, momentum = o.momentum() != 0, first = state.step == 1;
   // PyTorch: d = g + wd·p; buf = d on the first step, else buf = momentum·buf + (1 − dampening)·d;
   // d = d + momentum·buf (Nesterov) or buf; p = p − lr·d. Its add(alpha=) is one fused

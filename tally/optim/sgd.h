@@ -23,12 +23,9 @@ class SGDOptions : public OptimizerCloneableOptions<SGDOptions> {
 };
 
 /// torch.optim.SGD; state `momentum_buffer` when momentum is on. Ledger row `sgd_step`.
-class SGD : public Optimizer {
+class SGD : public OptimizerOf<SGDOptions> {
  public:
-  /// SGD over `param_groups`, groups without options taking `defaults`.
-  SGD(std::vector<OptimizerParamGroup> param_groups, SGDOptions defaults);
-  /// SGD over one group of parameters.
-  SGD(std::vector<Tensor> params, SGDOptions defaults);
+  using OptimizerOf::OptimizerOf;
 
  protected:
   std::string_view step_name() const override { return "sgd_step"; }

@@ -28,3 +28,4 @@
 #include "tally/data/data.h"
 #include "tally/einops/einops.h"
 #include "tally/nn/nn.h"
+#include "tally/optim/optim.h"

@@ -8,7 +8,22 @@
 
 namespace tally::accounting {
 
-const char* phase_name(Phase p) { return p == Phase::Forward ? "forward" : "backward"; }
+namespace {
+thread_local bool tls_in_optimizer = false;
+constexpr Phase kPhases[] = {Phase::Forward, Phase::Backward, Phase::Optimizer};
+}  // namespace
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+OptimizerPhaseGuard::OptimizerPhaseGuard() : previous_(tls_in_optimizer) { tls_in_optimizer = true; }
+OptimizerPhaseGuard::~OptimizerPhaseGuard() { tls_in_optimizer = previous_; }
 
 OpTotals& OpTotals::operator+=(const OpTotals& o) {
   calls += o.calls;
@@ -23,14 +38,18 @@ FlopCounter::FlopCounter() : previous_(ops::set_op_observer(this)) {}
 FlopCounter::~FlopCounter() { ops::set_op_observer(previous_); }
 
 void FlopCounter::on_op(std::string_view name, const ops::Cost& cost, double seconds) {
-  const Phase phase = autograd::in_backward() ? Phase::Backward : Phase::Forward;
+  const Phase phase = tls_in_optimizer ? Phase::Optimizer : autograd::in_backward() ? Phase::Backward : Phase::Forward;
   const OpTotals t{1, cost.flops, cost.bytes_read, cost.bytes_written, seconds};
   by_op_[{std::string(name), phase}] += t;
   by_module_[{current_module_path(), phase}] += t;
   if (previous_) previous_->on_op(name, cost, seconds);
 }
 
-int64_t FlopCounter::total_flops() const { return total_flops(Phase::Forward) + total_flops(Phase::Backward); }
+int64_t FlopCounter::total_flops() const {
+  int64_t total = 0;
+  for (Phase p : kPhases) total += total_flops(p);
+  return total;
+}
 int64_t FlopCounter::total_flops(Phase phase) const { return totals(phase).flops; }
 
 OpTotals FlopCounter::op(const std::string& name, Phase phase) const {
@@ -78,8 +97,9 @@ std::string FlopCounter::table(const Roofline& roofline) const {
     // The memory roof is DRAM bandwidth; an op whose tensors fit in cache can run above it.
     if (above_roof) os << "above 100% of roof: that op's data came from cache, which is faster than the memory roof\n";
   }
-  for (Phase p : {Phase::Forward, Phase::Backward}) {
+  for (Phase p : kPhases) {
     const OpTotals t = totals(p);
+    if (p == Phase::Optimizer && t.calls == 0) continue;  // a table of a model alone stays as it was
     std::snprintf(line, sizeof line, "%-16s %-8s %8lld %14lld %14lld\n", "total", phase_name(p), static_cast<long long>(t.calls),
                   static_cast<long long>(t.flops), static_cast<long long>(t.bytes_read + t.bytes_written));
     os << line;

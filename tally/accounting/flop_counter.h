@@ -14,10 +14,23 @@
 
 namespace tally::accounting {
 
-/// Whether an op ran in the forward pass or inside backward().
-enum class Phase { Forward, Backward };
-/// "forward" or "backward".
+/// Whether an op ran in the forward pass, inside backward(), or in an optimizer's step.
+enum class Phase { Forward, Backward, Optimizer };
+/// "forward", "backward" or "optimizer".
 const char* phase_name(Phase p);
+
+/// Marks an optimizer's work on this thread for its lifetime: the ledger files it under
+/// Phase::Optimizer, apart from the model's forward and backward FLOPs.
+class OptimizerPhaseGuard {
+ public:
+  OptimizerPhaseGuard();
+  ~OptimizerPhaseGuard();
+  OptimizerPhaseGuard(const OptimizerPhaseGuard&) = delete;
+  OptimizerPhaseGuard& operator=(const OptimizerPhaseGuard&) = delete;
+
+ private:
+  bool previous_;
+};
 
 /// Totals of one group of op calls.
 struct OpTotals {

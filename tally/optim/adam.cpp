@@ -1,0 +1,95 @@
+// Note [Fused update] in fused.h: the compiler may not fuse a multiply and an add that PyTorch
+// rounds separately; the fused multiply-adds PyTorch does make are written as std::fma.
+#pragma GCC optimize("fp-contract=off")
+
+#include "tally/optim/adam.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tally/optim/fused.h"
+
+namespace tally::optim {
+
+namespace {
+
+/// The hyper-parameters the shared update reads.
+struct AdamHypers {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool amsgrad;
+  bool decoupled;  // AdamW: decay the parameter, not the gradient
+};
+
+/// One fused Adam or AdamW update of a parameter; returns its cost.
+ops::Cost adam_update(std::string_view op, const Tensor& param, const Tensor& grad, OptimizerParamState& state, const AdamHypers& h) {
+  const double t = static_cast<double>(state.step);
+  const double bias_correction1 = 1 - std::pow(h.beta1, t), bias_correction2 = 1 - std::pow(h.beta2, t);
+  const double step_size = h.lr / bias_correction1;
+  const bool l2 = !h.decoupled && h.weight_decay != 0;
+  // PyTorch: AdamW p = (1 − lr·wd)·p, Adam g = g + wd·p; m = β1·m + (1 − β1)·g;
+  // v = β2·v + (1 − β2)·g²; AMSGrad v̂ = max(v̂, v); p = p − step_size·m / (√v̂ / √bc2 + eps).
+  auto make = [&]<class T>() {
+    const T decay = T(1 - h.lr * h.weight_decay), wd = T(h.weight_decay), beta1 = T(h.beta1), beta2 = T(h.beta2),
+            one_minus_beta1 = T(1 - h.beta1), one_minus_beta2 = T(1 - h.beta2), bc2_sqrt = T(std::sqrt(bias_correction2)),
+            eps = T(h.eps), neg_step_size = T(-step_size);
+    const bool decoupled = h.decoupled;
+    return [=](T& p, T g, T& m, T& v, auto&... v_max) {
+      if (decoupled) p = p * decay;
+      if (l2) g = std::fma(p, wd, g);
+      m = std::fma(g, one_minus_beta1, m * beta1);
+      v = std::fma(one_minus_beta2 * g, g, v * beta2);
+      T v_hat = v;
+      ((v_max = std::max(v_max, v), v_hat = v_max), ...);
+      p = p + (neg_step_size * m) / (std::sqrt(v_hat) / bc2_sqrt + eps);
+    };
+  };
+  StateDict& s = state.tensors;
+  if (h.amsgrad) detail::fused_update(op, param, grad, make, s.at("exp_avg"), s.at("exp_avg_sq"), s.at("max_exp_avg_sq"));
+  else detail::fused_update(op, param, grad, make, s.at("exp_avg"), s.at("exp_avg_sq"));
+  // FLOPs per element: AdamW's decay 1 (mul) or Adam's weight decay 2 (mul, add), none when
+  // wd = 0; m 3 (mul, mul, add); v 4 (mul, mul, mul, add); AMSGrad 1 (max); denominator 3
+  // (sqrt, div, add); the step 3 (mul, div, add). AdamW: 14 per element, 15 with AMSGrad.
+  // Bytes: read p, g, m, v (+ v̂); write p, m, v (+ v̂).
+  const int64_t flops = (h.decoupled ? 1 : 2 * l2) + 3 + 4 + h.amsgrad + 3 + 3;
+  return detail::fused_cost(param.numel(), param.element_size(), flops, 4 + h.amsgrad, 3 + h.amsgrad);
+}
+
+}  // namespace
+
+template <bool kDecoupled>
+Hypers AdamFamilyOptions<kDecoupled>::hypers() {
+  return {{"lr", &lr_}, {"beta1", &std::get<0>(betas_)}, {"beta2", &std::get<1>(betas_)}, {"eps", &eps_},
+          {"weight_decay", &weight_decay_}, {"amsgrad", &amsgrad_}};
+}
+
+template <bool kDecoupled>
+void AdamFamilyOptions<kDecoupled>::validate() const {
+  const auto [beta1, beta2] = betas_;
+  detail::check_hyper(lr_ >= 0.0, "learning rate", lr_);
+  detail::check_hyper(eps_ >= 0.0, "epsilon value", eps_);
+  detail::check_hyper(beta1 >= 0.0 && beta1 < 1.0, "beta parameter at index 0", beta1);
+  detail::check_hyper(beta2 >= 0.0 && beta2 < 1.0, "beta parameter at index 1", beta2);
+  detail::check_hyper(weight_decay_ >= 0.0, "weight_decay value", weight_decay_);
+}
+
+template <bool kDecoupled>
+std::vector<std::pair<std::string, double>> AdamFamily<kDecoupled>::state_init(const OptimizerOptions& options) const {
+  std::vector<std::pair<std::string, double>> names{{"exp_avg", 0.0}, {"exp_avg_sq", 0.0}};
+  if (this->options_of(options).amsgrad()) names.emplace_back("max_exp_avg_sq", 0.0);
+  return names;
+}
+
+template <bool kDecoupled>
+ops::Cost AdamFamily<kDecoupled>::update(Tensor& param, const Tensor& grad, OptimizerParamState& state,
+                                         const OptimizerOptions& options) {
+  const auto& o = this->options_of(options);
+  const auto [beta1, beta2] = o.betas();
+  return adam_update(step_name(), param, grad, state, {o.lr(), beta1, beta2, o.eps(), o.weight_decay(), o.amsgrad(), kDecoupled});
+}
+
+template class AdamFamilyOptions<false>;
+template class AdamFamilyOptions<true>;
+template class AdamFamily<false>;
+template class AdamFamily<true>;
+
+}  // namespace tally::optim

@@ -1,0 +1,79 @@
+#include "tally/optim/lr_scheduler.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "tally/ops/creation.h"
+
+namespace tally::optim {
+
+LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
+  for (const OptimizerParamGroup& g : optimizer.param_groups()) base_lrs_.push_back(g.options().get_lr());
+}
+
+void LRScheduler::step() {
+  ++last_epoch_;
+  apply();
+}
+
+void LRScheduler::apply() {
+  std::vector<OptimizerParamGroup>& groups = optimizer_.param_groups();
+  TALLY_CHECK(groups.size() == base_lrs_.size(), "lr scheduler: the optimizer has ", groups.size(),
+              " param groups but the schedule was made for ", base_lrs_.size());
+  last_lr_.clear();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    last_lr_.push_back(lr_at(base_lrs_[g], last_epoch_));
+    groups[g].options().set_lr(last_lr_.back());
+  }
+}
+
+StateDict LRScheduler::state_dict() const {
+  StateDict out("lr scheduler state dict key");
+  out.insert("last_epoch", scalar_tensor(last_epoch_, TensorOptions(kInt64)));
+  Tensor base = empty({static_cast<int64_t>(base_lrs_.size())}, TensorOptions(kFloat64));
+  for (size_t i = 0; i < base_lrs_.size(); ++i) base.data_ptr<double>()[i] = base_lrs_[i];
+  out.insert("base_lrs", base);
+  return out;
+}
+
+void LRScheduler::load_state_dict(const StateDict& state_dict) {
+  const int64_t groups = static_cast<int64_t>(base_lrs_.size());
+  for (const auto& [key, value] : state_dict)
+    TALLY_CHECK(key == "last_epoch" || key == "base_lrs", "lr scheduler load_state_dict: unexpected key '", key, "'");
+  const Tensor* epoch = state_dict.find("last_epoch");
+  const Tensor* base = state_dict.find("base_lrs");
+  TALLY_CHECK(epoch && epoch->dim() == 0 && epoch->dtype() == kInt64,
+              "lr scheduler load_state_dict: expected 'last_epoch', an int64 0-d tensor");
+  TALLY_CHECK(base && base->dtype() == kFloat64 && base->sizes() == IntArrayRef{groups}, "lr scheduler load_state_dict: expected 'base_lrs', a float64 tensor of shape [",
+              groups, "]");
+  last_epoch_ = epoch->item<int64_t>();
+  const Tensor b = base->contiguous();
+  for (int64_t i = 0; i < groups; ++i) base_lrs_[i] = b.data_ptr<double>()[i];
+  apply();
+}
+
+ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
+    : LRScheduler(optimizer), factor_(factor), total_iters_(total_iters) {
+  TALLY_CHECK(factor >= 0 && factor <= 1.0, "Constant multiplicative factor expected to be between 0 and 1.");
+  start();
+}
+
+double ConstantLR::lr_at(double base_lr, int64_t step) const { return step < total_iters_ ? base_lr * factor_ : base_lr; }
+
+WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_steps, int64_t total_steps, double min_lr)
+    : LRScheduler(optimizer), warmup_steps_(warmup_steps), total_steps_(total_steps), min_lr_(min_lr) {
+  TALLY_CHECK(warmup_steps >= 0, "WarmupCosineLR: warmup_steps must be non-negative, got ", warmup_steps);
+  TALLY_CHECK(total_steps >= warmup_steps, "WarmupCosineLR: total_steps (", total_steps, ") must be at least warmup_steps (",
+              warmup_steps, ")");
+  TALLY_CHECK(min_lr >= 0, "WarmupCosineLR: min_lr must be non-negative, got ", min_lr);
+  start();
+}
+
+double WarmupCosineLR::lr_at(double base_lr, int64_t step) const {
+  if (step < warmup_steps_) return base_lr * static_cast<double>(step) / static_cast<double>(warmup_steps_);
+  if (step >= total_steps_) return min_lr_;
+  const double progress = static_cast<double>(step - warmup_steps_) / static_cast<double>(total_steps_ - warmup_steps_);
+  return min_lr_ + 0.5 * (1 + std::cos(std::numbers::pi * progress)) * (base_lr - min_lr_);
+}
+
+}  // namespace tally::optim

@@ -1,0 +1,80 @@
+#pragma once
+// Learning-rate schedules: each sets every param group's lr from the lr the group had when the
+// schedule was made (its base lr) and a step counter, as torch.optim.lr_scheduler does. The lr
+// is a closed form of the step, so a schedule's whole state is its counter (and base lrs).
+
+#include <cstdint>
+#include <vector>
+
+#include "tally/core/ordered_dict.h"
+#include "tally/core/tensor.h"
+#include "tally/optim/optimizer.h"
+
+namespace tally::optim {
+
+/// The base of every schedule (libtorch's LRScheduler). Making one sets the lrs of step 0.
+class LRScheduler {
+ public:
+  virtual ~LRScheduler() = default;
+  LRScheduler(const LRScheduler&) = delete;
+  LRScheduler& operator=(const LRScheduler&) = delete;
+
+  /// Advance one step and set each group's lr (call after optimizer.step()).
+  void step();
+  /// The lr of each group as last set.
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  /// Steps taken since the schedule was made (PyTorch's last_epoch).
+  int64_t last_epoch() const { return last_epoch_; }
+  /// `last_epoch` (int64 0-d) and `base_lrs` (float64, one per group).
+  StateDict state_dict() const;
+  /// Restore state_dict()'s counter and base lrs, strictly, and set the lrs of that step.
+  void load_state_dict(const StateDict& state_dict);
+
+ protected:
+  /// A schedule over `optimizer`'s groups; the derived constructor calls start() when its own
+  /// fields are set.
+  explicit LRScheduler(Optimizer& optimizer);
+  /// Set the lrs of step 0.
+  void start() { apply(); }
+  /// The lr at step `step` of a group whose base lr is `base_lr`.
+  virtual double lr_at(double base_lr, int64_t step) const = 0;
+
+ private:
+  void apply();
+  Optimizer& optimizer_;
+  std::vector<double> base_lrs_;
+  std::vector<double> last_lr_;
+  int64_t last_epoch_ = 0;
+};
+
+/// torch.optim.lr_scheduler.ConstantLR: base_lr · factor for the first `total_iters` steps, then
+/// base_lr; with factor 1, a constant schedule.
+class ConstantLR : public LRScheduler {
+ public:
+  ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, int64_t total_iters = 5);
+
+ protected:
+  double lr_at(double base_lr, int64_t step) const override;
+
+ private:
+  double factor_;
+  int64_t total_iters_;
+};
+
+/// Linear warm-up then cosine decay (the lecture course's schedule): base_lr · t / warmup_steps
+/// for t < warmup_steps; min_lr + ½(1 + cos(π (t − warmup_steps) / (total_steps − warmup_steps)))
+/// · (base_lr − min_lr) up to total_steps; min_lr after.
+class WarmupCosineLR : public LRScheduler {
+ public:
+  WarmupCosineLR(Optimizer& optimizer, int64_t warmup_steps, int64_t total_steps, double min_lr = 0.0);
+
+ protected:
+  double lr_at(double base_lr, int64_t step) const override;
+
+ private:
+  int64_t warmup_steps_;
+  int64_t total_steps_;
+  double min_lr_;
+};
+
+}  // namespace tally::optim

@@ -1,0 +1,83 @@
+// Note [Fused update] in fused.h: the compiler may not fuse a multiply and an add that PyTorch
+// rounds separately; the fused multiply-adds PyTorch does make are written as std::fma.
+#pragma GCC optimize("fp-contract=off")
+
+#include "tally/optim/rmsprop.h"
+
+#include <cmath>
+#include <tuple>
+
+#include "tally/optim/fused.h"
+
+namespace tally::optim {
+
+Hypers RMSpropOptions::hypers() {
+  return {{"lr", &lr_}, {"alpha", &alpha_}, {"eps", &eps_}, {"weight_decay", &weight_decay_}, {"momentum", &momentum_},
+          {"centered", &centered_}};
+}
+
+void RMSpropOptions::validate() const {
+  detail::check_hyper(lr_ >= 0.0, "learning rate", lr_);
+  detail::check_hyper(eps_ >= 0.0, "epsilon value", eps_);
+  detail::check_hyper(momentum_ >= 0.0, "momentum value", momentum_);
+  detail::check_hyper(weight_decay_ >= 0.0, "weight_decay value", weight_decay_);
+  detail::check_hyper(alpha_ >= 0.0, "alpha value", alpha_);
+}
+
+
+std::vector<std::pair<std::string, double>> RMSprop::state_init(const OptimizerOptions& options) const {
+  const auto& o = options_of(options);
+  std::vector<std::pair<std::string, double>> names{{"square_avg", 0.0}};
+  if (o.momentum() > 0) names.emplace_back("momentum_buffer", 0.0);
+  if (o.centered()) names.emplace_back("grad_avg", 0.0);
+  return names;
+}
+
+ops::Cost RMSprop::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
+  const auto& o = options_of(options);
+  const bool decay = o.weight_decay() != 0, momentum = o.momentum() > 0, centered = o.centered();
+  // PyTorch: g = g + wd·p; sq = α·sq + (1 − α)·g²; centered: ga = α·ga + (1 − α)·g and
+  // avg = √(sq − ga²) + eps, else avg = √sq + eps; with momentum buf = μ·buf + g/avg and
+  // p = p − lr·buf, else p = p − lr·g/avg.
+  auto make = [&]<class T>() {
+    const T wd = T(o.weight_decay()), alpha = T(o.alpha()), one_minus_alpha = T(1.0 - o.alpha()), eps = T(o.eps()),
+            mom = T(o.momentum()), neg_lr = T(-o.lr());
+    // `rest` is the state beyond square_avg: momentum_buffer, grad_avg, or both in that order.
+    return [=](T& p, T g, T& sq, auto&... rest) {
+      if (decay) g = std::fma(p, wd, g);
+      sq = std::fma(one_minus_alpha * g, g, sq * alpha);
+      auto plain_avg = [&] { return std::sqrt(sq) + eps; };
+      auto centered_avg = [&](T& ga) {
+        ga = std::fma(g, one_minus_alpha, ga * alpha);
+        return std::sqrt(std::fma(-ga, ga, sq)) + eps;
+      };
+      auto momentum_step = [&](T avg, T& buf) {
+        buf = buf * mom + g / avg;
+        p = std::fma(buf, neg_lr, p);
+      };
+      if constexpr (sizeof...(rest) == 0) {
+        p = p + (neg_lr * g) / plain_avg();
+      } else if constexpr (sizeof...(rest) == 2) {
+        auto [buf, ga] = std::tie(rest...);
+        momentum_step(centered_avg(ga), buf);
+      } else if (momentum) {
+        momentum_step(plain_avg(), rest...);
+      } else {
+        p = p + (neg_lr * g) / centered_avg(rest...);
+      }
+    };
+  };
+  StateDict& s = state.tensors;
+  if (momentum && centered) detail::fused_update("rmsprop_step", param, grad, make, s.at("square_avg"), s.at("momentum_buffer"), s.at("grad_avg"));
+  else if (momentum) detail::fused_update("rmsprop_step", param, grad, make, s.at("square_avg"), s.at("momentum_buffer"));
+  else if (centered) detail::fused_update("rmsprop_step", param, grad, make, s.at("square_avg"), s.at("grad_avg"));
+  else detail::fused_update("rmsprop_step", param, grad, make, s.at("square_avg"));
+  // FLOPs per element: weight decay 2 (mul, add); square_avg 4 (mul, mul, mul, add); centered
+  // 5 (grad_avg: mul, mul, add; sq − ga²: mul, sub); avg 2 (sqrt, add); the step 3 (momentum:
+  // buf mul, div, add; p mul, add = 5). Bytes: read p, g and each state; write p and each state.
+  const int64_t states = 1 + momentum + centered;
+  const int64_t flops = 2 * decay + 4 + 5 * centered + 2 + (momentum ? 5 : 3);
+  return detail::fused_cost(param.numel(), param.element_size(), flops, 2 + states, 1 + states);
+}
+
+}  // namespace tally::optim

@@ -1,0 +1,54 @@
+// Note [Fused update] in fused.h: the compiler may not fuse a multiply and an add that PyTorch
+// rounds separately; the fused multiply-adds PyTorch does make are written as std::fma.
+#pragma GCC optimize("fp-contract=off")
+
+#include "tally/optim/sgd.h"
+
+#include <cmath>
+
+#include "tally/optim/fused.h"
+
+namespace tally::optim {
+
+Hypers SGDOptions::hypers() {
+  return {{"lr", &lr_}, {"momentum", &momentum_}, {"dampening", &dampening_}, {"weight_decay", &weight_decay_}, {"nesterov", &nesterov_}};
+}
+
+void SGDOptions::validate() const {
+  detail::check_hyper(lr_ >= 0.0, "learning rate", lr_);
+  detail::check_hyper(momentum_ >= 0.0, "momentum value", momentum_);
+  detail::check_hyper(weight_decay_ >= 0.0, "weight_decay value", weight_decay_);
+  TALLY_CHECK(!nesterov_ || (momentum_ > 0 && dampening_ == 0), "Nesterov momentum requires a momentum and zero dampening");
+}
+
+
+std::vector<std::pair<std::string, double>> SGD::state_init(const OptimizerOptions& options) const {
+  if (options_of(options).momentum() == 0) return {};
+  return {{"momentum_buffer", 0.0}};
+}
+
+ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
+  const auto& o = options_of(options);
+  const bool decay = o.weight_decay() != 0, momentum = o.momentum() != 0, first = state.step == 1;
+  // PyTorch: d = g + wd·p; buf = d on the first step, else buf = momentum·buf + (1 − dampening)·d;
+  // d = d + momentum·buf (Nesterov) or buf; p = p − lr·d. Its add(alpha=) is one fused
+  // multiply-add on vectors, hence std::fma where PyTorch has add with alpha.
+  auto make = [&]<class T>() {
+    const T wd = T(o.weight_decay()), mom = T(o.momentum()), damp = T(1.0 - o.dampening()), neg_lr = T(-o.lr());
+    const bool nesterov = o.nesterov();
+    return [=](T& p, T g, auto&... buf) {
+      T d = decay ? std::fma(p, wd, g) : g;
+      ((buf = first ? d : std::fma(d, damp, buf * mom), d = nesterov ? std::fma(buf, mom, d) : buf), ...);
+      p = std::fma(d, neg_lr, p);
+    };
+  };
+  if (momentum) detail::fused_update("sgd_step", param, grad, make, state.tensors.at("momentum_buffer"));
+  else detail::fused_update("sgd_step", param, grad, make);
+  // FLOPs per element: weight decay 2 (mul, add); momentum 3 (mul, mul, add; 0 on the first
+  // step, a copy); Nesterov 2 (mul, add); the step 2 (mul, add). Bytes: read p, g (+ buf after
+  // the first step); write p (+ buf).
+  const int64_t flops = 2 * decay + (momentum && !first ? 3 : 0) + (momentum && o.nesterov() ? 2 : 0) + 2;
+  return detail::fused_cost(param.numel(), param.element_size(), flops, 2 + (momentum && !first), 1 + momentum);
+}
+
+}  // namespace tally::optim

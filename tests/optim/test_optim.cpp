@@ -1,0 +1,332 @@
+// The optimizer base and what it promises beyond matching PyTorch: state_dict round trips,
+// zero_grad, PyTorch's errors, one ledger row per step with the documented cost, optimizer
+// state memory equal to the lecture's formula, the LR schedules.
+
+#include <cmath>
+#include <memory>
+
+#include "optim/common.h"
+
+namespace optim_test {
+namespace {
+
+using namespace tally;
+using namespace tally::optim;
+using accounting::Phase;
+
+/// Runs steps [from, to) of the Problem.
+void run_steps(Optimizer& opt, std::vector<Tensor>& params, int from, int to) {
+  for (int t = from; t < to; ++t) {
+    Problem::get().set_grads(params, t);
+    opt.step();
+  }
+}
+
+template <class Opt, class Options>
+void expect_round_trip(const Options& options) {
+  const Problem& problem = Problem::get();
+  std::vector<Tensor> straight = problem.fresh_params();
+  Opt uninterrupted(straight, options);
+  run_steps(uninterrupted, straight, 0, Problem::kSteps);
+
+  std::vector<Tensor> first = problem.fresh_params();
+  Opt before(first, options);
+  run_steps(before, first, 0, Problem::kSteps / 2);
+  const StateDict saved = before.state_dict();
+
+  // A fresh optimizer over parameters holding the values saved with it, as a checkpoint would.
+  std::vector<Tensor> resumed = problem.fresh_params();
+  {
+    NoGradGuard no_grad;
+    for (size_t k = 0; k < resumed.size(); ++k) resumed[k].copy_(first[k]);
+  }
+  Opt after(resumed, options);
+  after.load_state_dict(saved);
+  EXPECT_EQ(after.state_dict().keys(), saved.keys());
+  run_steps(after, resumed, Problem::kSteps / 2, Problem::kSteps);
+  for (size_t k = 0; k < resumed.size(); ++k) EXPECT_TRUE(resumed[k].equal(straight[k])) << "parameter " << k;
+  const StateDict a = after.state_dict(), b = uninterrupted.state_dict();
+  ASSERT_EQ(a.keys(), b.keys());
+  for (const auto& [key, t] : a) EXPECT_TRUE(t.equal(b[key])) << key;
+}
+
+TEST(OptimStateDict, RoundTripIsExact) {
+  expect_round_trip<AdamW>(AdamWOptions(0.01).amsgrad(true));
+  expect_round_trip<Adam>(AdamOptions(0.01).weight_decay(0.1));
+  expect_round_trip<SGD>(SGDOptions(0.1).momentum(0.9).dampening(0.1));
+  expect_round_trip<Adagrad>(AdagradOptions(0.1).lr_decay(0.01));
+  expect_round_trip<RMSprop>(RMSpropOptions(0.01).momentum(0.5).centered(true));
+}
+
+TEST(OptimStateDict, KeysAreTensors) {
+  std::vector<Tensor> params = Problem::get().fresh_params();
+  AdamW opt(params, AdamWOptions(0.01));
+  run_steps(opt, params, 0, 1);  // parameter 2 has no gradient at step 0: no state yet
+  const StateDict d = opt.state_dict();
+  EXPECT_EQ(d["state.0.step"].dtype(), kInt64);
+  EXPECT_EQ(d["state.0.step"].dim(), 0);
+  EXPECT_EQ(d["state.0.step"].item<int64_t>(), 1);
+  EXPECT_EQ(d["state.1.exp_avg_sq"].sizes().vec(), (std::vector<int64_t>{3, 5}));
+  EXPECT_FALSE(d.contains("state.2.step"));
+  EXPECT_TRUE(d.contains("state.3.exp_avg"));
+  EXPECT_EQ(d["param_groups.0.lr"].dtype(), kFloat64);
+  EXPECT_DOUBLE_EQ(d["param_groups.0.weight_decay"].item<double>(), 1e-2);
+  EXPECT_DOUBLE_EQ(d["param_groups.0.amsgrad"].item<double>(), 0.0);
+  EXPECT_TRUE(d["param_groups.0.params"].equal(tensor({0, 1, 2, 3})));
+}
+
+TEST(OptimStateDict, LoadIsStrict) {
+  std::vector<Tensor> params = Problem::get().fresh_params();
+  Adam opt(params, AdamOptions(0.01));
+  run_steps(opt, params, 0, 2);
+  const StateDict good = opt.state_dict();
+
+  StateDict missing("key");
+  for (const auto& [k, v] : good)
+    if (k != "state.1.exp_avg") missing.insert(k, v);
+  expect_error<ValueError>([&] { opt.load_state_dict(missing); }, {"missing key 'state.1.exp_avg'", "[3, 5]"});
+
+  StateDict extra = good;
+  extra.insert("state.0.momentum_buffer", zeros({4, 5}));
+  expect_error<ValueError>([&] { opt.load_state_dict(extra); }, {"unexpected key 'state.0.momentum_buffer'", "[4, 5]"});
+
+  StateDict reshaped = good;
+  reshaped.insert_or_assign("state.1.exp_avg", zeros({5, 3}));
+  expect_error<ValueError>([&] { opt.load_state_dict(reshaped); }, {"'state.1.exp_avg'", "[5, 3]", "[3, 5]"});
+
+  StateDict bad_lr = good;
+  bad_lr.insert_or_assign("param_groups.0.lr", scalar_tensor(-1.0, TensorOptions(kFloat64)));
+  expect_error<ValueError>([&] { opt.load_state_dict(bad_lr); }, {"Invalid learning rate: -1"});
+
+  // A refused dict changed nothing: the optimizer continues as if it had not been offered.
+  EXPECT_DOUBLE_EQ(opt.param_groups()[0].options().get_lr(), 0.01);
+  EXPECT_TRUE(opt.state_dict()["state.1.exp_avg"].equal(good["state.1.exp_avg"]));
+}
+
+TEST(Optim, ZeroGrad) {
+  std::vector<Tensor> params = Problem::get().fresh_params();
+  SGD opt(params, SGDOptions(0.1));
+  Problem::get().set_grads(params, 1);
+  const Tensor g0 = params[0].grad();
+  opt.zero_grad(/*set_to_none=*/false);
+  ASSERT_TRUE(params[0].grad().defined());
+  EXPECT_TRUE(params[0].grad().is_same_storage(g0));  // zeroed in place, not replaced
+  EXPECT_TRUE(params[0].grad().equal(zeros({4, 5})));
+  opt.zero_grad();
+  for (const Tensor& p : params) EXPECT_FALSE(p.grad().defined());
+}
+
+TEST(Optim, SkipsParametersWithoutGradient) {
+  std::vector<Tensor> params = Problem::get().fresh_params();
+  Adam opt(params, AdamOptions(0.1));
+  Problem::get().set_grads(params, 0);  // parameter 2 has none at step 0
+  opt.step();
+  EXPECT_TRUE(params[2].equal(Problem::get().initial[2]));
+  EXPECT_EQ(opt.state(params[2]), nullptr);
+  EXPECT_FALSE(params[0].equal(Problem::get().initial[0]));
+}
+
+TEST(Optim, ClosureLossIsReturned) {
+  Tensor w = tensor({1.0, 2.0}).requires_grad_();
+  SGD opt({w}, SGDOptions(0.5));
+  const Tensor loss = opt.step([&] {
+    opt.zero_grad();
+    Tensor l = (w * w).sum();
+    l.backward();
+    return l;
+  });
+  EXPECT_FLOAT_EQ(loss.item<float>(), 5.0f);
+  EXPECT_TRUE(w.allclose(tensor({0.0, 0.0})));  // w − 0.5 · 2w
+}
+
+TEST(Optim, Float64MatchesFloat32) {
+  std::vector<Tensor> p32 = Problem::get().fresh_params(), p64 = Problem::get().fresh_params(kFloat64);
+  AdamW a(p32, AdamWOptions(0.01)), b(p64, AdamWOptions(0.01));
+  run_steps(a, p32, 0, 5);
+  run_steps(b, p64, 0, 5);
+  for (size_t k = 0; k < p32.size(); ++k) {
+    EXPECT_EQ(p64[k].dtype(), kFloat64);
+    expect_close(p64[k], p32[k].to(kFloat64), 1e-5, "float64 parameter " + std::to_string(k));
+  }
+}
+
+TEST(OptimErrors, PyTorchMessages) {
+  std::vector<Tensor> params = {zeros({2}).requires_grad_()};
+  expect_error<ValueError>([&] { SGD(params, SGDOptions(-0.1)); }, {"Invalid learning rate: -0.1"});
+  expect_error<ValueError>([&] { SGD(params, SGDOptions(0.1).momentum(-1)); }, {"Invalid momentum value: -1"});
+  expect_error<ValueError>([&] { SGD(params, SGDOptions(0.1).nesterov(true)); },
+                           {"Nesterov momentum requires a momentum and zero dampening"});
+  expect_error<ValueError>([&] { SGD(params, SGDOptions(0.1).momentum(0.9).dampening(0.1).nesterov(true)); },
+                           {"Nesterov momentum requires a momentum and zero dampening"});
+  expect_error<ValueError>([&] { Adam(params, AdamOptions().betas({1.0, 0.999})); }, {"Invalid beta parameter at index 0: 1"});
+  expect_error<ValueError>([&] { AdamW(params, AdamWOptions().betas({0.9, -0.1})); }, {"Invalid beta parameter at index 1: -0.1"});
+  expect_error<ValueError>([&] { AdamW(params, AdamWOptions().eps(-1)); }, {"Invalid epsilon value: -1"});
+  expect_error<ValueError>([&] { Adam(params, AdamOptions().weight_decay(-1)); }, {"Invalid weight_decay value: -1"});
+  expect_error<ValueError>([&] { Adagrad(params, AdagradOptions().lr_decay(-1)); }, {"Invalid lr_decay value: -1"});
+  expect_error<ValueError>([&] { Adagrad(params, AdagradOptions().initial_accumulator_value(-1)); },
+                           {"Invalid initial_accumulator_value value: -1"});
+  expect_error<ValueError>([&] { RMSprop(params, RMSpropOptions().alpha(-1)); }, {"Invalid alpha value: -1"});
+  expect_error<ValueError>([&] { RMSprop(params, RMSpropOptions().momentum(-1)); }, {"Invalid momentum value: -1"});
+  // A group's own options are checked as the defaults are.
+  expect_error<ValueError>([&] {
+    SGD opt(params, SGDOptions(0.1));
+    opt.add_param_group(OptimizerParamGroup({zeros({3})}, std::make_unique<SGDOptions>(SGDOptions(-2))));
+  }, {"Invalid learning rate: -2"});
+}
+
+TEST(OptimErrors, Parameters) {
+  expect_error<ValueError>([] { SGD(std::vector<Tensor>{}, SGDOptions(0.1)); }, {"optimizer got an empty parameter list"});
+  Tensor w = zeros({2}).requires_grad_();
+  expect_error<ValueError>([&] { SGD({w, w}, SGDOptions(0.1)); }, {"some parameters appear in more than one parameter group"});
+  expect_error<ValueError>([&] { SGD({w * 2}, SGDOptions(0.1)); }, {"can't optimize a non-leaf Tensor"});
+  Tensor h = zeros({2}, TensorOptions(kBFloat16)).requires_grad_();
+  AdamW opt({h});
+  h.set_grad(zeros({2}, TensorOptions(kBFloat16)));
+  expect_error<TypeError>([&] { opt.step(); }, {"adamw_step", "float32 and float64", "bfloat16"});
+}
+
+// One AdamW step over params of N elements in all is one ledger row in the optimizer phase:
+// 14 FLOPs per element (adam.cpp); reads p, g, m, v and writes p, m, v at 4 bytes each.
+TEST(OptimLedger, AdamWStepIsOneRowWithItsCost) {
+  Tensor a = zeros({100, 30}).requires_grad_(), b = zeros({24}).requires_grad_();
+  const int64_t N = 100 * 30 + 24;
+  AdamW opt({a, b});
+  a.set_grad(ones({100, 30}));
+  b.set_grad(ones({24}));
+  accounting::FlopCounter counter;
+  opt.step();
+  ASSERT_EQ(counter.by_op().size(), 1u) << counter.table();
+  const accounting::OpTotals row = counter.op("adamw_step", Phase::Optimizer);
+  EXPECT_EQ(row.calls, 1);
+  EXPECT_EQ(row.flops, 14 * N);
+  EXPECT_EQ(row.bytes_read, 4 * 4 * N);
+  EXPECT_EQ(row.bytes_written, 3 * 4 * N);
+  EXPECT_EQ(counter.total_flops(Phase::Forward), 0);
+
+  // With AMSGrad: one more FLOP (max) and one more tensor read and written per element.
+  AdamW ams({a, b}, AdamWOptions().amsgrad(true));
+  accounting::FlopCounter counter2;
+  ams.step();
+  EXPECT_EQ(counter2.op("adamw_step", Phase::Optimizer).flops, 15 * N);
+  EXPECT_EQ(counter2.op("adamw_step", Phase::Optimizer).bytes_read, 5 * 4 * N);
+}
+
+TEST(OptimLedger, ZeroGradAndClipAreOptimizerWork) {
+  Tensor a = zeros({10}).requires_grad_();
+  SGD opt({a}, SGDOptions(0.1));
+  a.set_grad(full({10}, 3.0));
+  accounting::FlopCounter counter;
+  nn::utils::clip_grad_norm_({a}, 1.0);
+  opt.zero_grad(false);
+  EXPECT_EQ(counter.totals(Phase::Forward).calls, 0) << counter.table();
+  EXPECT_EQ(counter.op("_foreach_zero_", Phase::Optimizer).calls, 1);
+  EXPECT_EQ(counter.op("_foreach_mul_", Phase::Optimizer).calls, 1);
+}
+
+// The lecture's bytes per parameter: AdamW keeps 4 + 4 bytes of state per float32 parameter.
+TEST(OptimMemory, StateBytesAreTheFormula) {
+  const int64_t N = 1000 + 37;
+  {
+    Tensor a = zeros({1000}).requires_grad_(), b = zeros({37}).requires_grad_();
+    accounting::MemoryTracker tracker;
+    const int64_t before = tracker.allocated_bytes(MemoryCategory::OptimizerState);
+    AdamW opt({a, b});
+    a.set_grad(ones({1000}));
+    b.set_grad(ones({37}));
+    opt.step();
+    EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::OptimizerState) - before, 2 * 4 * N);
+    EXPECT_EQ(before, 0);
+  }
+  {
+    Tensor a = zeros({1000}).requires_grad_(), b = zeros({37}).requires_grad_();
+    accounting::MemoryTracker tracker;
+    Adagrad opt({a, b});
+    a.set_grad(ones({1000}));
+    b.set_grad(ones({37}));
+    opt.step();
+    EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::OptimizerState), 1 * 4 * N);
+  }
+  accounting::MemoryTracker after;
+  EXPECT_EQ(after.allocated_bytes(MemoryCategory::OptimizerState), 0);  // freed with the optimizers
+}
+
+// On the meta device a step computes nothing but still counts its state and its ledger row.
+TEST(OptimMemory, MetaStepPredicts) {
+  const int64_t N = 4096;
+  Tensor w = empty({N}, TensorOptions().device(Device(kMeta))).requires_grad_();
+  AdamW opt({w});
+  w.set_grad(empty({N}, TensorOptions().device(Device(kMeta))));
+  accounting::MemoryTracker tracker{Device(kMeta)};
+  accounting::FlopCounter counter;
+  opt.step();
+  EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::OptimizerState), 2 * 4 * N);
+  EXPECT_EQ(counter.op("adamw_step", Phase::Optimizer).flops, 14 * N);
+}
+
+TEST(OptimSchedule, ConstantLR) {
+  Tensor w = zeros({2}).requires_grad_();
+  SGD opt({w}, SGDOptions(0.1));
+  ConstantLR schedule(opt, 0.5, 3);
+  std::vector<double> seen;
+  for (int t = 0; t < 5; ++t) {
+    seen.push_back(opt.param_groups()[0].options().get_lr());
+    schedule.step();
+  }
+  EXPECT_EQ(seen, (std::vector<double>{0.05, 0.05, 0.05, 0.1, 0.1}));
+  EXPECT_EQ(schedule.get_last_lr(), std::vector<double>{0.1});
+  expect_error<ValueError>([&] { ConstantLR(opt, 2.0); }, {"Constant multiplicative factor expected to be between 0 and 1."});
+}
+
+TEST(OptimSchedule, WarmupCosine) {
+  Tensor w = zeros({2}).requires_grad_(), v = zeros({3}).requires_grad_();
+  AdamW opt({w});
+  opt.add_param_group(OptimizerParamGroup({v}, std::make_unique<AdamWOptions>(AdamWOptions(2e-3))));
+  WarmupCosineLR schedule(opt, /*warmup_steps=*/4, /*total_steps=*/12, /*min_lr=*/1e-4);
+  std::vector<std::vector<double>> lrs;
+  for (int t = 0; t <= 14; ++t) {
+    lrs.push_back(schedule.get_last_lr());
+    EXPECT_EQ(opt.param_groups()[1].options().get_lr(), lrs.back()[1]);
+    schedule.step();
+  }
+  EXPECT_DOUBLE_EQ(lrs[0][0], 0.0);
+  EXPECT_DOUBLE_EQ(lrs[2][0], 1e-3 * 2 / 4);
+  EXPECT_DOUBLE_EQ(lrs[4][0], 1e-3);  // the peak: the base lr
+  EXPECT_DOUBLE_EQ(lrs[8][0], 1e-4 + 0.5 * (1e-3 - 1e-4));  // halfway down the cosine
+  EXPECT_DOUBLE_EQ(lrs[8][1], 1e-4 + 0.5 * (2e-3 - 1e-4));
+  EXPECT_DOUBLE_EQ(lrs[6][0], 1e-4 + 0.5 * (1 + std::cos(M_PI / 4)) * (1e-3 - 1e-4));
+  EXPECT_DOUBLE_EQ(lrs[12][0], 1e-4);
+  EXPECT_DOUBLE_EQ(lrs[14][0], 1e-4);
+  expect_error<ValueError>([&] { WarmupCosineLR(opt, 10, 5); }, {"total_steps (5) must be at least warmup_steps (10)"});
+}
+
+TEST(OptimSchedule, StateDictResumes) {
+  Tensor w = zeros({2}).requires_grad_();
+  AdamW opt({w}, AdamWOptions(1e-3));
+  WarmupCosineLR schedule(opt, 4, 12, 1e-4);
+  for (int t = 0; t < 7; ++t) schedule.step();
+  const StateDict saved = schedule.state_dict();
+  EXPECT_EQ(saved["last_epoch"].item<int64_t>(), 7);
+
+  Tensor w2 = zeros({2}).requires_grad_();
+  AdamW opt2({w2}, AdamWOptions(1e-3));
+  WarmupCosineLR resumed(opt2, 4, 12, 1e-4);
+  resumed.load_state_dict(saved);
+  EXPECT_EQ(resumed.get_last_lr(), schedule.get_last_lr());
+  schedule.step();
+  resumed.step();
+  EXPECT_EQ(resumed.get_last_lr(), schedule.get_last_lr());
+  EXPECT_EQ(opt2.param_groups()[0].options().get_lr(), opt.param_groups()[0].options().get_lr());
+}
+
+TEST(OptimClip, NothingToClip) {
+  Tensor w = zeros({2}).requires_grad_();
+  EXPECT_EQ(nn::utils::clip_grad_norm_(w, 1.0), 0.0);
+  w.set_grad(tensor({3.0f, 4.0f}));
+  EXPECT_FLOAT_EQ(nn::utils::clip_grad_norm_(w, 10.0), 5.0f);
+  EXPECT_TRUE(w.grad().equal(tensor({3.0f, 4.0f})));  // coefficient above 1: untouched
+  w.set_grad(tensor({INFINITY, 1.0f}));
+  expect_error<ValueError>([&] { nn::utils::clip_grad_norm_(w, 1.0, 2.0, /*error_if_nonfinite=*/true); }, {"non-finite"});
+}
+
+}  // namespace
+}  // namespace optim_test

@@ -77,13 +77,13 @@ TorchReference::TorchReference() {
   };
   std::string shapes;
   for (size_t k = 0; k < problem.shapes.size(); ++k) {
-    write("p" + std::to_string(k) + ".bin", problem.initial[k]);
+    write(std::string("p").append(std::to_string(k)).append(".bin"), problem.initial[k]);
     if (k) shapes += ";";
-    for (size_t d = 0; d < problem.shapes[k].size(); ++d) shapes += (d ? "x" : "") + std::to_string(problem.shapes[k][d]);
+    for (size_t d = 0; d < problem.shapes[k].size(); ++d) shapes.append(d ? "x" : "").append(std::to_string(problem.shapes[k][d]));
   }
   for (int t = 0; t < Problem::kSteps; ++t)
     for (size_t k = 0; k < problem.shapes.size(); ++k)
-      if (problem.grads[t][k].defined()) write("g" + std::to_string(t) + "_" + std::to_string(k) + ".bin", problem.grads[t][k]);
+      if (problem.grads[t][k].defined()) write(std::string("g").append(std::to_string(t)).append("_").append(std::to_string(k)).append(".bin"), problem.grads[t][k]);
   manifest_ = "params " + shapes + "\nsteps " + std::to_string(Problem::kSteps) + "\n";
 }
 

@@ -1,0 +1,92 @@
+// Training-step throughput of tally on the two workloads, for bench/training.sh to set
+// beside PyTorch's (bench/train_step.py) in the same run:
+//   cruncher  the lecture's Cruncher, D 1024, 4 layers, B 1024, MSE, AdamW, float32
+//   gpt       a small GPT: vocab 256, d_model 256, 4 layers, 4 heads, T 256, B 16, AdamW, float32
+// Usage: train_step cruncher|gpt [steps]. Prints one JSON line: steps/s, tokens/s, the FLOPs of
+// one step read off the ledger, the measured float32 FMA peak, and the process's peak RSS.
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "tally/kernels/cpu/parallel.h"
+#include "tally/machine/peak_probe.h"
+#include "tally/tally.h"
+
+using namespace tally;
+
+namespace {
+
+struct Workload {
+  std::function<void()> step;  // forward, backward, optimizer step, zero_grad
+  int64_t tokens_per_step;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string which = argc > 1 ? argv[1] : "cruncher";
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
+  Generator gen(0);
+  std::shared_ptr<nn::Layer> model;
+  std::unique_ptr<optim::AdamW> optimizer;
+  Workload w;
+  if (which == "cruncher") {
+    const int64_t D = 1024, L = 4, B = 1024;
+    model = std::make_shared<nn::Cruncher>(D, L, TensorOptions(), &gen);
+    optimizer = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions(1e-4));
+    Tensor x = randn({B, D}, {}, &gen), y = randn({B}, {}, &gen);
+    w = {[&, x, y] {
+           mse_loss(model->forward(x), y).backward();
+           optimizer->step();
+           optimizer->zero_grad();
+         },
+         B};
+  } else if (which == "gpt") {
+    nn::TransformerConfig c;
+    c.vocab_size = 256;
+    c.context_length = 256;
+    c.d_model = 256;
+    c.num_layers = 4;
+    c.num_heads = 4;
+    auto lm = std::make_shared<nn::TransformerLM>(c, TensorOptions(), &gen);
+    model = lm;
+    optimizer = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions(1e-4));
+    Tensor ids = randint(256, {16, 257}, TensorOptions(kInt64), &gen);
+    Tensor x = ids.narrow(1, 0, 256).contiguous(), y = ids.narrow(1, 1, 256).contiguous();
+    w = {[&, lm, x, y] {
+           lm->loss(x, y).backward();
+           optimizer->step();
+           optimizer->zero_grad();
+         },
+         16 * 256};
+  } else {
+    std::fprintf(stderr, "usage: train_step cruncher|gpt [steps]\n");
+    return 2;
+  }
+  w.step();  // warm-up: first-touch pages, oneDNN primitive creation
+  int64_t flops = 0;
+  {
+    accounting::FlopCounter counter;
+    w.step();
+    flops = counter.total_flops();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) w.step();
+  const double s = seconds_since(t0) / steps;
+  const double peak = machine::measure_fma_peak_flops(kernels::num_threads(), 0.3);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("{\"framework\": \"tally\", \"workload\": \"%s\", \"threads\": %d, \"steps_per_sec\": %.4f, \"tokens_per_sec\": %.1f, "
+              "\"flops_per_step\": %lld, \"flops_per_sec\": %.4g, \"fma_peak_flops\": %.4g, \"peak_rss_mib\": %.1f}\n",
+              which.c_str(), kernels::num_threads(), 1.0 / s, static_cast<double>(w.tokens_per_step) / s, static_cast<long long>(flops),
+              static_cast<double>(flops) / s, peak, static_cast<double>(ru.ru_maxrss) / 1024.0);
+}

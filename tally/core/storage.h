@@ -54,6 +54,11 @@ class StorageImpl {
   /// How many in-place ops have written these bytes (PyTorch's version counter, shared by every
   /// view). Graph nodes remember it for the tensors they save, so a backward that would read
   /// overwritten values raises instead (Note [Version counter] in ops/apply.h).
+  /// Whether this is the no-bytes storage of a tensor a graph node did not keep (Note [Saved
+  /// tensors] in ops/apply.h): reading its data is a bug.
+  bool is_stand_in() const { return stand_in_; }
+  void mark_stand_in() { stand_in_ = true; }
+
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   /// Called by every top-level in-place op after it wrote.
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
@@ -67,6 +72,7 @@ class StorageImpl {
   MemoryCategory category_;
   Device device_;
   bool pinned_ = false;
+  bool stand_in_ = false;
   std::function<void(void*)> deleter_;  // empty for allocator-owned bytes
   std::atomic<uint64_t> version_{0};
   /// Make the category agree with saved_by_nodes_ after it crossed zero.

@@ -23,6 +23,8 @@ int64_t Tensor::numel() const { return geometry::numel(impl().sizes); }
 
 void* Tensor::data_ptr() const {
   const TensorImpl& i = impl();
+  TALLY_INTERNAL_ASSERT(!i.storage->is_stand_in(), "a backward rule read a tensor its op did not declare saved (",
+                        dtype_name(i.dtype), " of shape ", i.sizes, "): see Note [Saved tensors] in ops/apply.h");
   TALLY_CHECK_TYPE(NotImplementedError, !i.storage->device().is_meta(), "a meta tensor (", dtype_name(i.dtype),
                    " of shape ", i.sizes, ") has no data: only its sizes, strides and dtype exist. Make it on a real "
                    "device to read or write its values");

@@ -183,4 +183,25 @@ OpObserver* set_op_observer(OpObserver* observer) {
   return previous;
 }
 
+Tensor detail::unsaved_stand_in(const Tensor& t) {
+  // One no-bytes storage per device and thread, shared by every stand-in made there.
+  thread_local std::vector<std::pair<Device, Storage>> storages;
+  const Device device = t.device();
+  Storage storage;
+  for (const auto& [d, s] : storages)
+    if (d == device) storage = s;
+  if (!storage) {
+    storage = std::make_shared<StorageImpl>(nullptr, 0, [](void*) {}, device);
+    storage->mark_stand_in();
+    storages.emplace_back(device, storage);
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->sizes = DimVector(t.sizes());
+  impl->strides = DimVector(t.strides());
+  impl->storage_offset = t.storage_offset();
+  impl->dtype = t.dtype();
+  return Tensor(std::move(impl));
+}
+
 }  // namespace tally::ops

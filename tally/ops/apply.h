@@ -120,6 +120,26 @@ struct BackwardContext {
   bool needs_grad(size_t i) const { return i < needs.size() && needs[i]; }
 };
 
+// Note [Saved tensors]
+// A graph node keeps what its backward rule reads, and no more: the lecture's activations are
+// exactly those tensors, and keeping an input or output the rule never reads would hold its
+// memory until backward for nothing (softmax's input, an add's operands). An op says what its rule
+// reads with
+//   static SavedTensors saved(const SmallVector<bool, 4>& needs);  // needs: per tensor input, its gradient is wanted
+// (which may depend on which gradients are wanted: a product's rule reads b only for a's gradient).
+// An op without it keeps every tensor argument and its output. A tensor not kept is replaced in the
+// node by a stand-in with its sizes, strides, dtype and device and no bytes; a rule that read its
+// values anyway raises InternalError (Tensor::data_ptr), so a wrong declaration cannot compute with
+// garbage. Stand-ins are not checked by the version counter, as PyTorch does not check what it
+// did not save.
+
+/// Which of a node's tensors its backward rule reads: per tensor input in argument order (a
+/// missing entry means kept), and the output.
+struct SavedTensors {
+  SmallVector<bool, 4> inputs;
+  bool output = true;
+};
+
 namespace detail {
 
 extern thread_local OpObserver* tls_observer;
@@ -276,6 +296,59 @@ inline uint64_t version_of(const Tensor& t) { return t.defined() && t.storage() 
 /// Raises if a tensor `node` kept was written in place after the node recorded it.
 void check_saved_version(const Tensor& t, uint64_t saved, const Node& node, const char* role, size_t index);
 
+/// What Op's node keeps for these needs (Note [Saved tensors]); every tensor unless Op says.
+template <class Op>
+SavedTensors saved_tensors(const SmallVector<bool, 4>& needs) {
+  if constexpr (requires { Op::saved(needs); }) {
+    return Op::saved(needs);
+  } else if constexpr (!backward_reads_values<Op>()) {
+    // A rule that reads only shapes, dtypes and devices keeps no values (Note [Version counter]).
+    return {SmallVector<bool, 4>(needs.size(), false), false};
+  } else {
+    return {};
+  }
+}
+
+/// Per tensor input: whether its gradient is wanted.
+inline SmallVector<bool, 4> needs_of(const SmallVector<const Tensor*, 4>& inputs) {
+  SmallVector<bool, 4> needs(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) needs[i] = inputs[i]->defined() && inputs[i]->requires_grad();
+  return needs;
+}
+
+/// Whether a recorded call of Op on these arguments keeps its output: if so, the output is
+/// allocated as activations from the start (Note [Activations] in core/storage.h).
+template <class Op, class... Args>
+bool keeps_output(const Args&... args) {
+  return saved_tensors<Op>(needs_of(tensor_args(args...))).output;
+}
+
+/// A tensor with t's sizes, strides, dtype and device and no bytes (Note [Saved tensors]).
+Tensor unsaved_stand_in(const Tensor& t);
+
+/// Replace the tensor arguments `saved` does not keep by stand-ins, in argument order.
+template <class... Stored>
+void drop_unsaved(std::tuple<Stored...>& args, const SavedTensors& saved) {
+  size_t i = 0;
+  std::apply(
+      [&](auto&... a) {
+        auto visit = [&](auto& v) {
+          using A = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<A, Tensor>) {
+            if (i < saved.inputs.size() && !saved.inputs[i] && v.defined()) v = unsaved_stand_in(v);
+            ++i;
+          } else if constexpr (std::is_same_v<A, TensorList>) {
+            i += v.size();  // lists keep every element
+          }
+        };
+        (visit(a), ...);
+      },
+      args);
+}
+
+/// Whether t is a stand-in for a tensor a node did not keep.
+inline bool is_stand_in(const Tensor& t) { return t.defined() && t.storage() && t.storage()->is_stand_in(); }
+
 /// A recorded call of Op: its arguments, output and the backward rule Op::backward. The storages
 /// it keeps count as activations while it keeps them (Note [Activations] in core/storage.h).
 template <class Op, class... Stored>
@@ -296,10 +369,11 @@ struct OpNode final : Node {
       std::apply(
           [&](const auto&... a) {
             const SmallVector<const Tensor*, 4> kept = tensor_args(a...);
-            for (size_t i = 0; i < kept.size(); ++i) check_saved_version(*kept[i], arg_versions[i], *this, "input", i);
+            for (size_t i = 0; i < kept.size(); ++i)
+              if (!is_stand_in(*kept[i])) check_saved_version(*kept[i], arg_versions[i], *this, "input", i);
           },
           args);
-      check_saved_version(out, out_version, *this, "output", 0);
+      if (!is_stand_in(out)) check_saved_version(out, out_version, *this, "output", 0);
     }
     BackwardContext ctx{grad_output, out, needs};
     return std::apply([&](const auto&... a) { return Op::backward(ctx, a...); }, args);
@@ -325,7 +399,7 @@ struct OpNode final : Node {
   template <class F>
   void for_each_kept(F f) {
     auto visit = [&](const Tensor& t) {
-      if (t.defined() && t.storage()) f(*t.storage());
+      if (t.defined() && t.storage() && !t.storage()->is_stand_in()) f(*t.storage());
     };
     std::apply([&](const auto&... a) { for_each_tensor(visit, a...); }, args);
     visit(out);
@@ -358,11 +432,13 @@ bool will_record(const Args&... args) {
 template <class Op, class... Args>
 void record_autograd(Tensor& out, const Args&... args) {
   const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
-  SmallVector<bool, 4> needs(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) needs[i] = inputs[i]->defined() && inputs[i]->requires_grad();
+  SmallVector<bool, 4> needs = needs_of(inputs);
   auto node = ::tally::detail::make_pooled<OpNode<Op, stored_t<Args>...>>();
   node->args = std::tuple<stored_t<Args>...>(store(args)...);
-  node->out = out.detach();  // saved without history: the node must not own itself
+  const SavedTensors saved = saved_tensors<Op>(needs);
+  drop_unsaved(node->args, saved);
+  // The output is kept without history: the node must not own itself.
+  node->out = saved.output ? out.detach() : unsaved_stand_in(out);
   node->keep();
   node->needs = std::move(needs);
   if constexpr (backward_reads_values<Op>()) {  // only what backward will check (Note [Version counter])
@@ -455,7 +531,7 @@ auto run(const Args&... args) {
   if constexpr (computes<Op, Args...>()) {
     const OutputSpec spec = Op::meta(args...);
     const TensorOptions options = TensorOptions(spec.dtype).device(spec.device.value_or(device));
-    out = recorded ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
+    out = recorded && keeps_output<Op>(args...) ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
     if (!out.device().is_meta() && out.numel() > 0) Op::compute(out, args...);
   } else {
     out = Op::forward(args...);

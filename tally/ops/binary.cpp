@@ -49,6 +49,11 @@ constexpr const char* kBoolSubtractionMessage =
     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the "
     "`~` or `logical_not()` operator instead.";
 
+/// What one gradient rule of a binary op reads (Note [Saved tensors] in ops/apply.h).
+struct Reads {
+  bool a = false, b = false, out = false;
+};
+
 struct AddDef {
   static constexpr std::string_view name = "add";
   static constexpr auto cuda_op = kernels::cuda::BinaryOp::Add;
@@ -57,6 +62,7 @@ struct AddDef {
   template <class C> static C f(C a, C b) { return static_cast<C>(a + b); }
   // d(a+b) = da + db: no operand value is read (Note [Version counter])
   static constexpr bool backward_reads_values = false;
+  static constexpr Reads reads_a{}, reads_b{};
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
 };
@@ -70,6 +76,7 @@ struct SubDef {
   }
   template <class C> static C f(C a, C b) { return static_cast<C>(a - b); }
   static constexpr bool backward_reads_values = false;
+  static constexpr Reads reads_a{}, reads_b{};
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return -g; }
 };
@@ -82,6 +89,7 @@ struct MulDef {
     if constexpr (std::is_same_v<C, bool>) return a && b;
     else return static_cast<C>(a * b);
   }
+  static constexpr Reads reads_a{.b = true}, reads_b{.a = true};
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor& b, const Tensor&) { return g * b; }
   static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor&, const Tensor&) { return g * a; }
 };
@@ -91,6 +99,7 @@ struct DivDef {
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::PromoteToFloat;
   template <class C> static C f(C a, C b) { return a / b; }
+  static constexpr Reads reads_a{.b = true}, reads_b{.b = true, .out = true};
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor& b, const Tensor&) { return g / b; }
   // d(a/b)/db = -a/b² = -out/b
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor& b, const Tensor& out) { return -(g * out / b); }
@@ -226,6 +235,13 @@ struct Binary {
   }
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b) {
     return ops::elementwise_cost(out, {&a, &b}, Def::flops);
+  }
+  /// Only what the wanted gradients' rules read, where the definition says (Note [Saved tensors]).
+  static ops::SavedTensors saved(const SmallVector<bool, 4>& needs)
+    requires requires { Def::reads_a; }
+  {
+    const Reads ra = needs[0] ? Def::reads_a : Reads{}, rb = needs[1] ? Def::reads_b : Reads{};
+    return {{ra.a || rb.a, ra.b || rb.b}, ra.out || rb.out};
   }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& a, const Tensor& b)
     requires requires { &Def::grad_a; }

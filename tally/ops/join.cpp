@@ -108,7 +108,9 @@ struct IndexSelect {
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index) {
     return {0, out.nbytes() + index.nbytes(), out.nbytes()};
   }
-  // The gathered rows' gradients are added back at their indices (repeated indices accumulate).
+  // The gathered rows' gradients are added back at their indices (repeated indices accumulate):
+  // the index is read, the source only for its shape.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{false, true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, const Tensor& index) {
     return {index_add(zeros(x.sizes(), TensorOptions(c.grad.dtype()).device(c.grad.device())), dim, index, c.grad), Tensor()};
   }

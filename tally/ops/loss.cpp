@@ -184,6 +184,8 @@ struct CrossEntropy {
   static ops::Cost cost(const Tensor& out, const Tensor& input, const Tensor& target, int64_t, double, Reduction) {
     return {5 * input.numel(), input.nbytes() + target.nbytes(), out.nbytes()};
   }
+  // The rows are recomputed from the logits and targets; the loss itself is not read.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true, true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& input, const Tensor& target, int64_t ignore_index,
                              double smoothing, Reduction reduction) {
     if (!c.needs_grad(0)) return {Tensor(), Tensor()};

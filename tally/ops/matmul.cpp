@@ -119,6 +119,8 @@ struct Matmul {
   }
   // C = A·B: dA = dC·Bᵀ, dB = Aᵀ·dC — two matmuls, so backward costs twice the forward's FLOPs
   // (the lecture's 2 : 4 rule); each is skipped when its input needs no gradient.
+  // ∂a = g·bᵀ reads b, ∂b = aᵀ·g reads a; the product itself is not read.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) { return {{needs[1], needs[0]}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& a, const Tensor& b) {
     Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
     Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;

@@ -144,6 +144,7 @@ struct SumDef {
   template <class T> using Out = widened_int_t<T>;
   static constexpr Output output = Output::Value;
   // Every summed element receives the result's gradient.
+  static constexpr bool reads_x = false, reads_out = false;  // Note [Saved tensors]
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor&, IntArrayRef) { return g; }
 };
 struct ProdDef {
@@ -155,6 +156,7 @@ struct ProdDef {
   // d Πx / dx_i = Π_{j≠i} x_j. That is out / x_i when the slice has no zero. With zeros it comes
   // from the product of the slice's nonzero elements: a lone zero gets that product and every
   // other element 0; with two or more zeros every derivative is 0 (PyTorch's rule).
+  static constexpr bool reads_x = true, reads_out = true;  // Note [Saved tensors]
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) {
     const Tensor is_zero = x.eq(0);
     if (!is_zero.any().item<bool>()) return g * out / x;
@@ -173,6 +175,7 @@ struct AmaxDef {
   template <class T> using Fold = ExtremeFold<T, true>;
   template <class T> using Out = T;
   static constexpr Output output = Output::Value;
+  static constexpr bool reads_x = true, reads_out = true;  // Note [Saved tensors]
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) { return split_among_ties(g, x, out, dims); }
 };
 struct AminDef {
@@ -181,6 +184,7 @@ struct AminDef {
   template <class T> using Fold = ExtremeFold<T, false>;
   template <class T> using Out = T;
   static constexpr Output output = Output::Value;
+  static constexpr bool reads_x = true, reads_out = true;  // Note [Saved tensors]
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) { return split_among_ties(g, x, out, dims); }
 };
 struct ArgmaxDef {
@@ -309,6 +313,11 @@ struct Reduce {
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, IntArrayRef, bool, Dtype) {
     return {x.numel(), x.nbytes(), out.nbytes()};
+  }
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&)
+    requires requires { Def::reads_x; }
+  {
+    return {{Def::reads_x}, Def::reads_out};
   }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, IntArrayRef dims, bool keepdim, Dtype)
     requires requires { &Def::grad; }

@@ -120,7 +120,9 @@ struct Softmax {
     if (!rows_out.is_same(dst)) dst.copy_(rows_out);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {5 * x.numel(), x.nbytes(), out.nbytes()}; }
-  // softmax: dx = y·(g - Σ g·y); log_softmax: dx = g - softmax(x)·Σ g
+  // softmax: dx = y·(g - Σ g·y); log_softmax: dx = g - softmax(x)·Σ g = g - exp(y)·Σ g: both read
+  // the output only.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{false}, true}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, bool log) {
     if (log) return {c.grad - exp(c.out) * sum(c.grad, {dim}, true)};
     return {c.out * (c.grad - sum(c.grad * c.out, {dim}, true))};

@@ -24,6 +24,11 @@ enum class InputRule {
   BoolToLong,  // bool becomes int64 (square, which PyTorch computes as pow(x, 2))
 };
 
+/// What a unary op's gradient rule reads (Note [Saved tensors] in ops/apply.h).
+struct UnaryReads {
+  bool x = false, out = false;
+};
+
 template <class C> C sigmoid_of(C x) { return C(1) / (C(1) + std::exp(-x)); }
 
 struct NegDef {
@@ -34,6 +39,7 @@ struct NegDef {
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::Negatable;
   template <class C> static C f(C x) { return static_cast<C>(-x); }
+  static constexpr UnaryReads reads{.x = false, .out = false};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor&) { return -g; }
 };
 struct AbsDef {
@@ -48,6 +54,7 @@ struct AbsDef {
     else return x < 0 ? static_cast<C>(-x) : x;
   }
   // d|x| = sign(x), 0 at 0 as in PyTorch
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * ((x > 0).to(g.dtype()) - (x < 0).to(g.dtype())); }
 };
 struct SqrtDef {
@@ -58,6 +65,7 @@ struct SqrtDef {
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::sqrt(x); }
+  static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g / (2 * out); }
 };
 struct RsqrtDef {
@@ -69,6 +77,7 @@ struct RsqrtDef {
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return C(1) / std::sqrt(x); }
   // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 out³
+  static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out * out * out * -0.5; }
 };
 struct ExpDef {
@@ -80,6 +89,7 @@ struct ExpDef {
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::exp(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::exp(x); }
+  static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out; }
 };
 struct LogDef {
@@ -90,6 +100,7 @@ struct LogDef {
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::log(x); }
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / x; }
 };
 struct TanhDef {
@@ -100,6 +111,7 @@ struct TanhDef {
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::tanh(x); }
+  static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (1 - out * out); }
 };
 struct SigmoidDef {
@@ -114,6 +126,7 @@ struct SigmoidDef {
     using namespace kernels;
     return div(splat(1.0f), add(splat(1.0f), kernels::exp(sub(splat(0.0f), x))));
   }
+  static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out * (1 - out); }
 };
 struct SiluDef {
@@ -126,6 +139,7 @@ struct SiluDef {
   template <class C> static C f(C x) { return x * sigmoid_of(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, SigmoidDef::vec(x)); }
   // d x·s(x) = s + x·s·(1 - s)
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) {
     Tensor sg = sigmoid(x);
     return g * (sg + x * sg * (1 - sg));
@@ -140,6 +154,7 @@ struct ErfDef {
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::erf(x); }
   // d erf(x) = 2/√π · e^(-x²)
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * exp(-(x * x)) * 1.1283791670955126; }
 };
 struct SoftplusDef {
@@ -151,6 +166,7 @@ struct SoftplusDef {
   // log(1 + eˣ), and x itself above 20 where that is x to within rounding (PyTorch's threshold).
   template <class C> static C f(C x) { return x > C(20) ? x : std::log1p(std::exp(x)); }
   // d log(1 + eˣ) = sigmoid(x)
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * sigmoid(x); }
 };
 struct Log1pDef {
@@ -161,6 +177,7 @@ struct Log1pDef {
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::log1p(x); }
   // d log(1 + x) = 1 / (1 + x)
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x + 1); }
 };
 struct ReluDef {
@@ -176,6 +193,7 @@ struct ReluDef {
     }
     return x > C(0) ? x : C(0);
   }
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * (x > 0).to(g.dtype()); }
 };
 struct SquareDef {
@@ -186,6 +204,7 @@ struct SquareDef {
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::BoolToLong;
   template <class C> static C f(C x) { return static_cast<C>(x * x); }
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * 2 * x; }
 };
 struct GeluErfDef {
@@ -195,6 +214,7 @@ struct GeluErfDef {
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); }
   // d x·Φ(x) = Φ(x) + x·φ(x)
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) {
     Tensor cdf = 0.5 * (1 + erf(x * M_SQRT1_2));
     Tensor pdf = exp(-0.5 * x * x) * 0.3989422804014327;
@@ -212,6 +232,7 @@ struct GeluTanhDef {
     return C(0.5) * x * (C(1) + std::tanh(inner));
   }
   // d ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): ½(1 + tanh u) + ½x(1 - tanh² u)·√(2/π)(1 + 3·0.044715x²)
+  static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) {
     Tensor t = tanh((x + x * x * x * 0.044715) * 0.7978845608028654);
     return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + x * x * (3 * 0.044715)));
@@ -274,6 +295,7 @@ struct Unary {
     });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x) { return ops::elementwise_cost(out, {&x}, Def::flops); }
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{Def::reads.x}, Def::reads.out}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x) { return {Def::grad(c.grad, x, c.out)}; }
 };
 
@@ -395,7 +417,9 @@ struct Where {
   static ops::Cost cost(const Tensor& out, const Tensor& c, const Tensor& a, const Tensor& b) {
     return ops::elementwise_cost(out, {&c, &a, &b}, 0);
   }
-  // Each branch gets the gradient where it was chosen, reduced to its own shape.
+  // Each branch gets the gradient where it was chosen, reduced to its own shape: only the
+  // condition's values are read.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true, false, false}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& cond, const Tensor& a, const Tensor& b) {
     TensorList grads(3);
     Tensor zero = wrapped_number(0, c.grad.dtype(), c.grad);

@@ -80,6 +80,12 @@ std::multimap<std::string, Case> cases() {
   add("amin", "all", [](const TensorList& v) { return amin(v[0]); }, {leaf({3, 4})});
   add("softmax", "dim 0", [](const TensorList& v) { return softmax(v[0], 0); }, {leaf({3, 4}, "t")});
   add("softmax", "log", [](const TensorList& v) { return log_softmax(v[0], -1); }, {leaf({3, 4}, "s")});
+  add("cross_entropy", "smoothing, ignore_index", [](const TensorList& v) {
+    return cross_entropy(v[0], tensor({2, 0, 1}), {.ignore_index = 1, .label_smoothing = 0.1});
+  }, {leaf({3, 4}, "t")});
+  add("cross_entropy", "sum, 3-d", [](const TensorList& v) {
+    return cross_entropy(v[0], tensor({{1, 2}, {0, 0}}), {.reduction = Reduction::Sum});
+  }, {leaf({2, 3, 2})});
   add("cat", "", [](const TensorList& v) { return cat({v[0], v[1]}, 1); }, {leaf({3, 2}, "t"), leaf({3, 4})});
   add("index_select", "repeats", [](const TensorList& v) { return index_select(v[0], 0, tensor({2, 0, 2})); }, {leaf({3, 4}, "s")});
   add("index_add", "", [](const TensorList& v) { return index_add(v[0], 0, tensor({1, 1}), v[1]); }, {leaf({3, 4}), leaf({2, 4}, "t")});

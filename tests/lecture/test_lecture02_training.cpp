@@ -142,12 +142,12 @@ TEST(LectureTraining, MemoryOfACruncherStepIsTheLecturesFormula) {
   EXPECT_EQ(live(tracker, MemoryCategory::Parameters), kF32 * P);
 
   Tensor loss = mse_loss(model.forward(x), y);
-  // Kept for backward: the input x [B, D] (the first matmul's, for the weight gradient), each
-  // layer's output h_1..h_L [B, D] (the next matmul's input), the final output [B] and the target
-  // y [B] (kept by the sub), the difference [B] (kept by square), its square [B] (kept by the
-  // mean's sum), and three scalars: the sum, the 1/B it is divided by, and the loss. Kept inputs
-  // move from "other" to activations while the graph holds them (Note [Activations]).
-  const int64_t activations = kF32 * (B * D + L * B * D + B + B + B + B + 3);
+  // Kept for backward, and only what the backward rules read (Note [Saved tensors]): each matmul's
+  // input for its weight gradient — x [B, D] and h_1..h_L [B, D] — the difference pred − y [B]
+  // (square's rule reads it), and the 1/B the mean divides by (a scalar). The final output, y, the
+  // square and the loss are not read by any rule, so not kept. Kept inputs move from "other" to
+  // activations while the graph holds them (Note [Activations]).
+  const int64_t activations = kF32 * (B * D + L * B * D + B + 1);
   EXPECT_EQ(live(tracker, MemoryCategory::Activations), activations);
   loss.backward();
   EXPECT_EQ(live(tracker, MemoryCategory::Activations), 0);  // the graph is released

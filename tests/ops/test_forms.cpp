@@ -94,20 +94,21 @@ TEST(Forms, OptimizerStepsInPlace) {
 }
 
 TEST(Activations, TheTrackerCountsWhatTheGraphKeepsByteForByte) {
-  // A 2-layer MLP: every tensor a node keeps for backward is an activation; parameters stay
-  // parameters; after backward the graph is released and nothing is an activation any more.
+  // A 2-layer MLP: every tensor a node keeps for backward is an activation, and a node keeps only
+  // what its rule reads (Note [Saved tensors]); parameters stay parameters; after backward the
+  // graph is released and nothing is an activation any more.
   Generator g(11);
   Tensor w1 = randn({16, 32}, {}, &g).requires_grad_(), w2 = randn({32, 4}, {}, &g).requires_grad_();
   accounting::set_memory_category(w1, MemoryCategory::Parameters);
   accounting::set_memory_category(w2, MemoryCategory::Parameters);
   const int64_t before = live(MemoryCategory::Activations);
   Tensor x = randn({8, 16}, {}, &g);
-  Tensor h = matmul(x, w1);  // keeps x, w1 and h
-  Tensor a = relu(h);        // keeps h and a
-  Tensor y = matmul(a, w2);  // keeps a, w2 and y
-  Tensor loss = y.sum();     // keeps y and loss
-  const int64_t by_hand = x.nbytes() + h.nbytes() + a.nbytes() + y.nbytes() + loss.nbytes();
-  EXPECT_EQ(by_hand, 8 * 16 * 4 + 8 * 32 * 4 + 8 * 32 * 4 + 8 * 4 * 4 + 4);
+  Tensor h = matmul(x, w1);  // keeps x (for w1's gradient); x needs none, so w1 is not kept
+  Tensor a = relu(h);        // keeps h (its rule reads the input)
+  Tensor y = matmul(a, w2);  // keeps a and w2 (a parameter: not an activation)
+  Tensor loss = y.sum();     // keeps nothing: the gradient of a sum is placed by shape
+  const int64_t by_hand = x.nbytes() + h.nbytes() + a.nbytes();
+  EXPECT_EQ(by_hand, 8 * 16 * 4 + 8 * 32 * 4 + 8 * 32 * 4);
   EXPECT_EQ(live(MemoryCategory::Activations) - before, by_hand);
   EXPECT_EQ(w1.storage()->category(), MemoryCategory::Parameters);
   loss.backward();

@@ -1,0 +1,47 @@
+// The small GPT's activations — the tensors its graph keeps for backward — written out from its
+// shapes, against the memory tracker byte for byte.
+
+#include <gtest/gtest.h>
+
+#include "tally/tally.h"
+
+namespace tally {
+namespace {
+
+TEST(TransformerActivations, EqualTheFormulaFromTheShapes) {
+  nn::TransformerConfig c;  // GPT-2 style: learned positions, LayerNorm, GELU MLP of 4·d, biases, tied head
+  c.vocab_size = 64;
+  c.context_length = 16;
+  c.d_model = 32;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  const int64_t b = 3, T = 16, d = 32, h = 4, L = 2, V = 64, N = b * T;
+  Generator gen(1);
+  nn::TransformerLM model(c, {}, &gen);
+  Tensor ids = randint(V, {b, T}, TensorOptions(kInt64), &gen), targets = randint(V, {b, T}, TensorOptions(kInt64), &gen);
+  accounting::MemoryTracker tracker;
+  Tensor loss = model.loss(ids, targets);
+
+  // What each rule reads (Note [Saved tensors] in ops/apply.h), in float32 elements:
+  // LayerNorm (composite): the centered input [N, d], 1/√(var + eps) [N, 1], the normalised
+  //   input [N, d] (for the weight's gradient) and the two 1/d scalars its means divide by.
+  const int64_t layer_norm = 2 * N * d + N + 2;
+  // A block: LayerNorm; the qkv input [N, d]; the packed q, k, v [N, 3d] (the score and value
+  // matmuls read them); the 1/√d_head scalar; the softmax output [b, h, T, T]; the heads'
+  // output re-laid as [N, d] (the projection's input); LayerNorm; the MLP input [N, d], the GELU
+  // input [N, 4d] and the GELU output [N, 4d] (the second layer's input).
+  const int64_t block = layer_norm + N * d + 3 * N * d + 1 + b * h * T * T + N * d + layer_norm + N * d + 4 * N * d + 4 * N * d;
+  // The head: the final LayerNorm, the lm_head matmul's input [N, d] (the tied embedding needs its
+  // gradient) and the logits [N, V] cross-entropy recomputes its softmax from.
+  const int64_t head = layer_norm + N * d + N * V;
+  // Besides the floats: each block's causal mask [T, T] (bool, read by masked_fill) and the token
+  // ids and targets (int64, read by the embedding's and the loss's rules).
+  const int64_t bytes = 4 * (L * block + head) + L * T * T + 8 * N + 8 * N;
+  EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::Activations), bytes);
+  EXPECT_EQ(tracker.peak_allocated_bytes(MemoryCategory::Activations), bytes);
+  loss.backward();
+  EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::Activations), 0);
+}
+
+}  // namespace
+}  // namespace tally

@@ -51,12 +51,7 @@ int main(int argc, char** argv) {
          },
          B};
   } else if (which == "gpt") {
-    nn::TransformerConfig c;
-    c.vocab_size = 256;
-    c.context_length = 256;
-    c.d_model = 256;
-    c.num_layers = 4;
-    c.num_heads = 4;
+    const nn::TransformerConfig c{.vocab_size = 256, .context_length = 256, .d_model = 256, .num_layers = 4, .num_heads = 4};
     auto lm = std::make_shared<nn::TransformerLM>(c, TensorOptions(), &gen);
     model = lm;
     optimizer = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions(1e-4));

@@ -51,12 +51,7 @@ int main(int argc, char** argv) {
   const data::TokenFile tokens = data::TokenFile::open_raw(path.string(), data::TokenDtype::UInt16);
 
   // 2. Model: a byte-level GPT (vocab 256).
-  nn::TransformerConfig config;
-  config.vocab_size = 256;
-  config.context_length = 64;
-  config.d_model = 128;
-  config.num_layers = 2;
-  config.num_heads = 4;
+  const nn::TransformerConfig config{.vocab_size = 256, .context_length = 64, .d_model = 128, .num_layers = 2, .num_heads = 4};
   const int64_t batch = 16;
   Generator gen(0);
   nn::TransformerLM model(config, {}, &gen);

@@ -16,13 +16,8 @@ struct TrainingRun {
 /// `steps` AdamW steps of the small GPT's architecture (vocab 256, d 256, 4 layers, 4 heads),
 /// with dropout on, at a shorter context and batch so the test stays quick.
 TrainingRun train(uint64_t seed, int64_t steps) {
-  nn::TransformerConfig config;
-  config.vocab_size = 256;
-  config.context_length = 32;
-  config.d_model = 256;
-  config.num_layers = 4;
-  config.num_heads = 4;
-  config.dropout = 0.1;
+  const nn::TransformerConfig config{.vocab_size = 256, .context_length = 32, .d_model = 256, .num_layers = 4, .num_heads = 4,
+                                     .dropout = 0.1};
   Generator gen(seed);
   nn::TransformerLM model(config, {}, &gen);
   optim::AdamW optimizer(model.parameters(), optim::AdamWOptions(1e-3));

@@ -196,16 +196,8 @@ TEST(LayersVsTorch, TwoLayerTransformerLM) {
                                    "rotary=0 norm=ln mlp=gelu tied=1"},
                            Variant{nn::PositionEncoding::Rotary, nn::NormKind::RMSNorm, nn::MlpKind::SwiGLU, false,
                                    "rotary=1 norm=rms mlp=swiglu tied=0"}}) {
-    nn::TransformerConfig config;
-    config.vocab_size = 32;
-    config.context_length = 8;
-    config.d_model = 16;
-    config.num_layers = 2;
-    config.num_heads = 2;
-    config.positions = v.positions;
-    config.norm = v.norm;
-    config.mlp = v.mlp;
-    config.tied_embeddings = v.tied;
+    const nn::TransformerConfig config{.vocab_size = 32, .context_length = 8, .d_model = 16, .num_layers = 2, .num_heads = 2,
+                                       .positions = v.positions, .mlp = v.mlp, .norm = v.norm, .tied_embeddings = v.tied};
     Generator gen(8);
     nn::TransformerLM lm(config, {}, &gen);
     Tensor ids = randint(32, {3, 8}, TensorOptions(kInt64), &gen);

@@ -27,13 +27,7 @@ TEST(Module, CruncherNamesAndCountsAreTheLecturesOnes) {
 }
 
 TEST(Module, TransformerParameterNamesFollowRegistrationOrder) {
-  nn::TransformerConfig c;
-  c.vocab_size = 16;
-  c.context_length = 4;
-  c.d_model = 8;
-  c.num_layers = 1;
-  c.num_heads = 2;
-  c.tied_embeddings = false;
+  const nn::TransformerConfig c{.vocab_size = 16, .context_length = 4, .d_model = 8, .num_layers = 1, .num_heads = 2, .tied_embeddings = false};
   nn::TransformerLM lm(c);
   EXPECT_EQ(names(lm.named_parameters()),
             (std::vector<std::string>{"token_embedding.weight", "position_embedding.weight", "blocks.0.norm1.weight",

@@ -9,12 +9,8 @@ namespace tally {
 namespace {
 
 TEST(TransformerActivations, EqualTheFormulaFromTheShapes) {
-  nn::TransformerConfig c;  // GPT-2 style: learned positions, LayerNorm, GELU MLP of 4·d, biases, tied head
-  c.vocab_size = 64;
-  c.context_length = 16;
-  c.d_model = 32;
-  c.num_layers = 2;
-  c.num_heads = 4;
+  // GPT-2 style by default: learned positions, LayerNorm, a GELU MLP of 4·d, biases, a tied head.
+  const nn::TransformerConfig c{.vocab_size = 64, .context_length = 16, .d_model = 32, .num_layers = 2, .num_heads = 4};
   const int64_t b = 3, T = 16, d = 32, h = 4, L = 2, V = 64, N = b * T;
   Generator gen(1);
   nn::TransformerLM model(c, {}, &gen);

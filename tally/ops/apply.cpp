@@ -195,7 +195,7 @@ Tensor detail::unsaved_stand_in(const Tensor& t) {
     storage->mark_stand_in();
     storages.emplace_back(device, storage);
   }
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = ::tally::detail::make_pooled<TensorImpl>();
   impl->storage = std::move(storage);
   impl->sizes = DimVector(t.sizes());
   impl->strides = DimVector(t.strides());

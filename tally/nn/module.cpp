@@ -5,6 +5,7 @@
 
 #include "tally/accounting/memory_tracker.h"
 #include "tally/core/autograd_meta.h"
+#include "tally/ops/foreach.h"
 
 namespace tally::nn {
 
@@ -156,13 +157,6 @@ void Module::to(Dtype dtype) {
   });
 }
 
-void Module::zero_grad(bool set_to_none) {
-  for (Tensor& p : parameters()) {
-    Tensor& g = p.mutable_grad();
-    if (!g.defined()) continue;
-    if (set_to_none) g = Tensor();
-    else g.zero_();
-  }
-}
+void Module::zero_grad(bool set_to_none) { zero_grads(parameters(), set_to_none); }
 
 }  // namespace tally::nn

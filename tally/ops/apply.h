@@ -252,7 +252,12 @@ class OpScope {
   /// Tell the observer, if any, that Op(args) ran with output `out`.
   template <class Op, class... Args>
   void report(const Tensor& out, const Args&... args) {
-    if (observed_) tls_observer->on_op(Op::name, Op::cost(out, args...), seconds());
+    if (observed_) report(Op::name, Op::cost(out, args...));
+  }
+  /// Tell the observer, if any, that a compound step `name` (an optimizer's, say) ran at `cost`;
+  /// the ops run inside the scope are nested in it (Note [Nested ops]).
+  void report(std::string_view name, const Cost& cost) {
+    if (observed_) tls_observer->on_op(name, cost, seconds());
   }
 
  private:
@@ -314,13 +319,6 @@ inline SmallVector<bool, 4> needs_of(const SmallVector<const Tensor*, 4>& inputs
   SmallVector<bool, 4> needs(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) needs[i] = inputs[i]->defined() && inputs[i]->requires_grad();
   return needs;
-}
-
-/// Whether a recorded call of Op on these arguments keeps its output: if so, the output is
-/// allocated as activations from the start (Note [Activations] in core/storage.h).
-template <class Op, class... Args>
-bool keeps_output(const Args&... args) {
-  return saved_tensors<Op>(needs_of(tensor_args(args...))).output;
 }
 
 /// A tensor with t's sizes, strides, dtype and device and no bytes (Note [Saved tensors]).
@@ -428,14 +426,13 @@ bool will_record(const Args&... args) {
   else return false;
 }
 
-/// Attach a node recording Op(args) -> out (for a call will_record accepted).
+/// Attach a node recording Op(args) -> out (for a call will_record accepted), given which inputs
+/// need gradients and what the rule reads for them (saved_tensors).
 template <class Op, class... Args>
-void record_autograd(Tensor& out, const Args&... args) {
+void record_autograd(Tensor& out, SmallVector<bool, 4> needs, const SavedTensors& saved, const Args&... args) {
   const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
-  SmallVector<bool, 4> needs = needs_of(inputs);
   auto node = ::tally::detail::make_pooled<OpNode<Op, stored_t<Args>...>>();
   node->args = std::tuple<stored_t<Args>...>(store(args)...);
-  const SavedTensors saved = saved_tensors<Op>(needs);
   drop_unsaved(node->args, saved);
   // The output is kept without history: the node must not own itself.
   node->out = saved.output ? out.detach() : unsaved_stand_in(out);
@@ -526,12 +523,20 @@ template <class Op, class... Args>
 auto run(const Args&... args) {
   const Device device = op_device<Op>(args...);
   const bool recorded = will_record<Op>(args...);  // before the scope: it reads the depth
+  // What the node will keep, decided once: an output it keeps is allocated as activations from
+  // the start (Note [Activations] in core/storage.h).
+  SmallVector<bool, 4> needs;
+  SavedTensors saved;
+  if (recorded) {
+    needs = needs_of(tensor_args(args...));
+    saved = saved_tensors<Op>(needs);
+  }
   OpScope scope(device);
   Tensor out;
   if constexpr (computes<Op, Args...>()) {
     const OutputSpec spec = Op::meta(args...);
     const TensorOptions options = TensorOptions(spec.dtype).device(spec.device.value_or(device));
-    out = recorded && keeps_output<Op>(args...) ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
+    out = recorded && saved.output ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
     if (!out.device().is_meta() && out.numel() > 0) Op::compute(out, args...);
   } else {
     out = Op::forward(args...);
@@ -539,7 +544,7 @@ auto run(const Args&... args) {
   scope.report<Op>(out, args...);
   if constexpr (Differentiable<Op, Args...>) {
     (void)DifferentiableRegistrar<Op>::registered;
-    if (recorded) record_autograd<Op>(out, args...);
+    if (recorded) record_autograd<Op>(out, std::move(needs), saved, args...);
   }
   return out;
 }

@@ -83,6 +83,18 @@ void _foreach_zero_(TensorList& self) {
   for_each_index("_foreach_zero_", self, [&](size_t i) { self[i].zero_(); });
 }
 
+void zero_grads(const TensorList& params, bool set_to_none) {
+  TensorList grads;
+  for (const Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) Tensor(p).set_grad(Tensor());
+    else grads.push_back(p.grad());
+  }
+  if (grads.empty()) return;
+  NoGradGuard no_grad;
+  _foreach_zero_(grads);
+}
+
 TensorList _foreach_sqrt(const TensorList& x) {
   TensorList out(x.size());
   for_each_index("_foreach_sqrt", x, [&](size_t i) { out[i] = sqrt(x[i]); });

@@ -24,6 +24,9 @@ void _foreach_addcdiv_(TensorList& self, const TensorList& t1, const TensorList&
 void _foreach_lerp_(TensorList& self, const TensorList& end, Scalar weight);
 /// self[i] = 0
 void _foreach_zero_(TensorList& self);
+/// Clear the gradients of `params` (Module::zero_grad, Optimizer::zero_grad): release them
+/// (set_to_none, PyTorch's default), or zero them in place with one _foreach_zero_.
+void zero_grads(const TensorList& params, bool set_to_none);
 /// √x[i], new tensors
 TensorList _foreach_sqrt(const TensorList& x);
 

@@ -1,6 +1,5 @@
 #include "tally/optim/optimizer.h"
 
-#include <chrono>
 #include <sstream>
 #include <unordered_set>
 
@@ -23,41 +22,16 @@ double* hyper_number(OptimizerOptions& options, std::string_view name) {
   return nullptr;
 }
 
-std::string shape_str(IntArrayRef sizes) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < sizes.size(); ++i) os << (i ? ", " : "") << sizes[i];
-  os << ']';
-  return os.str();
-}
-
 /// The tensor `key` of a state dict being loaded, checked against the shape and dtype expected.
 const Tensor& expect_entry(const StateDict& dict, const std::string& key, IntArrayRef sizes, Dtype dtype) {
   const Tensor* t = dict.find(key);
-  TALLY_CHECK(t != nullptr, "load_state_dict: missing key '", key, "' (expected shape ", shape_str(sizes), ")");
-  TALLY_CHECK(t->sizes() == sizes, "load_state_dict: '", key, "' has shape ", shape_str(t->sizes()), " but the optimizer expects ",
-              shape_str(sizes));
+  TALLY_CHECK(t != nullptr, "load_state_dict: missing key '", key, "' (expected shape ", sizes, ")");
+  TALLY_CHECK(t->sizes() == sizes, "load_state_dict: '", key, "' has shape ", t->sizes(), " but the optimizer expects ",
+              sizes);
   TALLY_CHECK(t->dtype() == dtype, "load_state_dict: '", key, "' has dtype ", dtype_name(t->dtype()), " but the optimizer expects ",
               dtype_name(dtype));
   return *t;
 }
-
-/// While alive, ops run on this thread are part of one ledger row (Note [Nested ops] in
-/// ops/apply.h): report() hands the observer, if any, the row's cost and wall time.
-class LedgerRow {
- public:
-  LedgerRow() : observed_(ops::detail::tls_op_depth == 0 && ops::detail::tls_observer != nullptr) {}
-  void report(std::string_view name, const ops::Cost& cost, bool ran) const {
-    if (!observed_) return;
-    const double seconds = ran ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() : 0.0;
-    ops::detail::tls_observer->on_op(name, cost, seconds);
-  }
-
- private:
-  bool observed_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  ops::detail::OpDepthGuard depth_;
-};
 
 }  // namespace
 
@@ -136,9 +110,16 @@ Tensor Optimizer::step(const LossClosure& closure) {
   if (closure) loss = closure();
   NoGradGuard no_grad;
   accounting::OptimizerPhaseGuard phase;
-  LedgerRow row;
+  // The whole step is one ledger row; the ops an update runs are nested in it (on the meta
+  // device it records its cost and no time).
+  Device device(kCPU);
+  for (const OptimizerParamGroup& group : param_groups_)
+    if (!group.params().empty()) {
+      device = group.params().front().device();
+      break;
+    }
+  ops::detail::OpScope row(device);
   ops::Cost cost;
-  bool ran = false;
   for (OptimizerParamGroup& group : param_groups_) {
     for (Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;  // as PyTorch: a parameter without a gradient keeps its state
@@ -147,26 +128,15 @@ Tensor Optimizer::step(const LossClosure& closure) {
       cost += update(p, p.grad(), state, group.options());
       // Writes inside the step are nested ops, which leave versions alone: count the step's one.
       if (p.storage()) p.storage()->bump_version();
-      ran = ran || !p.device().is_meta();
     }
   }
-  row.report(step_name(), cost, ran);
+  row.report(step_name(), cost);
   return loss;
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
-  TensorList grads;
-  for (OptimizerParamGroup& group : param_groups_) {
-    for (Tensor& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      if (set_to_none) p.set_grad(Tensor());
-      else grads.push_back(p.grad());
-    }
-  }
-  if (grads.empty()) return;
   accounting::OptimizerPhaseGuard phase;
-  NoGradGuard no_grad;
-  _foreach_zero_(grads);  // one ledger row for all of them
+  zero_grads(parameters(), set_to_none);
 }
 
 StateDict Optimizer::state_dict() const {
@@ -240,7 +210,7 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
     }
   }
   for (const auto& [key, value] : state_dict)
-    TALLY_CHECK(expected.contains(key), "load_state_dict: unexpected key '", key, "' (shape ", shape_str(value.sizes()), ")");
+    TALLY_CHECK(expected.contains(key), "load_state_dict: unexpected key '", key, "' (shape ", value.sizes(), ")");
 
   for (size_t g = 0; g < param_groups_.size(); ++g) param_groups_[g].set_options(std::move(options[g]));
   state_.clear();
@@ -261,8 +231,8 @@ void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad)
                          ": the fused update takes float32 and float64 parameters, got ", dtype_name(param.dtype()));
   TALLY_CHECK_TYPE_ERROR(grad.dtype() == param.dtype(), op, ": the gradient's dtype ", dtype_name(grad.dtype()),
                          " differs from the parameter's ", dtype_name(param.dtype()));
-  TALLY_CHECK(grad.sizes() == param.sizes(), op, ": gradient of shape ", shape_str(grad.sizes()), " for a parameter of shape ",
-              shape_str(param.sizes()));
+  TALLY_CHECK(grad.sizes() == param.sizes(), op, ": gradient of shape ", grad.sizes(), " for a parameter of shape ",
+              param.sizes());
   TALLY_CHECK_TYPE(NotImplementedError, !param.device().is_cuda(), op, ": no CUDA kernel for the fused optimizer update");
   TALLY_CHECK_TYPE(DeviceError, grad.device() == param.device(), op, ": the parameter is on ", param.device().str(),
                    " but its gradient on ", grad.device().str());

@@ -80,6 +80,11 @@ std::multimap<std::string, Case> cases() {
   add("amin", "all", [](const TensorList& v) { return amin(v[0]); }, {leaf({3, 4})});
   add("softmax", "dim 0", [](const TensorList& v) { return softmax(v[0], 0); }, {leaf({3, 4}, "t")});
   add("softmax", "log", [](const TensorList& v) { return log_softmax(v[0], -1); }, {leaf({3, 4}, "s")});
+  add("addcmul", "broadcast", [](const TensorList& v) { return addcmul(v[0], v[1], v[2], 0.5); },
+      {leaf({3, 4}), leaf({3, 4}, "t"), leaf({4})});
+  add("addcdiv", "", [](const TensorList& v) { return addcdiv(v[0], v[1], v[2], -2); },
+      {leaf({3, 4}, "s"), leaf({3, 4}), leaf({3, 4}, "", 0.5, 2)});
+  add("lerp", "", [](const TensorList& v) { return lerp(v[0], v[1], 0.3); }, {leaf({3, 4}, "t"), leaf({3, 4})});
   add("cross_entropy", "smoothing, ignore_index", [](const TensorList& v) {
     return cross_entropy(v[0], tensor({2, 0, 1}), {.ignore_index = 1, .label_smoothing = 0.1});
   }, {leaf({3, 4}, "t")});

@@ -215,39 +215,34 @@ TEST(LossesVsTorch, CrossEntropyAndMse) {
     int64_t ignore_index;
     double smoothing;
   };
+  // loss = fn(x) against torch's for `line`: the loss and x's gradient under a random upstream one.
+  auto check_loss = [&](const std::string& line, Tensor x, const Tensor& target, const std::function<Tensor(const Tensor&)>& fn) {
+    x.requires_grad_();
+    Tensor loss = fn(x);
+    Tensor grad = randn(loss.sizes(), {}, &gen);
+    (loss * grad).sum().backward();
+    TorchCase& ref = batch.add("loss", [=](TorchCase& r) {
+      expect_close(loss, r.read("out", loss), line);
+      expect_close(x.grad(), r.read("grad.input", x), line + " grad");
+    });
+    ref.write("input", x);
+    ref.write("target", target);
+    ref.write("grad", grad);
+    ref.set_case(line);
+  };
   for (const Ce& c : {Ce{Reduction::Mean, "mean", -100, 0.0}, Ce{Reduction::Sum, "sum", 2, 0.0}, Ce{Reduction::None, "none", -100, 0.1},
                       Ce{Reduction::Mean, "mean", 3, 0.2}}) {
-    Tensor x = (randn({6, 5}, {}, &gen) * 4.0).requires_grad_();
-    Tensor t = tensor({0, 2, 3, 4, 3, 1}, TensorOptions(kInt64));
-    Tensor loss = cross_entropy(x, t, {.ignore_index = c.ignore_index, .reduction = c.reduction, .label_smoothing = c.smoothing});
-    Tensor grad = randn(loss.sizes(), {}, &gen);
-    (loss * grad).sum().backward();
-    const std::string what = std::string("cross_entropy ") + c.name;
-    TorchCase& ref = batch.add("ce", [=](TorchCase& r) {
-      expect_close(loss, r.read("out", loss), what);
-      expect_close(x.grad(), r.read("grad.input", x), what + " grad");
-    });
-    ref.write("input", x);
-    ref.write("target", t);
-    ref.write("grad", grad);
-    ref.set_case(std::string("cross_entropy reduction=") + c.name + " ignore_index=" + std::to_string(c.ignore_index) +
-                 " label_smoothing=" + std::to_string(c.smoothing));
+    const Tensor t = tensor({0, 2, 3, 4, 3, 1}, TensorOptions(kInt64));
+    check_loss(std::string("cross_entropy reduction=") + c.name + " ignore_index=" + std::to_string(c.ignore_index) +
+                   " label_smoothing=" + std::to_string(c.smoothing),
+               randn({6, 5}, {}, &gen) * 4.0, t, [&](const Tensor& x) {
+                 return cross_entropy(x, t, {.ignore_index = c.ignore_index, .reduction = c.reduction, .label_smoothing = c.smoothing});
+               });
   }
   for (auto [reduction, name] : {std::pair{Reduction::Mean, "mean"}, std::pair{Reduction::Sum, "sum"}, std::pair{Reduction::None, "none"}}) {
-    Tensor x = randn({4, 3}, {}, &gen).requires_grad_();
-    Tensor t = randn({4, 3}, {}, &gen);
-    Tensor loss = mse_loss(x, t, reduction);
-    Tensor grad = randn(loss.sizes(), {}, &gen);
-    (loss * grad).sum().backward();
-    const std::string what = std::string("mse_loss ") + name;
-    TorchCase& ref = batch.add("mse", [=](TorchCase& r) {
-      expect_close(loss, r.read("out", loss), what);
-      expect_close(x.grad(), r.read("grad.input", x), what + " grad");
-    });
-    ref.write("input", x);
-    ref.write("target", t);
-    ref.write("grad", grad);
-    ref.set_case(std::string("mse_loss reduction=") + name);
+    const Tensor t = randn({4, 3}, {}, &gen);
+    check_loss(std::string("mse_loss reduction=") + name, randn({4, 3}, {}, &gen), t,
+               [&, r = reduction](const Tensor& x) { return mse_loss(x, t, r); });
   }
   batch.run();
 }

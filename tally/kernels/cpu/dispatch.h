@@ -15,7 +15,8 @@
 // the file defines, in every pass, a table of the listed kernels, `tables_<target>::file()`, and
 // in the primary pass `cpu_kernels()`, which picks the table of the set chosen once per process
 // (the CPU's best, or TALLY_CPU_KERNELS=avx512|avx2|baseline): the first run of each kernel looks
-// its index up in the primary list and caches the chosen target's entry.
+// its index up in the primary list and caches the chosen target's entry, so no index is kept by
+// hand, and a kernel left out of the list fails on its first call with an InternalError.
 //
 // Why not GCC's target_clones or target pragmas: vec_math.h selects its intrinsics with the
 // preprocessor (__AVX512F__), which a function attribute does not change, and a kernel is a
@@ -27,11 +28,13 @@
 // So everything a kernel pass defines has internal linkage or lives in a namespace named after
 // its target: op structs are in anonymous namespaces, the kernel headers (vec_math.h,
 // elementwise.h, strided_loop.h, reduce.h, parallel.h, box_muller.h) put their code in
-// `inline namespace TALLY_CPU_TARGET`, std::vector and friends stay out of kernels, and kernels
-// use plain dispatch() (the op's checks ran before, in the primary pass), whose error, like
-// unknown_kernel_dtype's, is formatted out of line rather than by inline helpers. The test kernel_pass_symbols (tests/kernels/check_kernel_symbols.cmake)
-// lists the external symbols of every kernel-pass object and fails on any outside its target's
-// namespaces.
+// `inline namespace TALLY_CPU_TARGET`, std::vector and friends stay out of kernels (a scratch
+// buffer is a type of the file's own), the dtype conversions are always inlined (dtype/half.h),
+// and kernels use plain dispatch() (the op's checks ran before, in the primary pass), whose
+// error, like unknown_kernel_dtype's, is formatted out of line. The tests
+// kernel_pass_symbols_<target> (tests/kernels/check_kernel_symbols.py) list the external symbols
+// of every kernel-pass object and fail on any outside its target's namespaces: the hazard shows
+// up there, not as a SIGILL on someone else's CPU.
 
 #include <array>
 #include <cstdint>

@@ -54,7 +54,7 @@ class SmallVector {
     }
     return *this;
   }
-  ~SmallVector() { release(); }
+  [[gnu::always_inline]] ~SmallVector() { release(); }  // inline for the reason above release()
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }

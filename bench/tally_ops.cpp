@@ -4,7 +4,7 @@
 // state. The ceilings (FMA peak, STREAM) are measured here too, by the library's own probes.
 //
 // Usage: tally_ops GROUP [--iters N]
-//   GROUP is one of: info, peak, matmul_f32, matmul_bf16, memory, tiny_matmul.
+//   GROUP is one of: info, peak, matmul_f32, matmul_bf16, memory, tiny_matmul, dispatch.
 // Output lines: {"name": ..., "seconds": [per-iteration times], "flops": F, "bytes": B}
 //   (peak lines carry "value" in FLOP/s or bytes/s instead of times.)
 
@@ -108,6 +108,36 @@ void run_memory(int iters) {
   time_op("randn", iters, 0, tensor_bytes, [&] { tally::Tensor z = tally::randn({kRows, kCols}); });
 }
 
+// The kernels a portable build compiles per target (Note [CPU kernel dispatch]), one op each on
+// 256 MiB float32 operands (64M elements; softmax over rows of 4096): elementwise with and without
+// Vec16f, the reductions, softmax, the casts, and the matmuls tally computes itself (float16
+// widened, float64 blocked, tiny float32). bench/compare_dispatch.py runs it per build and set.
+void run_dispatch(int iters) {
+  constexpr int64_t kRows = 16384, kCols = 4096;
+  const tally::Tensor x = tally::randn({kRows, kCols}), y = tally::randn({kRows, kCols});
+  const tally::Tensor xb = x.to(tally::kBFloat16), xh = x.to(tally::kFloat16);
+  const double bytes = static_cast<double>(x.nbytes()), n = static_cast<double>(x.numel());
+  time_op("add", iters, n, 3 * bytes, [&] { tally::Tensor z = x + y; });
+  time_op("mul_scalar", iters, n, 2 * bytes, [&] { tally::Tensor z = x * 2; });
+  time_op("exp", iters, n, 2 * bytes, [&] { tally::Tensor z = x.exp(); });
+  time_op("silu", iters, 5 * n, 2 * bytes, [&] { tally::Tensor z = tally::silu(x); });
+  time_op("tanh", iters, n, 2 * bytes, [&] { tally::Tensor z = x.tanh(); });
+  time_op("sum", iters, n, bytes, [&] { tally::Tensor z = x.sum(); });
+  time_op("amax_rows", iters, n, bytes, [&] { tally::Tensor z = tally::amax(x, {1}); });
+  time_op("sum_dim0", iters, n, bytes, [&] { tally::Tensor z = tally::sum(x, {0}); });
+  time_op("softmax", iters, 5 * n, 2 * bytes, [&] { tally::Tensor z = tally::softmax(x, -1); });
+  time_op("cast_f32_bf16", iters, 0, 1.5 * bytes, [&] { tally::Tensor z = x.to(tally::kBFloat16); });
+  time_op("cast_bf16_f32", iters, 0, 1.5 * bytes, [&] { tally::Tensor z = xb.to(tally::kFloat32); });
+  time_op("cast_f16_f32", iters, 0, 1.5 * bytes, [&] { tally::Tensor z = xh.to(tally::kFloat32); });
+  const tally::Tensor ah = tally::randn({1024, 1024}).to(tally::kFloat16), ad = tally::randn({512, 512}).to(tally::kFloat64);
+  time_op("matmul_f16_1024", iters, 2.0 * 1024 * 1024 * 1024, 0, [&] { tally::Tensor c = tally::matmul(ah, ah); });
+  time_op("matmul_f64_512", iters, 2.0 * 512 * 512 * 512, 0, [&] { tally::Tensor c = tally::matmul(ad, ad); });
+  const tally::Tensor at = tally::randn({16, 16});
+  time_op("tiny_matmul_16", iters, 1000 * 2.0 * 16 * 16 * 16, 0, [&] {
+    for (int i = 0; i < 1000; ++i) tally::Tensor c = tally::matmul(at, at);
+  });
+}
+
 // Tiny float32 matmuls, where the per-call cost is all overhead: 1000 calls per timed iteration.
 void run_tiny_matmul(int iters) {
   constexpr int kCalls = 1000;
@@ -124,7 +154,7 @@ void run_tiny_matmul(int iters) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s info|peak|matmul_f32|matmul_bf16|memory|tiny_matmul [--iters N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s info|peak|matmul_f32|matmul_bf16|memory|tiny_matmul|dispatch [--iters N]\n", argv[0]);
     return 2;
   }
   const std::string group = argv[1];
@@ -138,6 +168,7 @@ int main(int argc, char** argv) {
     else if (group == "matmul_bf16") run_matmul(tally::kBFloat16, "bf16", {512, 1024, 2048}, iters);
     else if (group == "memory") run_memory(iters);
     else if (group == "tiny_matmul") run_tiny_matmul(iters);
+    else if (group == "dispatch") run_dispatch(iters);
     else {
       std::fprintf(stderr, "unknown group '%s'\n", group.c_str());
       return 2;

@@ -6,8 +6,9 @@
 #include "cli/commands.h"
 #include "cli/gpu.h"
 #include "tally/machine/cpu_info.h"
-#include "tally/kernels/cpu/parallel.h"
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
+#include "tally/kernels/cpu/parallel.h"
 
 namespace tally::cli {
 
@@ -24,15 +25,17 @@ void run_info() {
              cpu.threads_per_core == 1 ? "" : "s", cpu.hypervisor ? "; under a hypervisor, whose vCPUs may share physical cores" : "");
   fmt::print("  measured clock   {:.2f} GHz (dependent add chain: highest seen on this machine; {:.2f} GHz in this run)\n",
              cpu.clock_ghz, cpu.clock_ghz_now);
-  fmt::print("  AVX2 / FMA       {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma));
+  fmt::print("  AVX2/FMA/F16C    {} / {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma), yes_no(cpu.f16c));
   fmt::print("  AVX-512F         {}{}\n", yes_no(cpu.avx512f),
              cpu.avx512f ? fmt::format(" ({}-bit FMA datapath)", cpu.fma_datapath_bits) : "");
+  fmt::print("  AVX-512 BW/DQ/VL {} / {} / {}\n", yes_no(cpu.avx512bw), yes_no(cpu.avx512dq), yes_no(cpu.avx512vl));
   fmt::print("  AVX512_BF16      {}\n", yes_no(cpu.avx512_bf16));
   fmt::print("  AVX512_FP16      {}\n", yes_no(cpu.avx512_fp16));
   fmt::print("  AMX tile / bf16 / int8  {} / {} / {}\n", yes_no(cpu.amx_tile), yes_no(cpu.amx_bf16), yes_no(cpu.amx_int8));
   fmt::print("\nBuild\n");
   fmt::print("  type             {}\n", TALLY_BUILD_TYPE_STR);
   fmt::print("  compiler         {}\n", __VERSION__);
+  fmt::print("  kernels          {} ({})\n", kernels::cpu_kernel_set(), kernels::cpu_kernel_set_reason());
   fmt::print("  OpenMP threads   {}\n", kernels::num_threads());
   fmt::print("  matmul           oneDNN for float32{}; float16 widened to float32; float64/int blocked\n",
              kernels::detail::onednn_native_bf16() ? " and bfloat16 (native)" : ", bfloat16 widened to float32 (no native bf16 here)");

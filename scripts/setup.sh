@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up a fresh Debian 12 machine for tally and build it (Release, -march=native) into build/,
+# Set up a fresh Debian 12 machine for tally and build it (Release, portable: baseline x86-64 with
+# AVX2 and AVX-512 kernels chosen at run time; -DTALLY_NATIVE=ON for -march=native) into build/,
 # with the CUDA device when a CUDA toolkit is installed (TALLY_CUDA=AUTO; docs/cuda.md).
 # Installs every dependency with apt-get; run as root. Safe to re-run: installs and builds are
 # incremental.

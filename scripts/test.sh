@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# Run the whole test suite twice: the Release build (build/), then a second configuration
-# under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/). Expects scripts/setup.sh
-# to have run. Exits non-zero if either configuration fails.
+# Run the whole test suite: the Release build (build/) with the CPU kernels it picks, again with
+# each smaller kernel set forced (TALLY_CPU_KERNELS; Note [CPU kernel dispatch] in
+# tally/kernels/cpu/dispatch.h), then a second configuration under AddressSanitizer +
+# UndefinedBehaviorSanitizer (build-asan/). Expects scripts/setup.sh to have run. Exits non-zero
+# if any run fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 echo "== Release tests =="
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+# The sets below the one this CPU picks (none in a -march=native build, which has one set).
+kernels=$(build/tally info | sed -n 's/^  kernels  *//p')
+case "$kernels" in
+  "avx512 (chosen from CPU features)") smaller="avx2 baseline" ;;
+  "avx2 (chosen from CPU features)") smaller="baseline" ;;
+  *) smaller="" ;;
+esac
+for set in $smaller; do
+  echo "== Release tests, TALLY_CPU_KERNELS=$set =="
+  TALLY_CPU_KERNELS=$set ctest --test-dir build --output-on-failure -j "$jobs"
+done
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer tests =="
 # CUDA stays out of this configuration: the sanitizers do not instrument device code, and the

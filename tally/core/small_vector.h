@@ -54,7 +54,7 @@ class SmallVector {
     }
     return *this;
   }
-  ~SmallVector() { release(); }
+  [[gnu::always_inline]] ~SmallVector() { release(); }  // inline for the reason above release()
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -147,7 +147,9 @@ class SmallVector {
     data_ = p;
     capacity_ = n;
   }
-  void release() {
+  // Always inlined: StridedLoop's destructor runs it inside CPU kernels, and an out-of-line copy
+  // from a kernel pass built for another CPU would share its name (Note [CPU kernel dispatch]).
+  [[gnu::always_inline]] void release() {
     if (on_heap()) std::free(data_);
     data_ = inline_;
     capacity_ = N;

@@ -5,6 +5,10 @@
 
 namespace tally {
 
+void detail::throw_unknown_dtype(std::string_view op, Dtype d) {
+  throw TypeError(detail::str_cat(op, ": unknown dtype ", static_cast<int>(d)));
+}
+
 std::string_view dtype_name(Dtype d) {
   switch (d) {
     case Dtype::Float32: return "float32";

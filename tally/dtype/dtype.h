@@ -91,8 +91,9 @@ template <> struct compute_type<Float8_e5m2> { using type = float; };
 template <class T> using compute_t = typename compute_type<T>::type;
 
 /// Convert a compute value to a storage type (round to nearest even for the narrow floats).
+/// Always inline, as the storage types' conversions are (half.h).
 template <class T, class V>
-inline T cast_to(V v) {
+[[gnu::always_inline]] inline T cast_to(V v) {
   if constexpr (std::is_same_v<T, bool>) return static_cast<float>(v) != 0.0f;
   else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
                      std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2>)
@@ -102,6 +103,13 @@ inline T cast_to(V v) {
     return static_cast<T>(static_cast<float>(v));
   else return static_cast<T>(v);
 }
+
+namespace detail {
+/// The error of dispatch() for a value outside the enum. Out of line, so that the CPU kernels'
+/// per-target builds, which dispatch too, emit no message-formatting code of their own (Note
+/// [CPU kernel dispatch] in kernels/cpu/dispatch.h).
+[[noreturn]] void throw_unknown_dtype(std::string_view op, Dtype d);
+}  // namespace detail
 
 /// Call `fn.template operator()<T>()` with T the element type of `d`; `op` names the caller in
 /// the error raised for a dtype outside the chosen set.
@@ -119,7 +127,7 @@ decltype(auto) dispatch(Dtype d, std::string_view op, Fn&& fn) {
     case Dtype::UInt8: return fn.template operator()<uint8_t>();
     case Dtype::Bool: return fn.template operator()<bool>();
   }
-  throw TypeError(detail::str_cat(op, ": unknown dtype"));
+  detail::throw_unknown_dtype(op, d);
 }
 
 /// Raises TypeError for a dtype arithmetic does not take: float8 (PyTorch, too, only converts

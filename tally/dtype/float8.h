@@ -24,7 +24,8 @@ struct Float8Format {
   static constexpr uint8_t kOverflowCode = HasInf ? static_cast<uint8_t>((1 << ExpBits) - 1) << MantBits : 0x7F;
   static constexpr uint8_t kNanCode = 0x7F;
 
-  static uint8_t encode(float f, bool saturate) {
+  // Always inlined, as half.h's conversions are (Note [CPU kernel dispatch] in kernels/cpu/dispatch.h).
+  [[gnu::always_inline]] static uint8_t encode(float f, bool saturate) {
     uint32_t x = std::bit_cast<uint32_t>(f);
     uint8_t sign = static_cast<uint8_t>((x >> 24) & 0x80u);
     uint32_t abs = x & 0x7FFFFFFFu;
@@ -47,7 +48,7 @@ struct Float8Format {
     return static_cast<uint8_t>(sign | code);
   }
 
-  static float decode(uint8_t b) {
+  [[gnu::always_inline]] static float decode(uint8_t b) {
     uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
     uint32_t mag = b & 0x7Fu;
     uint32_t exp = mag >> MantBits, mant = mag & ((1u << MantBits) - 1u);
@@ -69,22 +70,22 @@ using E5M2 = Float8Format<5, 2, 15, true>;
 struct Float8_e4m3fn {
   uint8_t bits = 0;
   Float8_e4m3fn() = default;
-  Float8_e4m3fn(float f) : bits(detail::E4M3fn::encode(f, false)) {}  // NOLINT
+  [[gnu::always_inline]] Float8_e4m3fn(float f) : bits(detail::E4M3fn::encode(f, false)) {}  // NOLINT
   static Float8_e4m3fn from_bits(uint8_t b) { Float8_e4m3fn v; v.bits = b; return v; }
   /// Saturating conversion for fp8 training: out-of-range values clamp to ±448, NaN stays NaN.
   static Float8_e4m3fn saturate(float f) { return from_bits(detail::E4M3fn::encode(f, true)); }
-  operator float() const { return detail::E4M3fn::decode(bits); }  // NOLINT
+  [[gnu::always_inline]] operator float() const { return detail::E4M3fn::decode(bits); }  // NOLINT
 };
 
 /// torch.float8_e5m2: 5 exponent bits, 2 mantissa bits, IEEE-like, max 57344.
 struct Float8_e5m2 {
   uint8_t bits = 0;
   Float8_e5m2() = default;
-  Float8_e5m2(float f) : bits(detail::E5M2::encode(f, false)) {}  // NOLINT
+  [[gnu::always_inline]] Float8_e5m2(float f) : bits(detail::E5M2::encode(f, false)) {}  // NOLINT
   static Float8_e5m2 from_bits(uint8_t b) { Float8_e5m2 v; v.bits = b; return v; }
   /// Saturating conversion for fp8 training: out-of-range values and infinities clamp to ±57344.
   static Float8_e5m2 saturate(float f) { return from_bits(detail::E5M2::encode(f, true)); }
-  operator float() const { return detail::E5M2::decode(bits); }  // NOLINT
+  [[gnu::always_inline]] operator float() const { return detail::E5M2::decode(bits); }  // NOLINT
 };
 
 }  // namespace tally

@@ -9,7 +9,11 @@
 namespace tally {
 
 namespace detail {
-inline uint16_t float_to_half_bits(float f) {
+// The conversions are always inlined: every CPU kernel converts through them, and an out-of-line
+// copy emitted by an AVX-512 kernel pass would share its name with the baseline one, so the
+// linker could keep the AVX-512 copy for everyone (Note [CPU kernel dispatch] in
+// kernels/cpu/dispatch.h; the test kernel_pass_symbols catches it).
+[[gnu::always_inline]] inline uint16_t float_to_half_bits(float f) {
   // IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
   uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
@@ -27,7 +31,7 @@ inline uint16_t float_to_half_bits(float f) {
   return static_cast<uint16_t>(sign | (abs >> 13));
 }
 
-inline float half_bits_to_float(uint16_t h) {
+[[gnu::always_inline]] inline float half_bits_to_float(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1Fu;
   uint32_t mant = h & 0x3FFu;
@@ -40,14 +44,14 @@ inline float half_bits_to_float(uint16_t h) {
   return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
-inline uint16_t float_to_bfloat16_bits(float f) {
+[[gnu::always_inline]] inline uint16_t float_to_bfloat16_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);  // quiet NaN
   x += 0x7FFFu + ((x >> 16) & 1u);  // round to nearest even
   return static_cast<uint16_t>(x >> 16);
 }
 
-inline float bfloat16_bits_to_float(uint16_t b) {
+[[gnu::always_inline]] inline float bfloat16_bits_to_float(uint16_t b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
 }
 }  // namespace detail
@@ -56,18 +60,19 @@ inline float bfloat16_bits_to_float(uint16_t b) {
 struct Half {
   uint16_t bits = 0;
   Half() = default;
-  Half(float f) : bits(detail::float_to_half_bits(f)) {}  // NOLINT: implicit like c10::Half
+  // Conversions always inline, for the reason above float_to_half_bits.
+  [[gnu::always_inline]] Half(float f) : bits(detail::float_to_half_bits(f)) {}  // NOLINT: implicit like c10::Half
   static Half from_bits(uint16_t b) { Half h; h.bits = b; return h; }
-  operator float() const { return detail::half_bits_to_float(bits); }  // NOLINT
+  [[gnu::always_inline]] operator float() const { return detail::half_bits_to_float(bits); }  // NOLINT
 };
 
 /// Brain floating point: float32's exponent with 7 mantissa bits (torch.bfloat16).
 struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;
-  BFloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}  // NOLINT
+  [[gnu::always_inline]] BFloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}  // NOLINT
   static BFloat16 from_bits(uint16_t b) { BFloat16 h; h.bits = b; return h; }
-  operator float() const { return detail::bfloat16_bits_to_float(bits); }  // NOLINT
+  [[gnu::always_inline]] operator float() const { return detail::bfloat16_bits_to_float(bits); }  // NOLINT
 };
 
 }  // namespace tally

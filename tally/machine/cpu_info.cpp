@@ -76,7 +76,11 @@ void detect_features(CpuInfo& info) {
   const bool os_tiles = (xcr & 0x60000) == 0x60000;    // XTILECFG + XTILEDATA
   info.avx2 = os_ymm && bit(l7.ebx, 5);
   info.fma = os_ymm && bit(l1.ecx, 12);
+  info.f16c = os_ymm && bit(l1.ecx, 29);
   info.avx512f = os_zmm && bit(l7.ebx, 16);
+  info.avx512bw = os_zmm && bit(l7.ebx, 30);
+  info.avx512dq = os_zmm && bit(l7.ebx, 17);
+  info.avx512vl = os_zmm && bit(l7.ebx, 31);
   info.avx512_bf16 = os_zmm && bit(l7s1.eax, 5);
   info.avx512_fp16 = os_zmm && bit(l7.edx, 23);
   info.amx_tile = os_tiles && bit(l7.edx, 24);
@@ -216,6 +220,18 @@ const CpuInfo& cpu_info() {
   return info;
 }
 
+const CpuInfo& cpu_features() {
+  static const CpuInfo info = [] {
+    CpuInfo i;
+#ifdef TALLY_X86
+    detect_vendor(i);
+    detect_features(i);
+#endif
+    return i;
+  }();
+  return info;
+}
+
 int fma_datapath_bits(const CpuInfo& info) {
   // Zen 4 (AMD family 0x19) executes AVX-512 on 256-bit pipes: same instructions, half the rate.
   const bool half_width_avx512 = info.vendor == "AuthenticAMD" && info.family == 0x19;
@@ -255,7 +271,11 @@ CpuInfo parse_proc_cpuinfo(std::string_view text) {
   info.hypervisor = has("hypervisor");
   info.avx2 = has("avx2");
   info.fma = has("fma");
+  info.f16c = has("f16c");
   info.avx512f = has("avx512f");
+  info.avx512bw = has("avx512bw");
+  info.avx512dq = has("avx512dq");
+  info.avx512vl = has("avx512vl");
   info.avx512_bf16 = has("avx512_bf16");
   info.avx512_fp16 = has("avx512_fp16");
   info.amx_tile = has("amx_tile");

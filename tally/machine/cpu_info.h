@@ -18,8 +18,15 @@ struct CpuInfo {
   bool avx2 = false;
   /// FMA3 fused multiply-add.
   bool fma = false;
+  /// F16C: vcvtph2ps / vcvtps2ph, half <-> float conversion (x86-64-v3 with AVX2 and FMA).
+  bool f16c = false;
   /// AVX-512 Foundation, with the OS saving zmm and opmask state.
   bool avx512f = false;
+  /// AVX-512 BW (byte and word lanes), DQ (doubleword and quadword forms) and VL (the 128- and
+  /// 256-bit forms): with F, the x86-64-v4 level that the avx512 kernels are built for.
+  bool avx512bw = false;
+  bool avx512dq = false;
+  bool avx512vl = false;
   /// AVX512_BF16: vdpbf16ps (bf16 pair dot products into float32).
   bool avx512_bf16 = false;
   /// AVX512_FP16: native half-precision arithmetic (vfmadd231ph).
@@ -54,6 +61,10 @@ double remembered_clock_ghz(const std::string& model, double measured_ghz);
 
 /// The CPU's description, computed once on first call (thread-safe; the clock loop takes ~50 ms).
 const CpuInfo& cpu_info();
+
+/// The CPU's vendor, family and instruction-set features alone (cpuid and the OS's saved state),
+/// without cpu_info()'s clock measurement and /proc reads: what kernel dispatch reads at start-up.
+const CpuInfo& cpu_features();
 
 /// A CPU described by the text of a /proc/cpuinfo (this machine's or another's): model, vendor,
 /// family, the feature flags the kernel lists, hypervisor, threads per core, one usable core per

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/ops/cuda_launch.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
@@ -24,6 +25,7 @@ std::optional<Dtype> promote_opt(std::optional<Dtype> acc, Dtype d) { return acc
 
 }  // namespace
 
+#if TALLY_PRIMARY_PASS
 Dtype result_type(const Tensor& a, const Tensor& b) { return result_type({&a, &b}); }
 
 Dtype result_type(std::initializer_list<const Tensor*> tensors) {
@@ -40,6 +42,7 @@ Dtype result_type(Dtype a, Scalar b) {
   return *combine_categories(a, b.natural_dtype());
 }
 Dtype result_type(const Tensor& a, Scalar b) { return result_type(a.dtype(), b); }
+#endif  // TALLY_PRIMARY_PASS
 
 namespace {
 
@@ -201,20 +204,6 @@ Dtype compute_dtype(Dtype common) {
   return common;
 }
 
-/// Run Def on same-dtype operands into `out` (already of the broadcast shape, of the operands'
-/// dtype, or bool for comparisons).
-template <class Def>
-void run_binary(const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (out.numel() == 0) return;
-  if (out.is_cuda()) return kernels::cuda::binary(Def::cuda_op, ops::cuda_launch<3>(out, {&a, &b}));
-  auto loop = ops::make_loop<3>(out, {&a, &b});
-  dispatch_arith(a.dtype(), Def::name, [&]<class T>() {
-    using C = compute_t<T>;
-    using TO = std::conditional_t<Def::rule == ResultRule::Compare, bool, T>;
-    kernels::binary_kernel<TO, T>(loop, [](C x, C y) { return Def::template f<C>(x, y); });
-  });
-}
-
 template <class Def>
 struct Binary {
   static constexpr std::string_view name = Def::name;
@@ -231,7 +220,22 @@ struct Binary {
     const Dtype common = result_type(a, b);
     if constexpr (requires { Def::check_values(a, b, common); }) Def::check_values(a, b, common);
     const Dtype dt = compute_dtype<Def>(common);
-    run_binary<Def>(out, a.to(dt), b.to(dt));
+    run(out, a.to(dt), b.to(dt));
+  }
+  /// Def on same-dtype operands into `out` (already of the broadcast shape, of the operands'
+  /// dtype, or bool for comparisons).
+  static void run(const Tensor& out, const Tensor& a, const Tensor& b) {
+    if (out.numel() == 0) return;
+    if (out.is_cuda()) return kernels::cuda::binary(Def::cuda_op, ops::cuda_launch<3>(out, {&a, &b}));
+    cpu_kernels().run<&Binary::kernel>(ops::make_loop<3>(out, {&a, &b}), a.dtype());
+  }
+  /// The CPU loop, built once per target (Note [CPU kernel dispatch]).
+  static void kernel(const kernels::StridedLoop<3>& loop, Dtype dt) {
+    dispatch(dt, Def::name, [&]<class T>() {
+      using C = compute_t<T>;
+      using TO = std::conditional_t<Def::rule == ResultRule::Compare, bool, T>;
+      kernels::binary_kernel<TO, T>(loop, [](C x, C y) { return Def::template f<C>(x, y); });
+    });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b) {
     return ops::elementwise_cost(out, {&a, &b}, Def::flops);
@@ -281,6 +285,7 @@ decltype(auto) with_alpha(const Tensor& a, const Tensor& b, Scalar alpha, Run ru
 
 }  // namespace
 
+#if TALLY_PRIMARY_PASS
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   return with_alpha<AddDef>(a, b, alpha, [&](const Tensor& o) { return ops::apply<Binary<AddDef>>(a, o); });
 }
@@ -388,4 +393,11 @@ Tensor& operator-=(Tensor& a, Scalar b) { return a.sub_(b); }
 Tensor& operator*=(Tensor& a, Scalar b) { return a.mul_(b); }
 Tensor& operator/=(Tensor& a, Scalar b) { return a.div_(b); }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally
+
+TALLY_CPU_KERNELS(binary, &Binary<AddDef>::kernel, &Binary<SubDef>::kernel, &Binary<MulDef>::kernel, &Binary<DivDef>::kernel,
+                  &Binary<PowDef>::kernel, &Binary<MaximumDef>::kernel, &Binary<MinimumDef>::kernel, &Binary<EqDef>::kernel,
+                  &Binary<NeDef>::kernel, &Binary<LtDef>::kernel, &Binary<LeDef>::kernel, &Binary<GtDef>::kernel,
+                  &Binary<GeDef>::kernel)

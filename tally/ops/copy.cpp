@@ -5,6 +5,7 @@
 
 #include "tally/core/geometry.h"
 #include "tally/cuda/runtime.h"
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/elementwise.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
@@ -14,6 +15,20 @@ namespace tally {
 
 namespace {
 
+/// The converting copy over `loop` (operand 0 of dtype `to`, 1 of `from`); built once per target
+/// (Note [CPU kernel dispatch]).
+void convert_kernel(const kernels::StridedLoop<2>& loop, Dtype to, Dtype from) {
+  dispatch(to, "copy_", [&]<class TO>() {
+    dispatch(from, "copy_", [&]<class TI>() {
+      loop.for_each([&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+          *reinterpret_cast<TO*>(p[0] + i * s[0]) = cast_to<TO>(*reinterpret_cast<const TI*>(p[1] + i * s[1]));
+      });
+    });
+  });
+}
+
+#if TALLY_PRIMARY_PASS
 /// dst[...] = src[...] converted, both on the CPU; shapes already equal (src broadcast by the caller).
 void copy_cpu(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
@@ -24,16 +39,10 @@ void copy_cpu(const Tensor& dst, const Tensor& src) {
     kernels::parallel_for(dst.nbytes(), int64_t{1} << 20, [&](int64_t b, int64_t e) { std::memmove(d + b, s + b, e - b); });
     return;
   }
-  kernels::StridedLoop<2> loop(dst.sizes(), {static_cast<char*>(dst.data_ptr()), static_cast<char*>(src.data_ptr())},
-                               {dst.strides(), src.strides()}, {dst.element_size(), src.element_size()});
-  dispatch(dst.dtype(), "copy_", [&]<class TO>() {
-    dispatch(src.dtype(), "copy_", [&]<class TI>() {
-      loop.for_each([&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
-        for (int64_t i = 0; i < n; ++i)
-          *reinterpret_cast<TO*>(p[0] + i * s[0]) = cast_to<TO>(*reinterpret_cast<const TI*>(p[1] + i * s[1]));
-      });
-    });
-  });
+  cpu_kernels().run<&convert_kernel>(
+      kernels::StridedLoop<2>(dst.sizes(), {static_cast<char*>(dst.data_ptr()), static_cast<char*>(src.data_ptr())},
+                              {dst.strides(), src.strides()}, {dst.element_size(), src.element_size()}),
+      dst.dtype(), src.dtype());
 }
 
 /// Bytes of two dense tensors of one dtype between host and GPU (or GPU and GPU).
@@ -143,8 +152,11 @@ struct ToDevice {
   }
 };
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace
 
+#if TALLY_PRIMARY_PASS
 Tensor Tensor::to(Device device, bool non_blocking, bool copy) const { return to(device, dtype(), non_blocking, copy); }
 
 Tensor Tensor::to(Device device, Dtype dtype, bool non_blocking, bool copy) const {
@@ -192,4 +204,8 @@ Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices,
   return *this;
 }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally
+
+TALLY_CPU_KERNELS(copy, &convert_kernel)

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
 #include "tally/ops/reduce.h"
@@ -47,8 +48,11 @@ struct Pointwise {
   static void compute(const Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
     const Dtype dt = out.dtype();
     Tensor a = self.to(dt), b = t1.to(dt), c = t2.to(dt);
-    auto loop = ops::make_loop<4>(out, {&a, &b, &c});
-    dispatch_arith(dt, Def::name, [&]<class T>() {
+    cpu_kernels().run<&Pointwise::kernel>(ops::make_loop<4>(out, {&a, &b, &c}), dt, value);
+  }
+  /// The CPU loop, built once per target (Note [CPU kernel dispatch]).
+  static void kernel(const kernels::StridedLoop<4>& loop, Dtype dt, Scalar value) {
+    dispatch(dt, Def::name, [&]<class T>() {
       using C = compute_t<T>;
       const C v = value.to<C>();
       kernels::ternary_kernel<T, T, T, T>(loop, [v](T x, T y, T z) {
@@ -82,8 +86,10 @@ struct Lerp {
     return {geometry::broadcast_shapes(self.sizes(), end.sizes()), self.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& self, const Tensor& end, Scalar weight) {
-    auto loop = ops::make_loop<3>(out, {&self, &end});
-    dispatch_floating(out.dtype(), "lerp", [&]<class T>() {
+    cpu_kernels().run<&Lerp::kernel>(ops::make_loop<3>(out, {&self, &end}), out.dtype(), weight);
+  }
+  static void kernel(const kernels::StridedLoop<3>& loop, Dtype dt, Scalar weight) {
+    dispatch(dt, "lerp", [&]<class T>() {
       using C = compute_t<T>;
       const C w = weight.to<C>();
       kernels::binary_kernel<T, T>(loop, [w](C a, C b) {
@@ -108,6 +114,7 @@ using Addcdiv = Pointwise<AddcdivDef>;
 
 }  // namespace
 
+#if TALLY_PRIMARY_PASS
 Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) { return ops::apply<Addcmul>(self, t1, t2, value); }
 Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) { return ops::apply<Addcdiv>(self, t1, t2, value); }
 Tensor lerp(const Tensor& self, const Tensor& end, Scalar weight) { return ops::apply<Lerp>(self, end, weight); }
@@ -126,4 +133,8 @@ Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) { ret
 Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) { return ops::apply_inplace<Addcdiv>(*this, t1, t2, value); }
 Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) { return ops::apply_inplace<Lerp>(*this, end, weight); }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally
+
+TALLY_CPU_KERNELS(pointwise, &Addcmul::kernel, &Addcdiv::kernel, &Lerp::kernel)

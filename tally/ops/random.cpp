@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "tally/kernels/cpu/box_muller.h"
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
@@ -69,6 +70,7 @@ void normals_float(const Generator& g, uint64_t c, int64_t n, double* out) {
   }
 }
 
+#if TALLY_PRIMARY_PASS
 /// Inverse of erf on (-1, 1): a rational first guess refined by Newton steps on std::erf.
 double erfinv(double y) {
   const double w = -std::log((1.0 - y) * (1.0 + y));
@@ -118,7 +120,7 @@ void fill_normal(Tensor& t, Generator* gen, double mean, double std) {
   const uint64_t first = (reserved + 1) & ~uint64_t{1};
   const bool in_float = t.dtype() != kFloat64;  // float32, the half types and fp8 keep float's precision or less
   fill_blocks(t, g, first, [&](const Generator& gg, uint64_t c, int64_t count, double* out) {
-    if (in_float) normals_float(gg, c, count, out);
+    if (in_float) cpu_kernels().run<&normals_float>(gg, c, count, out);  // per target (Note [CPU kernel dispatch])
     else normals(gg, c, count, out);
     if (mean != 0.0 || std != 1.0)
       for (int64_t k = 0; k < count; ++k) out[k] = mean + std * out[k];
@@ -166,7 +168,11 @@ Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
   return ops::apply_inplace<RandomFill>(t, gen, [mean, std](Tensor& x, Generator* g) { fill_normal(x, g, mean, std); });
 }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace
+
+#if TALLY_PRIMARY_PASS
 
 Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
   const Dtype dtype = options.dtype_or(kFloat32);
@@ -223,4 +229,8 @@ Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Ge
 
 }  // namespace nn::init
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally
+
+TALLY_CPU_KERNELS(random, &normals_float)

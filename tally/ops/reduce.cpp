@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "tally/core/geometry.h"
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/reduce.h"
 #include "tally/kernels/cpu/vec_math.h"
 #include "tally/kernels/cuda/kernels.h"
@@ -279,36 +280,43 @@ struct Reduce {
                                  static_cast<uint8_t>(out.dtype()), out.data_ptr(), scratch.data_ptr());
       return;
     }
-    dispatch(src.dtype(), Def::name, [&]<class T>() {
+    // Rows: each result's inputs contiguous.
+    Tensor rows = src.permute(order);
+    if (auto s = geometry::view_strides(rows.sizes(), rows.strides(), {outer, inner}); inner == 0 || (s && (inner == 1 || (*s)[1] == 1))) {
+      return cpu_kernels().run<&Reduce::kernel>(rows.data_ptr(), outer, inner, s ? (*s)[0] : inner, false, src.dtype(), out.data_ptr());
+    }
+    // Columns: the results contiguous, inputs strided (a sum over dim 0).
+    std::vector<int64_t> corder = plan.reduced;
+    corder.insert(corder.end(), plan.kept.begin(), plan.kept.end());
+    Tensor cols = src.permute(corder);
+    if (auto s = geometry::view_strides(cols.sizes(), cols.strides(), {inner, outer}); s && (*s)[1] == 1) {
+      return cpu_kernels().run<&Reduce::kernel>(cols.data_ptr(), outer, inner, (*s)[0], true, src.dtype(), out.data_ptr());
+    }
+    Tensor packed = rows.contiguous();
+    cpu_kernels().run<&Reduce::kernel>(packed.data_ptr(), outer, inner, inner, false, src.dtype(), out.data_ptr());
+  }
+  /// outer results, each folding inner elements of x: rows `stride` apart (or, with `columns`,
+  /// the results contiguous and the inner elements `stride` apart). Built once per target
+  /// (Note [CPU kernel dispatch]).
+  static void kernel(const void* x, int64_t outer, int64_t inner, int64_t stride, bool columns, Dtype dt, void* out) {
+    dispatch(dt, Def::name, [&]<class T>() {
       using Fold = typename Def::template Fold<T>;
       Fold fold;
       using TO = typename Def::template Out<T>;
-      TO* po = out.data_ptr<TO>();
+      TO* po = static_cast<TO*>(out);
       auto store = [&](int64_t o, typename Fold::Acc acc) {
         if constexpr (Def::output == Output::Index) po[o] = static_cast<TO>(acc.index);
         else if constexpr (requires { acc.value; }) po[o] = cast_to<TO>(acc.value);
         else po[o] = cast_to<TO>(acc);
       };
+      const T* px = static_cast<const T*>(x);
       if (inner == 0) {
         for (int64_t o = 0; o < outer; ++o) store(o, fold.init());
-        return;
+      } else if (columns) {
+        kernels::reduce_columns(px, inner, stride, outer, fold, store);
+      } else {
+        kernels::reduce_rows(px, outer, stride, inner, fold, store);
       }
-      Tensor rows = src.permute(order);
-      // Rows: each result's inputs contiguous.
-      if (auto s = geometry::view_strides(rows.sizes(), rows.strides(), {outer, inner}); s && (inner == 1 || (*s)[1] == 1)) {
-        kernels::reduce_rows(static_cast<const T*>(rows.data_ptr()), outer, (*s)[0], inner, fold, store);
-        return;
-      }
-      // Columns: the results contiguous, inputs strided (a sum over dim 0).
-      std::vector<int64_t> corder = plan.reduced;
-      corder.insert(corder.end(), plan.kept.begin(), plan.kept.end());
-      Tensor cols = src.permute(corder);
-      if (auto s = geometry::view_strides(cols.sizes(), cols.strides(), {inner, outer}); s && (*s)[1] == 1) {
-        kernels::reduce_columns(static_cast<const T*>(cols.data_ptr()), inner, (*s)[0], outer, fold, store);
-        return;
-      }
-      Tensor packed = rows.contiguous();
-      kernels::reduce_rows(static_cast<const T*>(packed.data_ptr()), outer, inner, inner, fold, store);
     });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, IntArrayRef, bool, Dtype) {
@@ -345,6 +353,7 @@ Tensor reduce(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dty
 
 }  // namespace
 
+#if TALLY_PRIMARY_PASS
 Tensor sum(const Tensor& x, std::optional<Dtype> dtype) { return reduce<SumDef>(x, {}, false, dtype); }
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) {
   return reduce<SumDef>(x, dims, keepdim, dtype);
@@ -432,4 +441,9 @@ Tensor Tensor::all() const { return tally::all(*this); }
 Tensor Tensor::all(int64_t dim, bool keepdim) const { return tally::all(*this, {dim}, keepdim); }
 Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const { return tally::var(*this, dims, correction, keepdim); }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally
+
+TALLY_CPU_KERNELS(reduce, &Reduce<SumDef>::kernel, &Reduce<ProdDef>::kernel, &Reduce<AmaxDef>::kernel, &Reduce<AminDef>::kernel,
+                  &Reduce<ArgmaxDef>::kernel, &Reduce<ArgminDef>::kernel, &Reduce<AnyDef>::kernel, &Reduce<AllDef>::kernel)

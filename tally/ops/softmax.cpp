@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/kernels/cpu/vec_math.h"
 #include "tally/kernels/cuda/kernels.h"
@@ -28,11 +29,26 @@ constexpr int64_t kStreamingBytes = int64_t{64} << 20;
 /// a per-thread scratch row with its sum; then y = scratch / sum (or x - max - log sum). y is
 /// written once and never read, so with `stream` set its stores bypass the cache and save the
 /// read-for-ownership of every output line.
+/// A thread's scratch row. A type of this file's own, not std::vector<float>: a kernel pass must
+/// not emit code under a name the other passes share (Note [CPU kernel dispatch]).
+struct Scratch {
+  float* data = nullptr;
+  int64_t size = 0;
+  float* reserve(int64_t n) {
+    if (size < n) {
+      delete[] data;
+      data = new float[static_cast<size_t>(n)];
+      size = n;
+    }
+    return data;
+  }
+  ~Scratch() { delete[] data; }
+};
+
 void softmax_row_f32(const float* x, float* y, int64_t n, bool log, bool stream) {
   using namespace kernels;
-  thread_local std::vector<float> scratch;
-  if (static_cast<int64_t>(scratch.size()) < n) scratch.resize(static_cast<size_t>(n));
-  float* e = scratch.data();
+  thread_local Scratch scratch;
+  float* e = scratch.reserve(n);
   int64_t i = 0;
   Vec16f vmax = splat(-std::numeric_limits<float>::infinity());
   for (; i + 16 <= n; i += 16) vmax = kernels::max(vmax, load(x + i));
@@ -104,20 +120,24 @@ struct Softmax {
     } else {
       // Outputs larger than the last-level cache go straight to memory (Note in softmax_row_f32).
       const bool stream = rows_out.nbytes() > kStreamingBytes;
-      dispatch_floating(x.dtype(), "softmax", [&]<class T>() {
-        const T* px = static_cast<const T*>(src.data_ptr());
-        T* py = static_cast<T*>(rows_out.data_ptr());
-        kernels::parallel_for(rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)),
-                              [&](int64_t b, int64_t e) {
-                                for (int64_t r = b; r < e; ++r) {
-                                  if constexpr (std::is_same_v<T, float>) softmax_row_f32(px + r * n, py + r * n, n, log, stream);
-                                  else softmax_row(px + r * n, py + r * n, n, log);
-                                }
-                                if (stream) kernels::stream_fence();  // streamed stores visible before the op returns
-                              });
-      });
+      cpu_kernels().run<&Softmax::kernel>(src.data_ptr(), rows_out.data_ptr(), rows, n, x.dtype(), log, stream);
     }
     if (!rows_out.is_same(dst)) dst.copy_(rows_out);
+  }
+  /// `rows` contiguous rows of n elements from x into y; built once per target (Note [CPU kernel dispatch]).
+  static void kernel(const void* x, void* y, int64_t rows, int64_t n, Dtype dt, bool log, bool stream) {
+    dispatch(dt, "softmax", [&]<class T>() {
+      const T* px = static_cast<const T*>(x);
+      T* py = static_cast<T*>(y);
+      kernels::parallel_for(rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)),
+                            [&](int64_t b, int64_t e) {
+                              for (int64_t r = b; r < e; ++r) {
+                                if constexpr (std::is_same_v<T, float>) softmax_row_f32(px + r * n, py + r * n, n, log, stream);
+                                else softmax_row(px + r * n, py + r * n, n, log);
+                              }
+                              if (stream) kernels::stream_fence();  // streamed stores visible before the op returns
+                            });
+    });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {5 * x.numel(), x.nbytes(), out.nbytes()}; }
   // softmax: dx = y·(g - Σ g·y); log_softmax: dx = g - softmax(x)·Σ g = g - exp(y)·Σ g: both read
@@ -131,9 +151,14 @@ struct Softmax {
 
 }  // namespace
 
+#if TALLY_PRIMARY_PASS
 Tensor softmax(const Tensor& x, int64_t dim) { return ops::apply<Softmax>(x, dim, false); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return ops::apply<Softmax>(x, dim, true); }
 Tensor Tensor::softmax(int64_t dim) const { return tally::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return tally::log_softmax(*this, dim); }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally
+
+TALLY_CPU_KERNELS(softmax, &Softmax::kernel)

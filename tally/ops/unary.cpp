@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/ops/cuda_launch.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
@@ -277,12 +278,15 @@ struct Unary {
     if constexpr (supports_cuda) {
       if (out.is_cuda()) return kernels::cuda::unary(Def::cuda_op, ops::cuda_launch<2>(out, {&in}));
     }
-    auto loop = ops::make_loop<2>(out, {&in});
-    dispatch_arith(dt, Def::name, [&]<class T>() {
+    cpu_kernels().run<&Unary::kernel>(ops::make_loop<2>(out, {&in}), dt);
+  }
+  /// The CPU loop, built once per target (Note [CPU kernel dispatch]).
+  static void kernel(const kernels::StridedLoop<2>& loop, Dtype dt) {
+    dispatch(dt, Def::name, [&]<class T>() {
       using C = compute_t<T>;
       if constexpr ((Def::input == InputRule::IntToFloat || Def::input == InputRule::FloatOnly) &&
                     !std::is_floating_point_v<C>) {
-        TALLY_INTERNAL_ASSERT(false, "integer input reached a float-only kernel");
+        kernels::detail::unknown_kernel_dtype(dt);  // meta sent integers to float32
       } else if constexpr (requires { Def::vec(kernels::Vec16f{}); }) {
         struct F {
           C operator()(C v) const { return Def::template f<C>(v); }
@@ -316,8 +320,10 @@ struct PowScalar {
     const Dtype dt = out.dtype();
     Tensor in = x.to(dt);
     if (out.is_cuda()) return kernels::cuda::pow_scalar(ops::cuda_launch<2>(out, {&in}), exponent.to_double());
-    auto loop = ops::make_loop<2>(out, {&in});
-    dispatch_arith(dt, "pow", [&]<class T>() {
+    cpu_kernels().run<&PowScalar::kernel>(ops::make_loop<2>(out, {&in}), dt, exponent);
+  }
+  static void kernel(const kernels::StridedLoop<2>& loop, Dtype dt, Scalar exponent) {
+    dispatch(dt, "pow", [&]<class T>() {
       using C = compute_t<T>;
       const double e = exponent.to_double();
       if constexpr (std::is_integral_v<C>) {
@@ -369,8 +375,10 @@ struct Clamp {
       return kernels::cuda::clamp(ops::cuda_launch<2>(out, {&in}), lo.has_value(), lo ? lo->to_double() : 0.0, hi.has_value(),
                                   hi ? hi->to_double() : 0.0);
     }
-    auto loop = ops::make_loop<2>(out, {&in});
-    dispatch_arith(dt, "clamp", [&]<class T>() {
+    cpu_kernels().run<&Clamp::kernel>(ops::make_loop<2>(out, {&in}), dt, lo, hi);
+  }
+  static void kernel(const kernels::StridedLoop<2>& loop, Dtype dt, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    dispatch(dt, "clamp", [&]<class T>() {
       using C = compute_t<T>;
       const C l = lo ? lo->to<C>() : C(0), h = hi ? hi->to<C>() : C(0);
       const bool has_l = lo.has_value(), has_h = hi.has_value();
@@ -409,7 +417,9 @@ struct Where {
     const Dtype dt = out.dtype();
     Tensor ca = a.to(dt), cb = b.to(dt), cc = cond.to(kBool);
     if (out.is_cuda()) return kernels::cuda::where(ops::cuda_launch<4>(out, {&cc, &ca, &cb}));
-    auto loop = ops::make_loop<4>(out, {&cc, &ca, &cb});
+    cpu_kernels().run<&Where::kernel>(ops::make_loop<4>(out, {&cc, &ca, &cb}), dt);
+  }
+  static void kernel(const kernels::StridedLoop<4>& loop, Dtype dt) {
     dispatch(dt, "where", [&]<class T>() {
       kernels::ternary_kernel<T, bool, T, T>(loop, [](bool c, T x, T y) { return c ? x : y; });
     });
@@ -459,6 +469,7 @@ struct Triangle {
 
 }  // namespace
 
+#if TALLY_PRIMARY_PASS
 Tensor neg(const Tensor& x) { return ops::apply<Unary<NegDef>>(x); }
 Tensor abs(const Tensor& x) { return ops::apply<Unary<AbsDef>>(x); }
 Tensor sqrt(const Tensor& x) { return ops::apply<Unary<SqrtDef>>(x); }
@@ -583,4 +594,12 @@ bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_
   return tally::allclose(*this, other, rtol, atol, equal_nan);
 }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally
+
+TALLY_CPU_KERNELS(unary, &Unary<NegDef>::kernel, &Unary<AbsDef>::kernel, &Unary<SqrtDef>::kernel, &Unary<RsqrtDef>::kernel,
+                  &Unary<ExpDef>::kernel, &Unary<LogDef>::kernel, &Unary<TanhDef>::kernel, &Unary<SigmoidDef>::kernel,
+                  &Unary<SiluDef>::kernel, &Unary<ErfDef>::kernel, &Unary<SoftplusDef>::kernel, &Unary<Log1pDef>::kernel,
+                  &Unary<ReluDef>::kernel, &Unary<SquareDef>::kernel, &Unary<GeluErfDef>::kernel, &Unary<GeluTanhDef>::kernel,
+                  &PowScalar::kernel, &Clamp::kernel, &Where::kernel)

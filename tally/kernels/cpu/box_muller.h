@@ -12,7 +12,10 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tally/kernels/cpu/target.h"
+
 namespace tally::kernels {
+inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
 
 /// ln(u) for u in [2^-24, 1] (Cephes' logf): u = x·2^e with x in [sqrt(1/2), sqrt 2), then a
 /// degree-9 polynomial in x − 1, and e·ln 2 added in two parts.
@@ -74,4 +77,5 @@ inline void normal_pair(uint64_t bits1, uint64_t bits2, float& cos_part, float& 
   sin_part = r * s;
 }
 
+}  // namespace TALLY_CPU_TARGET
 }  // namespace tally::kernels

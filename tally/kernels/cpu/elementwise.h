@@ -14,6 +14,7 @@
 #include "tally/kernels/cpu/vec_math.h"
 
 namespace tally::kernels {
+inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
 
 template <class F>
 concept HasVecFloat = requires(F f, Vec16f v) {
@@ -84,4 +85,5 @@ void ternary_kernel(const StridedLoop<4>& loop, F f) {
   });
 }
 
+}  // namespace TALLY_CPU_TARGET
 }  // namespace tally::kernels

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
 
 namespace tally::kernels::detail {
@@ -46,6 +46,22 @@ template <class Acc> constexpr int64_t kNR = 2 * kLanes<Acc>;
 // unlike an auto-vectorised array, keeps each accumulator in a register.
 template <class Acc>
 using Vec [[gnu::vector_size(kVectorBytes)]] = Acc;
+
+// Zeroed scratch. Not std::vector<Acc>, whose code has the same name in every pass and so must
+// not be emitted by a kernel pass (Note [CPU kernel dispatch]).
+template <class T>
+class Buffer {
+ public:
+  explicit Buffer(size_t n) : data_(new T[n]()) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { delete[] data_; }
+  T* data() { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+
+ private:
+  T* data_;
+};
 
 template <class Acc>
 Vec<Acc> load(const Acc* p) {
@@ -129,7 +145,7 @@ void blocked(const MatmulProblem& p, T* C) {
   const auto* b_base = static_cast<const T*>(p.B.data);
   // B is packed once up front, not once per block of C rows: its packing is a strided gather and
   // would otherwise cost as much as the multiply for mid-sized matrices.
-  std::vector<Acc> b_packed(static_cast<size_t>(b_count * p.K * n_padded));
+  Buffer<Acc> b_packed(static_cast<size_t>(b_count * p.K * n_padded));
   // Two threads only pay off once there is real work to share.
   const bool parallel = p.batch * p.M * p.N * p.K > (1 << 18);
 #pragma omp parallel if (parallel)
@@ -139,14 +155,14 @@ void blocked(const MatmulProblem& p, T* C) {
       pack_b(b_base + bi * p.B.batch_stride, p.B.row_stride, p.B.col_stride, p.K, p.N,
              b_packed.data() + bi * p.K * n_padded);
 
-    std::vector<Acc> a_panel(kMC * kKC), c_tile(kMC * kNC);
+    Buffer<Acc> a_panel(kMC * kKC), c_tile(kMC * kNC);
 #pragma omp for schedule(dynamic)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t bi = t / (m_blocks * n_blocks), i0 = (t / n_blocks) % m_blocks * kMC, j0 = t % n_blocks * kNC;
       const int64_t mc = std::min(kMC, p.M - i0), nc = std::min(kNC, p.N - j0);
       const T* a = a_base + bi * p.A.batch_stride;
       const Acc* b = b_packed.data() + (b_count == 1 ? 0 : bi * p.K * n_padded);
-      std::fill(c_tile.begin(), c_tile.end(), Acc(0));
+      std::fill_n(c_tile.data(), kMC * kNC, Acc(0));
       for (int64_t k0 = 0; k0 < p.K; k0 += kKC) {
         const int64_t kc = std::min(kKC, p.K - k0);
         pack_a(a, p.A.row_stride, p.A.col_stride, i0, mc, k0, kc, a_panel.data());
@@ -162,16 +178,26 @@ void blocked(const MatmulProblem& p, T* C) {
   }
 }
 
-}  // namespace
-
-void matmul_blocked(Dtype dtype, const MatmulProblem& p, void* C) {
+/// The kernel, built once per target (Note [CPU kernel dispatch]).
+void blocked_kernel(Dtype dtype, const MatmulProblem& p, void* C) {
   switch (dtype) {
     case Dtype::Float64: return blocked(p, static_cast<double*>(C));
     case Dtype::Int32: return blocked(p, static_cast<int32_t*>(C));
     case Dtype::Int64: return blocked(p, static_cast<int64_t*>(C));
     case Dtype::UInt8: return blocked(p, static_cast<uint8_t*>(C));
-    default: TALLY_INTERNAL_ASSERT(false, "matmul_blocked got ", dtype_name(dtype));
+    default: ::tally::kernels::detail::unknown_kernel_dtype(dtype);
   }
 }
 
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
+void matmul_blocked(Dtype dtype, const MatmulProblem& p, void* C) {
+  TALLY_INTERNAL_ASSERT(dtype == Dtype::Float64 || is_integral(dtype), "matmul_blocked got ", dtype_name(dtype));
+  cpu_kernels().run<&blocked_kernel>(dtype, p, C);
+}
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally::kernels::detail
+
+TALLY_CPU_KERNELS(matmul_blocked, &detail::blocked_kernel)

@@ -5,17 +5,14 @@
 
 #include <algorithm>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
 
 namespace tally::kernels::detail {
 
-// Each (row of A, k) pair costs a few ns of loop overhead whatever N is, so skinny products with many
-// pairs and short rows (1024×2 @ 2×2: 13.6 µs here against oneDNN's 2.8) stay with oneDNN.
-bool is_small_matmul(const MatmulProblem& p) {
-  return p.batch * p.M * p.K <= 256 && p.batch * p.M * p.N * p.K <= kSmallMatmulMacs;
-}
-
-void matmul_small_f32(const MatmulProblem& p, float* C) {
+namespace {
+/// The loops, built once per target (Note [CPU kernel dispatch]).
+void small_f32(const MatmulProblem& p, float* C) {
   const auto* A = static_cast<const float*>(p.A.data);
   const auto* B = static_cast<const float*>(p.B.data);
   for (int64_t b = 0; b < p.batch; ++b) {
@@ -37,4 +34,18 @@ void matmul_small_f32(const MatmulProblem& p, float* C) {
   }
 }
 
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
+// Each (row of A, k) pair costs a few ns of loop overhead whatever N is, so skinny products with many
+// pairs and short rows (1024×2 @ 2×2: 13.6 µs here against oneDNN's 2.8) stay with oneDNN.
+bool is_small_matmul(const MatmulProblem& p) {
+  return p.batch * p.M * p.K <= 256 && p.batch * p.M * p.N * p.K <= kSmallMatmulMacs;
+}
+
+void matmul_small_f32(const MatmulProblem& p, float* C) { cpu_kernels().run<&small_f32>(p, C); }
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally::kernels::detail
+
+TALLY_CPU_KERNELS(matmul_small, &detail::small_f32)

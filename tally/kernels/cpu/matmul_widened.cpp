@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tally/dtype/half.h"
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
 
 namespace tally::kernels::detail {
@@ -97,8 +98,28 @@ MatrixRef widen(const MatrixRef& x, int64_t batch, int64_t rows, int64_t cols, f
   return transposed ? MatrixRef{out, bs, 1, rows} : MatrixRef{out, bs, cols, 1};
 }
 
-template <class Format>
-void widened(const MatmulProblem& p, void* C) {
+/// The conversions, built once per target (Note [CPU kernel dispatch]): an operand of a 16-bit
+/// dtype widened into `out` (see widen), and n float32 results rounded into `out`.
+MatrixRef widen_kernel(Dtype dtype, const MatrixRef& x, int64_t batch, int64_t rows, int64_t cols, float* out) {
+  if (dtype == Dtype::Float16) return widen<HalfFormat>(x, batch, rows, cols, out);
+  return widen<BFloat16Format>(x, batch, rows, cols, out);
+}
+void narrow_kernel(Dtype dtype, const float* c, uint16_t* out, int64_t n) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > kParallelElements)
+  for (int64_t i = 0; i < chunks; ++i) {
+    const int64_t begin = i * kChunk, count = std::min(kChunk, n - begin);
+    if (dtype == Dtype::Float16) HalfFormat::narrow_n(c + begin, out + begin, count);
+    else BFloat16Format::narrow_n(c + begin, out + begin, count);
+  }
+}
+
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
+void matmul_widened(Dtype dtype, const MatmulProblem& p, void* C) {
+  TALLY_INTERNAL_ASSERT(dtype == Dtype::Float16 || dtype == Dtype::BFloat16);
   const int64_t a_size = (p.A.batch_stride == 0 ? 1 : p.batch) * p.M * p.K;
   const int64_t b_size = (p.B.batch_stride == 0 ? 1 : p.batch) * p.K * p.N;
   const int64_t c_size = p.batch * p.M * p.N;
@@ -108,29 +129,13 @@ void widened(const MatmulProblem& p, void* C) {
   float* a = buffer.data();
   float* b = a + a_size;
   float* c = b + b_size;
-  const MatmulProblem wide{p.batch, p.M, p.N, p.K, widen<Format>(p.A, p.batch, p.M, p.K, a),
-                           widen<Format>(p.B, p.batch, p.K, p.N, b)};
+  const MatmulProblem wide{p.batch, p.M, p.N, p.K, cpu_kernels().run<&widen_kernel>(dtype, p.A, p.batch, p.M, p.K, a),
+                           cpu_kernels().run<&widen_kernel>(dtype, p.B, p.batch, p.K, p.N, b)};
   matmul_onednn(Dtype::Float32, wide, c);
-
-  auto* out = static_cast<uint16_t*>(C);
-  constexpr int64_t kChunk = 4096;
-  const int64_t chunks = (c_size + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (c_size > kParallelElements)
-  for (int64_t i = 0; i < chunks; ++i) {
-    const int64_t begin = i * kChunk;
-    Format::narrow_n(c + begin, out + begin, std::min(kChunk, c_size - begin));
-  }
+  cpu_kernels().run<&narrow_kernel>(dtype, c, static_cast<uint16_t*>(C), c_size);
 }
-
-}  // namespace
-
-void matmul_widened(Dtype dtype, const MatmulProblem& p, void* C) {
-  TALLY_INTERNAL_ASSERT(dtype == Dtype::Float16 || dtype == Dtype::BFloat16);
-  if (dtype == Dtype::Float16) {
-    widened<HalfFormat>(p, C);
-  } else {
-    widened<BFloat16Format>(p, C);
-  }
-}
+#endif  // TALLY_PRIMARY_PASS
 
 }  // namespace tally::kernels::detail
+
+TALLY_CPU_KERNELS(matmul_widened, &detail::widen_kernel, &detail::narrow_kernel)

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "tally/kernels/cpu/target.h"
+
 namespace tally::kernels {
+inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
 
 /// Elements below which an elementwise loop stays on one thread (thread start-up costs ~µs).
 inline constexpr int64_t kElementwiseGrain = 32768;
@@ -33,4 +36,5 @@ void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
 /// Threads tally's kernels use.
 inline int num_threads() { return omp_get_max_threads(); }
 
+}  // namespace TALLY_CPU_TARGET
 }  // namespace tally::kernels

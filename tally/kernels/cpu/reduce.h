@@ -12,8 +12,10 @@
 
 #include "tally/dtype/dtype.h"
 #include "tally/kernels/cpu/parallel.h"
+#include "tally/kernels/cpu/target.h"
 
 namespace tally::kernels {
+inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
 
 /// Elements one thread should at least fold before a reduction splits work.
 inline constexpr int64_t kReduceGrain = 65536;
@@ -54,4 +56,5 @@ void reduce_columns(const T* x, int64_t inner, int64_t row_stride, int64_t outer
   });
 }
 
+}  // namespace TALLY_CPU_TARGET
 }  // namespace tally::kernels

@@ -13,8 +13,10 @@
 #include "tally/core/int_array_ref.h"
 #include "tally/core/small_vector.h"
 #include "tally/kernels/cpu/parallel.h"
+#include "tally/kernels/cpu/target.h"
 
 namespace tally::kernels {
+inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
 
 /// Operands of an N-operand loop, after dimension ordering and merging. Strides are in bytes.
 template <size_t N>
@@ -116,4 +118,5 @@ struct StridedLoop {
   }
 };
 
+}  // namespace TALLY_CPU_TARGET
 }  // namespace tally::kernels

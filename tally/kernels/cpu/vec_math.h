@@ -6,16 +6,19 @@
 // has, exp included; only the plain target on a CPU without FMA rounds a·b + c twice and lands
 // within an ulp instead (checked by tests/kernels/test_vec_math_portable.cpp).
 //
-// Each target lives in its own inline namespace: a program may mix translation units built for
-// different targets (that test is built for baseline x86-64 inside an AVX-512 build), and the
-// different `Vec16f` and function definitions must not share mangled names, or the linker would
-// keep one definition for both.
+// Each target lives in its own inline namespace, TALLY_CPU_TARGET (kernels/cpu/target.h): a
+// program mixes translation units built for different targets (the kernel passes of a portable
+// build, Note [CPU kernel dispatch]; that test, built for baseline x86-64 inside any build), and
+// the different `Vec16f` and function definitions must not share mangled names, or the linker
+// would keep one definition for all.
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include "tally/kernels/cpu/target.h"
+
+#if TALLY_CPU_LEVEL >= 1
 #define TALLY_VEC_MATH_X86 1
 // GCC 12.2's intrinsics headers initialise their "undefined" vectors from themselves and then
 // warn about it wherever they are inlined (GCC bug 105593, fixed in 12.3); the warnings point
@@ -46,8 +49,10 @@ inline constexpr float kMinArg = -104.0f;
 inline constexpr float kMaxArg = 104.0f;
 }  // namespace exp_constants
 
+inline namespace TALLY_CPU_TARGET {
+
 #if defined(TALLY_VEC_MATH_X86)
-namespace detail {
+namespace vec_detail {
 // Horizontal reductions written out (GCC 12's _mm512_reduce_* trip its own uninitialized warnings),
 // in one order for both x86 targets: halves, then quarters, then pairs, then the last two lanes.
 template <class Op256, class Op128>
@@ -57,11 +62,10 @@ float fold_halves(__m256 lo, __m256 hi, Op256 op256, Op128 op128) {
   q = op128(q, _mm_movehl_ps(q, q));
   return _mm_cvtss_f32(op128(q, _mm_movehdup_ps(q)));
 }
-}  // namespace detail
+}  // namespace vec_detail
 #endif
 
-#if defined(__AVX512F__)
-inline namespace avx512 {
+#if TALLY_CPU_LEVEL == 2
 
 /// 16 floats.
 using Vec16f = __m512;
@@ -104,9 +108,7 @@ inline Vec16f sub(Vec16f a, Vec16f b) { return _mm512_sub_ps(a, b); }
 inline Vec16f div(Vec16f a, Vec16f b) { return _mm512_div_ps(a, b); }
 inline Vec16f max(Vec16f a, Vec16f b) { return _mm512_max_ps(a, b); }
 
-}  // namespace avx512
-#elif defined(__AVX2__) && defined(__FMA__)
-inline namespace avx2 {
+#elif TALLY_CPU_LEVEL == 1
 
 /// 16 floats: lanes 0-7 in lo, 8-15 in hi, as the halves of a __m512.
 struct Vec16f {
@@ -176,9 +178,7 @@ inline Vec16f sub(Vec16f a, Vec16f b) { return {_mm256_sub_ps(a.lo, b.lo), _mm25
 inline Vec16f div(Vec16f a, Vec16f b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
 inline Vec16f max(Vec16f a, Vec16f b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
 
-}  // namespace avx2
 #else
-inline namespace scalar {
 
 /// 16 floats.
 struct Vec16f {
@@ -277,7 +277,6 @@ inline Vec16f sub(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](
 inline Vec16f div(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x / y; }); }
 inline Vec16f max(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, scalar_detail::max_lane); }
 
-}  // namespace scalar
 #endif
 
 #if defined(TALLY_VEC_MATH_X86)
@@ -285,16 +284,17 @@ inline Vec16f max(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, sca
 
 /// Sum of the 16 lanes.
 inline float reduce_add(Vec16f v) {
-  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); },
+  return vec_detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_add_ps(a, b); },
                              [](__m128 a, __m128 b) { return _mm_add_ps(a, b); });
 }
 /// Largest of the 16 lanes.
 inline float reduce_max(Vec16f v) {
-  return detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); },
+  return vec_detail::fold_halves(low_half(v), high_half(v), [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); },
                              [](__m128 a, __m128 b) { return _mm_max_ps(a, b); });
 }
 /// Orders earlier stream() stores before any later store, as seen by other threads.
 inline void stream_fence() { _mm_sfence(); }
 #endif
 
+}  // namespace TALLY_CPU_TARGET
 }  // namespace tally::kernels

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/kernels/cpu/vec_math.h"
 #include "tally/ops/apply.h"
@@ -71,6 +72,35 @@ RowStats row_stats(const T* x, int64_t n) {
 struct Rows {
   int64_t n, c;
 };
+
+/// What a row kernel needs beyond the logits: each row's target, the gradient scale of the
+/// loss (per row for reduction none, else one), and the options.
+struct RowTargets {
+  const int64_t* target;
+  const double* per_row;
+  double scale;
+  int64_t ignore_index;
+  double smoothing;
+};
+
+/// The dtypes the row kernels take (dispatch_floating's, float8 excluded).
+template <class T>
+constexpr bool kRowElement = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
+                             std::is_same_v<T, BFloat16>;
+
+/// dst = scale·(exp(x − lse) − off) over a row: softmax minus the smoothing share, scaled.
+template <class T>
+void softmax_minus(const T* x, T* dst, int64_t n, double lse, double scale, double off) {
+  using C = compute_t<T>;
+  const C s = static_cast<C>(scale), shift = static_cast<C>(lse), o = static_cast<C>(off);
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    using namespace kernels;
+    const Vec16f vs = splat(s), vshift = splat(shift), vo = splat(o);
+    for (; i + 16 <= n; i += 16) store(dst + i, mul(vs, sub(kernels::exp(sub(load(x + i), vshift)), vo)));
+  }
+  for (; i < n; ++i) dst[i] = cast_to<T>(s * (std::exp(static_cast<C>(x[i]) - shift) - o));
+}
 Rows rows_of(const Tensor& input) { return input.dim() == 1 ? Rows{1, input.size(0)} : Rows{input.size(0), input.size(1)}; }
 
 /// Rows that count (target ≠ ignore_index), after checking every target is a class.
@@ -115,26 +145,35 @@ struct CrossEntropyBackward {
     const int64_t* pt = t.data_ptr<int64_t>();
     const double* pg = g.data_ptr<double>();
     const int64_t count = counted_rows(pt, r, ignore_index);
-    const double per_class = smoothing / static_cast<double>(r.c);
-    dispatch_floating(input.dtype(), name, [&]<class T>() {
-      using C = compute_t<T>;
-      const T* px = x.data_ptr<T>();
-      T* po = out.data_ptr<T>();
-      kernels::parallel_for(r.n, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.c, 1)), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          const T* row = px + i * r.c;
-          T* dst = po + i * r.c;
-          if (pt[i] == ignore_index) {
-            for (int64_t c = 0; c < r.c; ++c) dst[c] = cast_to<T>(0.0f);
-            continue;
+    // Each row's scale: the incoming gradient of its loss (none), of the sum, or of the mean.
+    const double total = reduction == Reduction::Sum ? pg[0] : pg[0] / static_cast<double>(count);
+    const RowTargets rt{pt, reduction == Reduction::None ? pg : nullptr, total, ignore_index, smoothing};
+    cpu_kernels().run<&CrossEntropyBackward::kernel>(x.data_ptr(), out.data_ptr(), r, rt, input.dtype());
+  }
+  /// dx for `r.n` contiguous rows; built once per target (Note [CPU kernel dispatch]).
+  static void kernel(const void* x, void* out, Rows r, RowTargets rt, Dtype dt) {
+    const double per_class = rt.smoothing / static_cast<double>(r.c);
+    dispatch(dt, name, [&]<class T>() {
+      if constexpr (!kRowElement<T>) {
+        kernels::detail::unknown_kernel_dtype(dt);
+      } else {
+        const T* px = static_cast<const T*>(x);
+        T* po = static_cast<T*>(out);
+        kernels::parallel_for(r.n, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.c, 1)), [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            const int64_t ti = rt.target[i];
+            T* dst = po + i * r.c;
+            if (ti == rt.ignore_index) {
+              for (int64_t c = 0; c < r.c; ++c) dst[c] = cast_to<T>(0.0f);
+              continue;
+            }
+            const double scale = rt.per_row ? rt.per_row[i] : rt.scale;
+            const T* row = px + i * r.c;
+            softmax_minus(row, dst, r.c, row_stats(row, r.c).lse, scale, per_class);
+            dst[ti] = cast_to<T>(static_cast<compute_t<T>>(dst[ti]) - static_cast<compute_t<T>>(scale * (1.0 - rt.smoothing)));
           }
-          const double scale = reduction == Reduction::None ? pg[i] : reduction == Reduction::Sum ? pg[0] : pg[0] / static_cast<double>(count);
-          const double lse = row_stats(row, r.c).lse;
-          const C s = static_cast<C>(scale), shift = static_cast<C>(lse), off = static_cast<C>(per_class);
-          for (int64_t c = 0; c < r.c; ++c) dst[c] = cast_to<T>(s * (std::exp(static_cast<C>(row[c]) - shift) - off));
-          dst[pt[i]] = cast_to<T>(static_cast<C>(dst[pt[i]]) - static_cast<C>(scale * (1.0 - smoothing)));
-        }
-      });
+        });
+      }
     });
   }
   // Recompute the row's log-sum-exp (max, exp, add: 3), then exp(x − L) − ε/C scaled (sub, exp, sub, mul: 4).
@@ -158,18 +197,9 @@ struct CrossEntropy {
     const int64_t* pt = t.data_ptr<int64_t>();
     const int64_t count = counted_rows(pt, r, ignore_index);
     std::vector<double> losses(static_cast<size_t>(r.n));
-    dispatch_floating(input.dtype(), name, [&]<class T>() {
-      using C = compute_t<T>;
-      const T* px = x.data_ptr<T>();
-      kernels::parallel_for(r.n, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.c, 1)), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          if (pt[i] == ignore_index) continue;
-          const T* row = px + i * r.c;
-          const RowStats st = row_stats(row, r.c);
-          const double nll = st.lse - static_cast<double>(static_cast<C>(row[pt[i]]));
-          losses[static_cast<size_t>(i)] = (1.0 - smoothing) * nll + smoothing * (st.lse - st.sum / static_cast<double>(r.c));
-        }
-      });
+    cpu_kernels().run<&CrossEntropy::kernel>(x.data_ptr(), losses.data(), r, RowTargets{pt, nullptr, 0, ignore_index, smoothing},
+                                             input.dtype());
+    dispatch(input.dtype(), name, [&]<class T>() {
       T* po = out.data_ptr<T>();
       if (reduction == Reduction::None) {
         for (int64_t i = 0; i < r.n; ++i) po[i] = cast_to<T>(losses[static_cast<size_t>(i)]);
@@ -178,6 +208,26 @@ struct CrossEntropy {
       double total = 0;
       for (double l : losses) total += l;
       po[0] = cast_to<T>(reduction == Reduction::Sum ? total : total / static_cast<double>(count));  // 0/0 = NaN, as PyTorch
+    });
+  }
+  /// Each counted row's loss into `losses` (ignored rows are left alone); built once per target.
+  static void kernel(const void* x, double* losses, Rows r, RowTargets rt, Dtype dt) {
+    dispatch(dt, name, [&]<class T>() {
+      if constexpr (!kRowElement<T>) {
+        kernels::detail::unknown_kernel_dtype(dt);
+      } else {
+        const T* px = static_cast<const T*>(x);
+        kernels::parallel_for(r.n, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.c, 1)), [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            const int64_t ti = rt.target[i];
+            if (ti == rt.ignore_index) continue;
+            const T* row = px + i * r.c;
+            const RowStats st = row_stats(row, r.c);
+            const double nll = st.lse - static_cast<double>(static_cast<compute_t<T>>(row[ti]));
+            losses[i] = (1.0 - rt.smoothing) * nll + rt.smoothing * (st.lse - st.sum / static_cast<double>(r.c));
+          }
+        });
+      }
     });
   }
   // Per logit: max, exp-sum (sub, exp, add) and the sum for smoothing: 5.
@@ -195,6 +245,7 @@ struct CrossEntropy {
 
 }  // namespace
 
+#if TALLY_PRIMARY_PASS
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
   if (input.dim() > 2) {
     // Classes in dim 1: move them last and flatten, as PyTorch's K-dimensional loss does.
@@ -221,4 +272,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   return sq.mean();
 }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally
+
+TALLY_CPU_KERNELS(cross_entropy, &CrossEntropy::kernel, &CrossEntropyBackward::kernel)

@@ -6,9 +6,37 @@
 
 #include <cmath>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/optim/fused.h"
 
 namespace tally::optim {
+
+namespace {
+
+/// One step's scalars, from the options.
+struct AdagradScalars {
+  double weight_decay, eps, clr;
+  bool decay;
+};
+
+/// PyTorch: g = g + wd·p; sum = sum + g·g; p = p − clr·g / (√sum + eps).
+void adagrad_kernel(const AdagradScalars& h, const detail::FusedArrays& a) {
+  detail::run_fused<1>(
+      [&]<class T>() {
+        const T wd = T(h.weight_decay), eps = T(h.eps), neg_clr = T(-h.clr);
+        const bool decay = h.decay;
+        return [=](T& p, T g, T& sum) {
+          if (decay) g = std::fma(p, wd, g);
+          sum = std::fma(g, g, sum);
+          p = p + (neg_clr * g) / (std::sqrt(sum) + eps);
+        };
+      },
+      a);
+}
+
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
 
 Hypers AdagradOptions::hypers() {
   return {{"lr", &lr_}, {"lr_decay", &lr_decay_}, {"weight_decay", &weight_decay_},
@@ -32,19 +60,16 @@ ops::Cost Adagrad::update(Tensor& param, const Tensor& grad, OptimizerParamState
   const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0;
   const double clr = o.lr() / (1 + static_cast<double>(state.step - 1) * o.lr_decay());
-  // PyTorch: g = g + wd·p; sum = sum + g·g; p = p − clr·g / (√sum + eps).
-  auto make = [&]<class T>() {
-    const T wd = T(o.weight_decay()), eps = T(o.eps()), neg_clr = T(-clr);
-    return [=](T& p, T g, T& sum) {
-      if (decay) g = std::fma(p, wd, g);
-      sum = std::fma(g, g, sum);
-      p = p + (neg_clr * g) / (std::sqrt(sum) + eps);
-    };
-  };
-  detail::fused_update("adagrad_step", param, grad, make, state.tensors.at("sum"));
+  const AdagradScalars scalars{o.weight_decay(), o.eps(), clr, decay};
+  detail::fused_update("adagrad_step", param, grad, {state.tensors.at("sum")},
+                       [&](const detail::FusedArrays& a) { cpu_kernels().run<&adagrad_kernel>(scalars, a); });
   // FLOPs per element: weight decay 2 (mul, add); sum 2 (mul, add); denominator 2 (sqrt, add);
   // the step 3 (mul, div, add). Bytes: read p, g, sum; write p, sum.
   return detail::fused_cost(param.numel(), param.element_size(), 2 * decay + 7, 3, 2);
 }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally::optim
+
+TALLY_CPU_KERNELS(optim_adagrad, &optim::adagrad_kernel)

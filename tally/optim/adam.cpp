@@ -7,10 +7,46 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/optim/fused.h"
 
 namespace tally::optim {
 
+namespace {
+
+/// One step's scalars, worked out in double by the primary pass.
+struct AdamScalars {
+  double decay, weight_decay, beta1, beta2, bias_correction2_sqrt, eps, neg_step_size;
+  bool l2, decoupled;
+};
+
+/// The per-element update: PyTorch's AdamW p = (1 − lr·wd)·p, Adam g = g + wd·p;
+/// m = β1·m + (1 − β1)·g; v = β2·v + (1 − β2)·g²; AMSGrad v̂ = max(v̂, v);
+/// p = p − step_size·m / (√v̂ / √bc2 + eps).
+template <size_t kStates>
+void adam_kernel(const AdamScalars& h, const detail::FusedArrays& a) {
+  detail::run_fused<kStates>(
+      [&]<class T>() {
+        const T decay = T(h.decay), wd = T(h.weight_decay), beta1 = T(h.beta1), beta2 = T(h.beta2),
+                one_minus_beta1 = T(1 - h.beta1), one_minus_beta2 = T(1 - h.beta2), bc2_sqrt = T(h.bias_correction2_sqrt),
+                eps = T(h.eps), neg_step_size = T(h.neg_step_size);
+        const bool decoupled = h.decoupled, l2 = h.l2;
+        return [=](T& p, T g, T& m, T& v, auto&... v_max) {
+          if (decoupled) p = p * decay;
+          if (l2) g = std::fma(p, wd, g);
+          m = std::fma(g, one_minus_beta1, m * beta1);
+          v = std::fma(one_minus_beta2 * g, g, v * beta2);
+          T v_hat = v;
+          ((v_max = std::max(v_max, v), v_hat = v_max), ...);
+          p = p + (neg_step_size * m) / (std::sqrt(v_hat) / bc2_sqrt + eps);
+        };
+      },
+      a);
+}
+
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
 namespace {
 
 /// The hyper-parameters the shared update reads.
@@ -24,28 +60,17 @@ struct AdamHypers {
 ops::Cost adam_update(std::string_view op, const Tensor& param, const Tensor& grad, OptimizerParamState& state, const AdamHypers& h) {
   const double t = static_cast<double>(state.step);
   const double bias_correction1 = 1 - std::pow(h.beta1, t), bias_correction2 = 1 - std::pow(h.beta2, t);
-  const double step_size = h.lr / bias_correction1;
   const bool l2 = !h.decoupled && h.weight_decay != 0;
-  // PyTorch: AdamW p = (1 − lr·wd)·p, Adam g = g + wd·p; m = β1·m + (1 − β1)·g;
-  // v = β2·v + (1 − β2)·g²; AMSGrad v̂ = max(v̂, v); p = p − step_size·m / (√v̂ / √bc2 + eps).
-  auto make = [&]<class T>() {
-    const T decay = T(1 - h.lr * h.weight_decay), wd = T(h.weight_decay), beta1 = T(h.beta1), beta2 = T(h.beta2),
-            one_minus_beta1 = T(1 - h.beta1), one_minus_beta2 = T(1 - h.beta2), bc2_sqrt = T(std::sqrt(bias_correction2)),
-            eps = T(h.eps), neg_step_size = T(-step_size);
-    const bool decoupled = h.decoupled;
-    return [=](T& p, T g, T& m, T& v, auto&... v_max) {
-      if (decoupled) p = p * decay;
-      if (l2) g = std::fma(p, wd, g);
-      m = std::fma(g, one_minus_beta1, m * beta1);
-      v = std::fma(one_minus_beta2 * g, g, v * beta2);
-      T v_hat = v;
-      ((v_max = std::max(v_max, v), v_hat = v_max), ...);
-      p = p + (neg_step_size * m) / (std::sqrt(v_hat) / bc2_sqrt + eps);
-    };
-  };
+  const AdamScalars scalars{1 - h.lr * h.weight_decay, h.weight_decay, h.beta1, h.beta2, std::sqrt(bias_correction2), h.eps,
+                            -(h.lr / bias_correction1), l2, h.decoupled};
   StateDict& s = state.tensors;
-  if (h.amsgrad) detail::fused_update(op, param, grad, make, s.at("exp_avg"), s.at("exp_avg_sq"), s.at("max_exp_avg_sq"));
-  else detail::fused_update(op, param, grad, make, s.at("exp_avg"), s.at("exp_avg_sq"));
+  if (h.amsgrad) {
+    detail::fused_update(op, param, grad, {s.at("exp_avg"), s.at("exp_avg_sq"), s.at("max_exp_avg_sq")},
+                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&adam_kernel<3>>(scalars, a); });
+  } else {
+    detail::fused_update(op, param, grad, {s.at("exp_avg"), s.at("exp_avg_sq")},
+                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&adam_kernel<2>>(scalars, a); });
+  }
   // FLOPs per element: AdamW's decay 1 (mul) or Adam's weight decay 2 (mul, add), none when
   // wd = 0; m 3 (mul, mul, add); v 4 (mul, mul, mul, add); AMSGrad 1 (max); denominator 3
   // (sqrt, div, add); the step 3 (mul, div, add). AdamW: 14 per element, 15 with AMSGrad.
@@ -92,4 +117,8 @@ template class AdamFamilyOptions<true>;
 template class AdamFamily<false>;
 template class AdamFamily<true>;
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally::optim
+
+TALLY_CPU_KERNELS(optim_adam, &optim::adam_kernel<2>, &optim::adam_kernel<3>)

@@ -19,14 +19,30 @@
 // float32 and float64 only; a parameter or gradient that is not contiguous is updated through a
 // contiguous copy, which the ledger row does not count.
 
+#include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
+#include <utility>
 
 #include "tally/core/tensor.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/ops/cost.h"
 
 namespace tally::optim::detail {
+
+/// One fused update's arrays, their dtype erased, as the primary pass hands them to a kernel built
+/// for each CPU target (Note [CPU kernel dispatch]): the parameter, its gradient and up to three
+/// state tensors, all contiguous, n elements each.
+struct FusedArrays {
+  Dtype dtype;
+  int64_t n;
+  void* p;
+  const void* g;
+  std::array<void*, 3> state;
+};
+
+inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
 
 /// Calls f(p[i], g[i], s[i]...) for every i in [0, n), split over the cores.
 template <class T, class F, class... S>
@@ -38,27 +54,42 @@ void for_each_element(int64_t n, const F& f, T* p, const T* g, S*... s) {
   });
 }
 
+/// The body of an optimizer's kernel: runs the update `make.template operator()<T>()` returns (a
+/// callable on (p, g, states...) elements of type T) over the first kStates state arrays, with T
+/// float or double as the arrays are.
+template <size_t kStates, class Make>
+void run_fused(const Make& make, const FusedArrays& a) {
+  auto run = [&]<class T>() {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      for_each_element<T>(a.n, make.template operator()<T>(), static_cast<T*>(a.p), static_cast<const T*>(a.g),
+                          static_cast<T*>(a.state[I])...);
+    }(std::make_index_sequence<kStates>{});
+  };
+  if (a.dtype == kFloat32) run.template operator()<float>();
+  else run.template operator()<double>();
+}
+
+}  // namespace TALLY_CPU_TARGET
+
 /// Raises unless `param` and `grad` can go through the fused update of optimizer `op`.
 void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad);
 
 /// Writes `updated` back into `param` when the update ran on a copy.
 void finish_update(const Tensor& param, const Tensor& updated);
 
-/// Runs the update `make.template operator()<T>()` returns (a callable on (p, g, states...)
-/// elements of type T) over parameter `param`, its gradient and its state tensors, in one pass
-/// (Note [Fused update]).
-template <class Make, class... States>
-void fused_update(std::string_view op, const Tensor& param, const Tensor& grad, const Make& make,
-                  const States&... states) {
+/// Checks `param` and `grad`, then calls `kernel(arrays)` once over them and `states` (contiguous,
+/// as the optimizer made them), on a contiguous copy of the parameter where it is not (Note
+/// [Fused update]). `kernel` runs the optimizer's kernel through its file's cpu_kernels().
+template <class Kernel>
+void fused_update(std::string_view op, const Tensor& param, const Tensor& grad, std::initializer_list<Tensor> states,
+                  const Kernel& kernel) {
   check_fusable(op, param, grad);
   if (param.device().is_meta() || param.numel() == 0) return;  // a meta run counts, computes nothing
   const Tensor p = param.contiguous(), g = grad.contiguous();
-  auto run = [&]<class T>() {
-    for_each_element<T>(p.numel(), make.template operator()<T>(), p.data_ptr<T>(), g.data_ptr<T>(),
-                        states.template data_ptr<T>()...);
-  };
-  if (param.dtype() == kFloat32) run.template operator()<float>();
-  else run.template operator()<double>();
+  FusedArrays arrays{param.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), {}};
+  size_t i = 0;
+  for (const Tensor& s : states) arrays.state.at(i++) = s.data_ptr();
+  kernel(arrays);
   finish_update(param, p);
 }
 

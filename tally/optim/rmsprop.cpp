@@ -7,9 +7,60 @@
 #include <cmath>
 #include <tuple>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/optim/fused.h"
 
 namespace tally::optim {
+
+namespace {
+
+/// One step's scalars, from the options.
+struct RmspropScalars {
+  double weight_decay, alpha, eps, momentum, lr;
+  bool decay, use_momentum;
+};
+
+/// PyTorch: g = g + wd·p; sq = α·sq + (1 − α)·g²; centered: ga = α·ga + (1 − α)·g and
+/// avg = √(sq − ga²) + eps, else avg = √sq + eps; with momentum buf = μ·buf + g/avg and
+/// p = p − lr·buf, else p = p − lr·g/avg. The states after square_avg are momentum_buffer,
+/// grad_avg, or both in that order.
+template <size_t kStates>
+void rmsprop_kernel(const RmspropScalars& h, const detail::FusedArrays& a) {
+  detail::run_fused<kStates>(
+      [&]<class T>() {
+        const T wd = T(h.weight_decay), alpha = T(h.alpha), one_minus_alpha = T(1.0 - h.alpha), eps = T(h.eps), mom = T(h.momentum),
+                neg_lr = T(-h.lr);
+        const bool decay = h.decay, momentum = h.use_momentum;
+        return [=](T& p, T g, T& sq, auto&... rest) {
+          if (decay) g = std::fma(p, wd, g);
+          sq = std::fma(one_minus_alpha * g, g, sq * alpha);
+          auto plain_avg = [&] { return std::sqrt(sq) + eps; };
+          auto centered_avg = [&](T& ga) {
+            ga = std::fma(g, one_minus_alpha, ga * alpha);
+            return std::sqrt(std::fma(-ga, ga, sq)) + eps;
+          };
+          auto momentum_step = [&](T avg, T& buf) {
+            buf = buf * mom + g / avg;
+            p = std::fma(buf, neg_lr, p);
+          };
+          if constexpr (sizeof...(rest) == 0) {
+            p = p + (neg_lr * g) / plain_avg();
+          } else if constexpr (sizeof...(rest) == 2) {
+            auto [buf, ga] = std::tie(rest...);
+            momentum_step(centered_avg(ga), buf);
+          } else if (momentum) {
+            momentum_step(plain_avg(), rest...);
+          } else {
+            p = p + (neg_lr * g) / centered_avg(rest...);
+          }
+        };
+      },
+      a);
+}
+
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
 
 Hypers RMSpropOptions::hypers() {
   return {{"lr", &lr_}, {"alpha", &alpha_}, {"eps", &eps_}, {"weight_decay", &weight_decay_}, {"momentum", &momentum_},
@@ -36,42 +87,20 @@ std::vector<std::pair<std::string, double>> RMSprop::state_init(const OptimizerO
 ops::Cost RMSprop::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
   const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0, momentum = o.momentum() > 0, centered = o.centered();
-  // PyTorch: g = g + wd·p; sq = α·sq + (1 − α)·g²; centered: ga = α·ga + (1 − α)·g and
-  // avg = √(sq − ga²) + eps, else avg = √sq + eps; with momentum buf = μ·buf + g/avg and
-  // p = p − lr·buf, else p = p − lr·g/avg.
-  auto make = [&]<class T>() {
-    const T wd = T(o.weight_decay()), alpha = T(o.alpha()), one_minus_alpha = T(1.0 - o.alpha()), eps = T(o.eps()),
-            mom = T(o.momentum()), neg_lr = T(-o.lr());
-    // `rest` is the state beyond square_avg: momentum_buffer, grad_avg, or both in that order.
-    return [=](T& p, T g, T& sq, auto&... rest) {
-      if (decay) g = std::fma(p, wd, g);
-      sq = std::fma(one_minus_alpha * g, g, sq * alpha);
-      auto plain_avg = [&] { return std::sqrt(sq) + eps; };
-      auto centered_avg = [&](T& ga) {
-        ga = std::fma(g, one_minus_alpha, ga * alpha);
-        return std::sqrt(std::fma(-ga, ga, sq)) + eps;
-      };
-      auto momentum_step = [&](T avg, T& buf) {
-        buf = buf * mom + g / avg;
-        p = std::fma(buf, neg_lr, p);
-      };
-      if constexpr (sizeof...(rest) == 0) {
-        p = p + (neg_lr * g) / plain_avg();
-      } else if constexpr (sizeof...(rest) == 2) {
-        auto [buf, ga] = std::tie(rest...);
-        momentum_step(centered_avg(ga), buf);
-      } else if (momentum) {
-        momentum_step(plain_avg(), rest...);
-      } else {
-        p = p + (neg_lr * g) / centered_avg(rest...);
-      }
-    };
-  };
+  const RmspropScalars scalars{o.weight_decay(), o.alpha(), o.eps(), o.momentum(), o.lr(), decay, momentum};
   StateDict& s = state.tensors;
-  if (momentum && centered) detail::fused_update("rmsprop_step", param, grad, make, s.at("square_avg"), s.at("momentum_buffer"), s.at("grad_avg"));
-  else if (momentum) detail::fused_update("rmsprop_step", param, grad, make, s.at("square_avg"), s.at("momentum_buffer"));
-  else if (centered) detail::fused_update("rmsprop_step", param, grad, make, s.at("square_avg"), s.at("grad_avg"));
-  else detail::fused_update("rmsprop_step", param, grad, make, s.at("square_avg"));
+  auto kernel = [&]<size_t kStates>() {
+    return [&](const detail::FusedArrays& a) { cpu_kernels().run<&rmsprop_kernel<kStates>>(scalars, a); };
+  };
+  if (momentum && centered) {
+    detail::fused_update("rmsprop_step", param, grad, {s.at("square_avg"), s.at("momentum_buffer"), s.at("grad_avg")},
+                         kernel.template operator()<3>());
+  } else if (momentum || centered) {
+    detail::fused_update("rmsprop_step", param, grad, {s.at("square_avg"), s.at(momentum ? "momentum_buffer" : "grad_avg")},
+                         kernel.template operator()<2>());
+  } else {
+    detail::fused_update("rmsprop_step", param, grad, {s.at("square_avg")}, kernel.template operator()<1>());
+  }
   // FLOPs per element: weight decay 2 (mul, add); square_avg 4 (mul, mul, mul, add); centered
   // 5 (grad_avg: mul, mul, add; sq − ga²: mul, sub); avg 2 (sqrt, add); the step 3 (momentum:
   // buf mul, div, add; p mul, add = 5). Bytes: read p, g and each state; write p and each state.
@@ -80,4 +109,8 @@ ops::Cost RMSprop::update(Tensor& param, const Tensor& grad, OptimizerParamState
   return detail::fused_cost(param.numel(), param.element_size(), flops, 2 + states, 1 + states);
 }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally::optim
+
+TALLY_CPU_KERNELS(optim_rmsprop, &optim::rmsprop_kernel<1>, &optim::rmsprop_kernel<2>, &optim::rmsprop_kernel<3>)

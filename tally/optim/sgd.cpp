@@ -6,10 +6,40 @@
 
 #include <cmath>
 
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/optim/fused.h"
 
 namespace tally::optim {
 
+namespace {
+
+/// One step's scalars, from the options.
+struct SgdScalars {
+  double weight_decay, momentum, dampening, lr;
+  bool decay, nesterov, first;
+};
+
+/// PyTorch: d = g + wd·p; buf = d on the first step, else buf = momentum·buf + (1 − dampening)·d;
+/// d = d + momentum·buf (Nesterov) or buf; p = p − lr·d. Its add(alpha=) is one fused
+/// multiply-add on vectors, hence std::fma where PyTorch has add with alpha.
+template <size_t kStates>
+void sgd_kernel(const SgdScalars& h, const detail::FusedArrays& a) {
+  detail::run_fused<kStates>(
+      [&]<class T>() {
+        const T wd = T(h.weight_decay), mom = T(h.momentum), damp = T(1.0 - h.dampening), neg_lr = T(-h.lr);
+        const bool decay = h.decay, nesterov = h.nesterov, first = h.first;
+        return [=](T& p, T g, auto&... buf) {
+          T d = decay ? std::fma(p, wd, g) : g;
+          ((buf = first ? d : std::fma(d, damp, buf * mom), d = nesterov ? std::fma(buf, mom, d) : buf), ...);
+          p = std::fma(d, neg_lr, p);
+        };
+      },
+      a);
+}
+
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
 Hypers SGDOptions::hypers() {
   return {{"lr", &lr_}, {"momentum", &momentum_}, {"dampening", &dampening_}, {"weight_decay", &weight_decay_}, {"nesterov", &nesterov_}};
 }
@@ -30,20 +60,13 @@ std::vector<std::pair<std::string, double>> SGD::state_init(const OptimizerOptio
 ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
   const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0, momentum = o.momentum() != 0, first = state.step == 1;
-  // PyTorch: d = g + wd·p; buf = d on the first step, else buf = momentum·buf + (1 − dampening)·d;
-  // d = d + momentum·buf (Nesterov) or buf; p = p − lr·d. Its add(alpha=) is one fused
-  // multiply-add on vectors, hence std::fma where PyTorch has add with alpha.
-  auto make = [&]<class T>() {
-    const T wd = T(o.weight_decay()), mom = T(o.momentum()), damp = T(1.0 - o.dampening()), neg_lr = T(-o.lr());
-    const bool nesterov = o.nesterov();
-    return [=](T& p, T g, auto&... buf) {
-      T d = decay ? std::fma(p, wd, g) : g;
-      ((buf = first ? d : std::fma(d, damp, buf * mom), d = nesterov ? std::fma(buf, mom, d) : buf), ...);
-      p = std::fma(d, neg_lr, p);
-    };
-  };
-  if (momentum) detail::fused_update("sgd_step", param, grad, make, state.tensors.at("momentum_buffer"));
-  else detail::fused_update("sgd_step", param, grad, make);
+  const SgdScalars scalars{o.weight_decay(), o.momentum(), o.dampening(), o.lr(), decay, o.nesterov(), first};
+  if (momentum) {
+    detail::fused_update("sgd_step", param, grad, {state.tensors.at("momentum_buffer")},
+                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<1>>(scalars, a); });
+  } else {
+    detail::fused_update("sgd_step", param, grad, {}, [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<0>>(scalars, a); });
+  }
   // FLOPs per element: weight decay 2 (mul, add); momentum 3 (mul, mul, add; 0 on the first
   // step, a copy); Nesterov 2 (mul, add); the step 2 (mul, add). Bytes: read p, g (+ buf after
   // the first step); write p (+ buf).
@@ -51,4 +74,8 @@ ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& st
   return detail::fused_cost(param.numel(), param.element_size(), flops, 2 + (momentum && !first), 1 + momentum);
 }
 
+#endif  // TALLY_PRIMARY_PASS
+
 }  // namespace tally::optim
+
+TALLY_CPU_KERNELS(optim_sgd, &optim::sgd_kernel<0>, &optim::sgd_kernel<1>)

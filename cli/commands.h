@@ -12,5 +12,7 @@ void add_info_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 /// `tally estimate`: napkin math (train-time, max-params, transformer, tensor), with --json.
 void add_estimate_command(CLI::App& app);
+/// `tally inspect FILE`: the tensors (name, dtype, shape, bytes), totals and metadata of a safetensors file.
+void add_inspect_command(CLI::App& app);
 
 }  // namespace tally::cli

@@ -2,11 +2,25 @@
 # Run the whole test suite: the Release build (build/) with the CPU kernels it picks, again with
 # each smaller kernel set forced (TALLY_CPU_KERNELS; Note [CPU kernel dispatch] in
 # tally/kernels/cpu/dispatch.h), then a second configuration under AddressSanitizer +
-# UndefinedBehaviorSanitizer (build-asan/). Expects scripts/setup.sh to have run. Exits non-zero
+# UndefinedBehaviorSanitizer (build-asan/), then fuzzes the safetensors reader for a minute
+# (tests/io/run_fuzz.sh, build-fuzz/). Expects scripts/setup.sh to have run. Exits non-zero
 # if any run fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+
+# The safetensors fuzzer (tests/io/run_fuzz.sh) needs clang and libFuzzer, which the build does not.
+fuzz_packages=(clang libclang-rt-14-dev)
+missing=()
+for p in "${fuzz_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "test: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
 
 echo "== Release tests =="
 ctest --test-dir build --output-on-failure -j "$jobs"
@@ -34,3 +48,6 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=ON -
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== safetensors reader fuzzer (60 s) =="
+tests/io/run_fuzz.sh build-fuzz 60

@@ -29,3 +29,5 @@
 #include "tally/einops/einops.h"
 #include "tally/nn/nn.h"
 #include "tally/optim/optim.h"
+#include "tally/io/atomic_file.h"
+#include "tally/io/safetensors.h"

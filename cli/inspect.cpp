@@ -1,0 +1,100 @@
+// `tally inspect FILE`: what a safetensors file holds (tensors, bytes, metadata), read with the
+// strict reader, so a file this prints is one tally will load.
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "tally/io/safetensors.h"
+
+namespace tally::cli {
+
+namespace {
+
+std::string shape_str(const DimVector& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// 1536 -> "1.5 KiB".
+std::string human_bytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) { v /= 1024; ++u; }
+  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+/// A metadata value on one line: control characters escaped, long values cut with their length.
+std::string one_line(const std::string& value, size_t max_chars = 72) {
+  std::string s;
+  for (char c : value) {
+    if (c == '\n') s += "\\n";
+    else if (c == '\t') s += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20) s += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else s += c;
+  }
+  if (s.size() <= max_chars) return s;
+  size_t cut = max_chars - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return s.substr(0, cut) + "... (" + std::to_string(value.size()) + " bytes)";
+}
+
+void run_inspect(const std::string& path) {
+  const io::SafetensorsReader r = io::SafetensorsReader::open(path);
+  const auto& tensors = r.tensors();
+  // A BOOL byte other than 0 or 1 is only found by reading it (Note [Strict safetensors]).
+  for (const io::TensorInfo& t : tensors) {
+    if (t.dtype != kBool) continue;
+    std::vector<uint8_t> bytes(t.end - t.begin);
+    r.read_bytes(t, bytes);
+  }
+  fmt::print("{}: safetensors, {} bytes (8-byte length, {}-byte header, {} bytes of tensor data)\n\n", path, r.file_bytes(),
+             r.header_bytes(), r.file_bytes() - 8 - r.header_bytes());
+
+  size_t name_w = 4, dtype_w = 5, shape_w = 5;
+  uint64_t total = 0, elements = 0;
+  for (const io::TensorInfo& t : tensors) {
+    name_w = std::max(name_w, t.name.size());
+    dtype_w = std::max(dtype_w, io::safetensors_dtype_name(t.dtype).size());
+    shape_w = std::max(shape_w, shape_str(t.shape).size());
+  }
+  if (!tensors.empty()) {
+    fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>12}\n", "name", name_w, "dtype", dtype_w, "shape", shape_w, "bytes");
+    for (const io::TensorInfo& t : tensors) {
+      fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>12}\n", t.name, name_w, io::safetensors_dtype_name(t.dtype), dtype_w, shape_str(t.shape),
+                 shape_w, t.end - t.begin);
+      total += t.end - t.begin;
+      elements += (t.end - t.begin) / static_cast<uint64_t>(element_size(t.dtype));
+    }
+    fmt::print("\n");
+  }
+  fmt::print("total: {} tensor{}, {} elements, {} bytes ({})\n", tensors.size(), tensors.size() == 1 ? "" : "s", elements, total,
+             human_bytes(total));
+
+  const auto& metadata = r.metadata();
+  if (metadata.empty()) {
+    fmt::print("metadata: none\n");
+    return;
+  }
+  size_t key_w = 0;
+  for (const auto& [k, v] : metadata) key_w = std::max(key_w, std::min<size_t>(one_line(k, 32).size(), 32));
+  fmt::print("metadata: {} key{}\n", metadata.size(), metadata.size() == 1 ? "" : "s");
+  for (const auto& [k, v] : metadata) fmt::print("  {:<{}}  {}\n", one_line(k, 32), key_w, one_line(v));
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect", "List the tensors (name, dtype, shape, bytes) and metadata of a safetensors file");
+  auto path = std::make_shared<std::string>();
+  cmd->add_option("file", *path, "a .safetensors file")->required();
+  cmd->callback([path] { run_inspect(*path); });
+}
+
+}  // namespace tally::cli

@@ -1,0 +1,98 @@
+// The tensor side of safetensors: loading a validated file's tensors (safetensors_reader.cpp
+// parses and validates) and writing tensors out.
+
+#include "tally/io/safetensors.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "tally/core/autograd_meta.h"
+#include "tally/io/atomic_file.h"
+#include "tally/ops/creation.h"
+
+namespace tally::io {
+
+namespace {
+
+/// The tensor's bytes can be written: a CPU tensor with a usable name.
+void check_writable(const std::string& name, const Tensor& t) {
+  TALLY_CHECK(!name.empty(), "cannot save a tensor with an empty name to safetensors");
+  TALLY_CHECK(name != "__metadata__", "cannot save a tensor named '__metadata__': safetensors reserves that name for the metadata");
+  TALLY_CHECK(t.defined(), "cannot save tensor '", name, "' to safetensors: it is undefined (a default-constructed Tensor)");
+  TALLY_CHECK(!t.device().is_meta(), "cannot save tensor '", name, "' (", t.dtype(), " of shape ", t.sizes(),
+              ") to safetensors: it is on the meta device, which holds no values");
+  TALLY_CHECK(t.device().is_cpu(), "cannot save tensor '", name, "' to safetensors: it is on ", t.device(),
+              "; copy it to the CPU first (.cpu())");
+}
+
+/// Calls `sink(name, bytes)` with each tensor's bytes in order, contiguous; a non-contiguous
+/// tensor is copied alone, so at most one tensor's copy exists at a time.
+template <class Sink>
+void for_each_tensor_bytes(const StateDict& tensors, Sink&& sink) {
+  NoGradGuard no_grad;  // contiguous() of a tensor that requires grad must not record a node
+  for (const auto& [name, t] : tensors) {
+    const Tensor c = t.detach().contiguous();
+    const auto nbytes = static_cast<size_t>(c.nbytes());
+    sink(std::span<const uint8_t>(nbytes ? static_cast<const uint8_t*>(c.data_ptr()) : nullptr, nbytes));
+  }
+}
+
+}  // namespace
+
+Tensor SafetensorsReader::load(std::string_view name) const {
+  const TensorInfo& t = info(name);
+  Tensor out = empty(t.shape, t.dtype);
+  const size_t nbytes = t.end - t.begin;
+  read_bytes(t, std::span<uint8_t>(nbytes ? static_cast<uint8_t*>(out.data_ptr()) : nullptr, nbytes));
+  return out;
+}
+
+StateDict SafetensorsReader::load_all() const {
+  StateDict out("tensor");
+  for (const TensorInfo& t : tensors_) out.insert(t.name, load(t.name));
+  return out;
+}
+
+std::vector<uint8_t> safetensors_header(const StateDict& tensors, const std::map<std::string, std::string>& metadata) {
+  // ordered_json keeps the order written: __metadata__ first, then the tensors in the dict's order.
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    check_writable(name, t);
+    const auto nbytes = static_cast<uint64_t>(t.nbytes());
+    header[name] = {{"dtype", safetensors_dtype_name(t.dtype())},
+                    {"shape", std::vector<int64_t>(t.sizes().begin(), t.sizes().end())},
+                    {"data_offsets", {offset, offset + nbytes}}};
+    offset += nbytes;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::ordered_json::type_error& e) {
+    throw ValueError(detail::str_cat("cannot write safetensors: a tensor name or metadata string is not valid UTF-8 (", e.what(), ")"));
+  }
+  // The reference implementation pads with spaces so that the data section starts 8-aligned.
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::vector<uint8_t> out(8 + text.size());
+  const uint64_t n = text.size();
+  std::memcpy(out.data(), &n, 8);  // little-endian (static_assert in safetensors_reader.cpp)
+  std::memcpy(out.data() + 8, text.data(), text.size());
+  return out;
+}
+
+std::vector<uint8_t> serialize_safetensors(const StateDict& tensors, const std::map<std::string, std::string>& metadata) {
+  std::vector<uint8_t> out = safetensors_header(tensors, metadata);
+  for_each_tensor_bytes(tensors, [&](std::span<const uint8_t> bytes) { out.insert(out.end(), bytes.begin(), bytes.end()); });
+  return out;
+}
+
+void save_safetensors(const std::filesystem::path& path, const StateDict& tensors, const std::map<std::string, std::string>& metadata) {
+  const std::vector<uint8_t> header = safetensors_header(tensors, metadata);  // checks every tensor before a file is made
+  AtomicFile file(path);
+  file.write(header);
+  for_each_tensor_bytes(tensors, [&](std::span<const uint8_t> bytes) { file.write(bytes); });
+  file.commit();
+}
+
+}  // namespace tally::io

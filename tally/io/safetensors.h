@@ -1,0 +1,99 @@
+#pragma once
+// safetensors files (the format of Hugging Face's `safetensors`): an 8-byte little-endian header
+// length N, N bytes of JSON naming each tensor's dtype, shape and byte range, then the raw bytes.
+// The reader is strict (Note [Strict safetensors]): a file it accepts has exactly one meaning, and
+// every other file is a SafetensorsError that names the file and what is wrong with it.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tally/core/ordered_dict.h"
+#include "tally/core/int_array_ref.h"
+#include "tally/core/tensor.h"
+#include "tally/dtype/dtype.h"
+#include "tally/error/error.h"
+
+namespace tally::io {
+
+/// A malformed or unreadable safetensors file; the message names the file and the problem.
+class SafetensorsError : public ValueError { using ValueError::ValueError; };
+
+/// Where one tensor lies in a safetensors file.
+struct TensorInfo {
+  std::string name;
+  Dtype dtype = kFloat32;
+  DimVector shape;
+  uint64_t begin = 0, end = 0;  // byte offsets in the data section (after the header)
+};
+
+/// The safetensors name of a dtype: "F32", "BF16", "F8_E4M3", "BOOL", ...
+std::string_view safetensors_dtype_name(Dtype dtype);
+
+/// A parsed, validated safetensors file, mapped read-only. Movable, not copyable.
+class SafetensorsReader {
+ public:
+  /// Map and validate the file at `path`. IOError when it cannot be opened or mapped,
+  /// SafetensorsError when it is not a valid safetensors file.
+  static SafetensorsReader open(const std::filesystem::path& path);
+  /// Validate `bytes` as a safetensors file called `name` in messages. The bytes are copied, so
+  /// the reader does not depend on them staying alive.
+  static SafetensorsReader from_bytes(std::span<const uint8_t> bytes, std::string name = "<memory>");
+
+  SafetensorsReader(SafetensorsReader&&) noexcept = default;
+  SafetensorsReader& operator=(SafetensorsReader&&) noexcept = default;
+  SafetensorsReader(const SafetensorsReader&) = delete;
+  SafetensorsReader& operator=(const SafetensorsReader&) = delete;
+
+  /// The file's name, as given to open or from_bytes.
+  const std::string& name() const { return name_; }
+  /// Every tensor, in data-offset order.
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  /// The header's `__metadata__` (empty when it has none).
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  /// Whether a tensor of this name is in the file.
+  bool contains(std::string_view name) const;
+  /// The tensor called `name`; a ValueError naming it and listing a few others when it is absent.
+  const TensorInfo& info(std::string_view name) const;
+  /// Size of the JSON header in bytes (padding included).
+  uint64_t header_bytes() const { return header_bytes_; }
+  /// Size of the whole file in bytes.
+  uint64_t file_bytes() const { return size_; }
+  /// Copy the bytes of `t` (one of tensors()) into `out`, which must hold exactly t.end - t.begin
+  /// bytes. SafetensorsError for a BOOL tensor with a byte other than 0 or 1.
+  void read_bytes(const TensorInfo& t, std::span<uint8_t> out) const;
+  /// The tensor called `name`, copied into a new contiguous CPU tensor.
+  Tensor load(std::string_view name) const;
+  /// Every tensor, in file order, each copied as load() does.
+  StateDict load_all() const;
+
+ private:
+  SafetensorsReader() = default;
+  void parse();
+
+  std::string name_;
+  std::shared_ptr<const uint8_t> bytes_;  // the whole file: a read-only mapping or an owned copy
+  uint64_t size_ = 0;
+  uint64_t header_bytes_ = 0;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> index_;  // name -> position in tensors_
+  std::map<std::string, std::string> metadata_;
+};
+
+/// The header JSON (with its length prefix and padding) for `tensors` written in order, each
+/// contiguous; `metadata` becomes `__metadata__`. ValueError for a tensor that cannot be written.
+std::vector<uint8_t> safetensors_header(const StateDict& tensors, const std::map<std::string, std::string>& metadata = {});
+/// Serialise tensors (any strides: written contiguous, little-endian, in the dict's order) and
+/// metadata to the bytes of a safetensors file.
+std::vector<uint8_t> serialize_safetensors(const StateDict& tensors, const std::map<std::string, std::string>& metadata = {});
+/// Write a safetensors file atomically (write_file_atomic), streaming each tensor's bytes from its
+/// storage: no second copy of the whole model is made. Meta-device and CUDA tensors are a ValueError.
+void save_safetensors(const std::filesystem::path& path, const StateDict& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace tally::io

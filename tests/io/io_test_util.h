@@ -1,0 +1,97 @@
+#pragma once
+// Shared by the io tests: a temporary folder, files as bytes, the reference Python, and error checks.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tally/io/safetensors.h"
+
+namespace tally::io::test {
+
+namespace fs = std::filesystem;
+
+/// A fresh folder under the system's temporary directory, removed with its files.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("tally_io_" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  /// A path inside the folder.
+  fs::path file(const std::string& name) const { return path_ / name; }
+  /// The names of the files in the folder, sorted.
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+ private:
+  fs::path path_;
+};
+
+inline std::vector<uint8_t> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void write_file(const fs::path& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// Runs a script of tests/io with the reference Python (numpy) and `args`; returns its exit status.
+inline int run_python(const std::string& script, const std::string& args) {
+  const std::string cmd = std::string("'") + TALLY_TEST_PYTHON + "' '" + TALLY_TEST_DIR + "/io/" + script + "' " + args;
+  return std::system(cmd.c_str());
+}
+
+/// A tensor's bytes, contiguous.
+inline std::vector<uint8_t> bytes_of(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  const auto* p = static_cast<const uint8_t*>(c.numel() ? c.data_ptr() : nullptr);
+  return p ? std::vector<uint8_t>(p, p + c.nbytes()) : std::vector<uint8_t>();
+}
+
+/// Same dtype, shape and bytes (so -0.0 and NaN payloads count).
+inline void expect_identical(const Tensor& got, const Tensor& want, const std::string& what) {
+  EXPECT_EQ(got.dtype(), want.dtype()) << what;
+  EXPECT_EQ(std::vector<int64_t>(got.sizes().begin(), got.sizes().end()),
+            std::vector<int64_t>(want.sizes().begin(), want.sizes().end())) << what;
+  EXPECT_TRUE(got.is_contiguous()) << what;
+  EXPECT_EQ(bytes_of(got), bytes_of(want)) << what;
+}
+
+/// Expects fn() to throw `Error` (or a subclass) whose message contains every part.
+template <class Error, class Fn>
+void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing '" << *parts.begin() << "'";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& part : parts)
+      EXPECT_NE(msg.find(part), std::string::npos) << "message \"" << msg << "\" lacks \"" << part << "\"";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong error type: " << e.what();
+  }
+}
+
+}  // namespace tally::io::test

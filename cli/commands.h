@@ -12,5 +12,7 @@ void add_info_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 /// `tally estimate`: napkin math (train-time, max-params, transformer, tensor), with --json.
 void add_estimate_command(CLI::App& app);
+/// `tally report RUN_DIR [--out FILE]`: a training run's self-contained HTML report.
+void add_report_command(CLI::App& app);
 
 }  // namespace tally::cli

@@ -8,6 +8,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
+# Test-only packages that scripts/setup.sh does not install: headless Chromium for the report test
+# (tests/report/check_report.py). Installing needs root; without it the report test fails and says why.
+test_packages=(chromium)
+missing=()
+for p in "${test_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "test: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
 echo "== Release tests =="
 ctest --test-dir build --output-on-failure -j "$jobs"
 

@@ -30,7 +30,7 @@ void run_report(const ReportArgs& args) {
   const std::filesystem::path tmp = out.string() + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw IOError("cannot write " + tmp.string());
+    if (!f) throw IOError("cannot write " + out.string() + " (opening " + tmp.string() + " failed)");
     f << page;
     f.close();
     if (!f) throw IOError("cannot write " + tmp.string());

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -158,7 +160,11 @@ json chart_data(const RunDir& run) {
 }  // namespace
 
 std::string render_page(const RunDir& run, std::string_view tally_version) {
-  const std::string name = html_escape(run.dir.filename().empty() ? run.dir.parent_path().filename().string() : run.dir.filename().string());
+  // The directory's own name ("runs/tiny/" and "." name it too), never the whole path.
+  std::error_code ec;
+  std::filesystem::path full = std::filesystem::weakly_canonical(std::filesystem::absolute(run.dir, ec), ec);
+  if (ec) full = run.dir;
+  const std::string name = html_escape((full.filename().empty() ? full.parent_path() : full).filename().string());
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                     // The browser itself holds the page to "self-contained": nothing may be fetched.

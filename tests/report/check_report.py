@@ -85,6 +85,8 @@ def check_cli(exe, work):
             check("no summary.json" in text and "cut short" in text, "killed: says summary.json is missing and the last line was cut")
         if case == "empty":
             check("metrics.jsonl is empty" in text, "empty: says metrics.jsonl is empty")
+        if case == "summary-only":
+            check("no metrics.jsonl" in text and "model.d_model" in text, "summary-only: says so; config from summary.json")
         if case == "hostile":
             check('id="pwned' not in text, "hostile: no injected element")
             check("&lt;/script&gt;&lt;img id=&quot;pwned-op&quot;" in text, "hostile: op name shown as text")
@@ -273,8 +275,9 @@ def check_chromium(exe, work):
             "chart-memory": (".area", 4), "chart-roofline": (".point", 15)}
     no_summary = {"chart-loss": (".series", 1), "chart-throughput": (".series", 2),
                   "chart-modules": None, "chart-memory": None, "chart-roofline": None}
+    no_metrics = dict(full, **{"chart-loss": None, "chart-throughput": None})
     expect = {"full": full, "hostile": full, "resumed": full, "killed": no_summary,
-              "empty": {c: None for c in CHARTS}}
+              "empty": {c: None for c in CHARTS}, "summary-only": no_metrics}
     for case in make_run_dir.CASES:
         d = make_run_dir.write_case(runs, case)
         page = write_report(exe, d)

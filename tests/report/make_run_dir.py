@@ -5,7 +5,8 @@
 
 Cases: full (a finished 300-step run: 20 ops, 7 modules, a 100-point memory timeline), killed (no
 summary.json, last metrics line cut short), empty (empty metrics.jsonl, no summary.json), hostile
-(names and config values with <script>, quotes and </script>), resumed (resumed from step 150).
+(names and config values with <script>, quotes and </script>), resumed (resumed from step 150),
+summary-only (summary.json alone: no config.json, no metrics.jsonl).
 The numbers are made up but consistent with each other: a ~0.8 M-parameter transformer on a CPU
 with a 98 GFLOP/s measured peak and 21 GB/s of bandwidth.
 """
@@ -180,6 +181,9 @@ def write_case(root, case):
     elif case == "resumed":
         lines = metrics_lines(1, 150, seed=1) + metrics_lines(151, STEPS, elapsed0=0.0, seed=2)
         s = summary(config, resumed_from=150)
+    elif case == "summary-only":
+        write(os.path.join(d, "summary.json"), json.dumps(summary(config), indent=1))
+        return d
     else:
         raise SystemExit(f"unknown case {case!r}")
     write(os.path.join(d, "config.json"), json.dumps(config, indent=2))
@@ -192,7 +196,7 @@ def write_case(root, case):
     return d
 
 
-CASES = ("full", "killed", "empty", "hostile", "resumed")
+CASES = ("full", "killed", "empty", "hostile", "resumed", "summary-only")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:

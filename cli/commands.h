@@ -14,5 +14,7 @@ void add_bench_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
 /// `tally inspect FILE`: the tensors (name, dtype, shape, bytes), totals and metadata of a safetensors file.
 void add_inspect_command(CLI::App& app);
+/// `tally report RUN_DIR [--out FILE]`: a training run's self-contained HTML report.
+void add_report_command(CLI::App& app);
 
 }  // namespace tally::cli

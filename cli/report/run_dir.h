@@ -1,0 +1,34 @@
+#pragma once
+// Reading a training run's directory (docs/run_dir.md) for the report: every file is optional, so
+// that a run still going, killed, or resumed gives a page; what is missing becomes a note. JSON is
+// kept in file order (ordered_json) so the page lists a config as the trainer wrote it.
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace tally::cli::report {
+
+/// What `tally report` read from RUN_DIR.
+struct RunDir {
+  std::filesystem::path dir;               ///< RUN_DIR as given
+  nlohmann::ordered_json config;                ///< config.json, or summary.json's "config"; null when neither
+  nlohmann::ordered_json summary;               ///< summary.json; null when absent
+  std::vector<nlohmann::ordered_json> metrics;  ///< metrics.jsonl's objects, in file order
+  std::vector<std::string> notes;               ///< what was absent or skipped, for the page to say
+};
+
+/// Reads RUN_DIR. Raises IOError naming the file when RUN_DIR is missing, holds none of the three
+/// files, or a file is not valid JSON (a last metrics line cut short by a killed run is skipped
+/// with a note instead).
+RunDir load_run_dir(const std::filesystem::path& dir);
+
+/// The value at `path` under `j` (objects only), or nullptr when a key is missing.
+const nlohmann::ordered_json* find_path(const nlohmann::ordered_json& j, std::initializer_list<const char*> path);
+/// The number at `path`, or NaN when missing or not a number.
+double number_at(const nlohmann::ordered_json& j, std::initializer_list<const char*> path);
+/// The string at `path` (numbers and booleans as JSON text), or "" when missing.
+std::string text_at(const nlohmann::ordered_json& j, std::initializer_list<const char*> path);
+
+}  // namespace tally::cli::report

@@ -1,0 +1,155 @@
+// The report's tables (tables.h). Every figure comes from summary.json (docs/run_dir.md).
+
+#include "cli/report/tables.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "cli/report/format.h"
+#include "cli/report/html.h"
+
+namespace tally::cli::report {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::array<const char*, 5> kCategories{"parameters", "gradients", "optimizer_state", "activations", "other"};
+
+std::string ratio_text(double measured, double predicted) {
+  if (std::isnan(measured) || std::isnan(predicted) || predicted == 0) return missing_value();
+  return fmt::format("{:.2f}×", measured / predicted);
+}
+
+std::string predicted_vs_measured(const json& s) {
+  Table t{{"quantity", "predicted", "measured", "measured / predicted"}, {}};
+  auto flops_row = [&](const char* label, double p, double m) {
+    t.rows.push_back({label, value_or_missing(p, flops_text), value_or_missing(m, flops_text), ratio_text(m, p)});
+  };
+  const double pf = number_at(s, {"flops_per_token", "predicted", "forward"});
+  const double pb = number_at(s, {"flops_per_token", "predicted", "backward"});
+  const double mf = number_at(s, {"flops_per_token", "measured", "forward"});
+  const double mb = number_at(s, {"flops_per_token", "measured", "backward"});
+  flops_row("FLOPs per token, forward", pf, mf);
+  flops_row("FLOPs per token, backward", pb, mb);
+  flops_row("FLOPs per token, forward + backward", pf + pb, mf + mb);
+  flops_row("FLOPs per token, optimizer", number_at(s, {"flops_per_token", "predicted", "optimizer"}),
+            number_at(s, {"flops_per_token", "measured", "optimizer"}));
+  const double promised = number_at(s, {"machine", "peak_flops_promised"});
+  const double measured_peak = number_at(s, {"machine", "peak_flops_measured"});
+  t.rows.push_back({"MFU against the promised peak (" + value_or_missing(promised, [](double v) { return si(v, "FLOP/s"); }) + ")",
+                    missing_value(), value_or_missing(number_at(s, {"mfu", "promised"}), percent_text), ""});
+  t.rows.push_back({"MFU against the measured peak (" + value_or_missing(measured_peak, [](double v) { return si(v, "FLOP/s"); }) + ")",
+                    missing_value(), value_or_missing(number_at(s, {"mfu", "measured"}), percent_text), ""});
+  const double ps = number_at(s, {"step_time", "predicted_s"}), ms = number_at(s, {"step_time", "measured_s"});
+  t.rows.push_back({"step time", value_or_missing(ps, seconds_text), value_or_missing(ms, seconds_text), ratio_text(ms, ps)});
+  std::string out = render_table(t, "numbers");
+  if (const std::string note = text_at(s, {"step_time", "note"}); !note.empty())
+    out += "<p class=\"note\">Step time: " + html_escape(note) + "</p>";
+  return out;
+}
+
+std::string memory_table(const json& s) {
+  if (!find_path(s, {"memory"})) return missing_block("summary.json has no \"memory\".");
+  Table t{{"memory", "predicted", "tracked peak", "tracked / predicted"}, {}};
+  for (const char* c : kCategories) {
+    const double p = number_at(s, {"memory", "predicted", c}), m = number_at(s, {"memory", "tracked_peak", c});
+    t.rows.push_back({c, value_or_missing(p, bytes_text), value_or_missing(m, bytes_text), ratio_text(m, p)});
+  }
+  const double pt = number_at(s, {"memory", "predicted_peak_total"}), mt = number_at(s, {"memory", "tracked_peak_total"});
+  t.rows.push_back({"<b>peak total</b> (all categories at one moment)", value_or_missing(pt, bytes_text),
+                    value_or_missing(mt, bytes_text), ratio_text(mt, pt)});
+  t.rows.push_back({"process peak RSS (the kernel's high-water mark)", "",
+                    value_or_missing(number_at(s, {"memory", "process_peak_rss"}), bytes_text), ""});
+  return render_table(t, "numbers");
+}
+
+std::string time_split(const json& s) {
+  const double c = number_at(s, {"time_split", "compute_bound_s"}), m = number_at(s, {"time_split", "memory_bound_s"});
+  double f = number_at(s, {"time_split", "compute_bound_fraction"});
+  if (std::isnan(c) && std::isnan(m)) return missing_block("summary.json has no \"time_split\".");
+  if (std::isnan(f) && c + m > 0) f = c / (c + m);
+  Table t{{"ops that are", "time in one step", "share"}, {}};
+  t.rows.push_back({"compute-bound (intensity above the ridge point)", value_or_missing(c, seconds_text),
+                    value_or_missing(f, percent_text)});
+  t.rows.push_back({"memory-bound (intensity below the ridge point)", value_or_missing(m, seconds_text),
+                    value_or_missing(std::isnan(f) ? f : 1 - f, percent_text)});
+  std::string out = render_table(t, "numbers");
+  if (!std::isnan(f)) {
+    const double pc = std::clamp(f, 0.0, 1.0) * 100;
+    out += fmt::format("<div class=\"split\" title=\"compute-bound {0:.1f}%, memory-bound {1:.1f}%\">"
+                       "<span class=\"compute\" style=\"width:{0:.2f}%\"></span><span class=\"memory\" style=\"width:{1:.2f}%\"></span></div>",
+                       pc, 100 - pc);
+  }
+  return out;
+}
+
+std::vector<const json*> objects(const json* arr) {
+  std::vector<const json*> out;
+  if (arr && arr->is_array())
+    for (const auto& e : *arr)
+      if (e.is_object()) out.push_back(&e);
+  return out;
+}
+
+std::string ops_table(const std::vector<const json*>& ops, double step_seconds) {
+  Table t{{"op", "phase", "calls", "FLOPs", "bytes", "time", "share of op time", "FLOP/byte", "achieved", "bound"}, {}};
+  for (const json* op : ops) {
+    const double flops = number_at(*op, {"flops"}), bytes = number_at(*op, {"bytes"}), secs = number_at(*op, {"seconds"});
+    double intensity = number_at(*op, {"intensity"});
+    if (std::isnan(intensity) && bytes > 0) intensity = flops / bytes;
+    t.rows.push_back({"<code>" + html_escape(text_at(*op, {"name"})) + "</code>", html_escape(text_at(*op, {"phase"})),
+                      html_escape(text_at(*op, {"calls"})), value_or_missing(flops, flops_text),
+                      value_or_missing(bytes, bytes_text), value_or_missing(secs, seconds_text),
+                      step_seconds > 0 ? value_or_missing(secs / step_seconds, percent_text) : missing_value(),
+                      value_or_missing(intensity, [](double v) { return number_text(v); }),
+                      secs > 0 ? value_or_missing(flops / secs, [](double v) { return si(v, "FLOP/s"); }) : missing_value(),
+                      html_escape(text_at(*op, {"bound"}))});
+  }
+  return render_table(t, "numbers ops");
+}
+
+std::string costliest_ops(const json& s) {
+  std::vector<const json*> ops = objects(find_path(s, {"ops"}));
+  double total = 0;
+  for (const json* op : ops)
+    if (double v = number_at(*op, {"seconds"}); v > 0) total += v;
+  std::sort(ops.begin(), ops.end(), [](const json* a, const json* b) {
+    const double sa = number_at(*a, {"seconds"}), sb = number_at(*b, {"seconds"});
+    return (std::isnan(sa) ? -1 : sa) > (std::isnan(sb) ? -1 : sb);
+  });
+  std::vector<const json*> top = objects(find_path(s, {"top_ops"}));
+  if (top.empty()) top.assign(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(5, ops.size())));
+  if (top.empty()) return missing_block("summary.json lists no ops.");
+  std::string out = ops_table(top, total);
+  out += fmt::format("<details><summary>All {} ops of the profiled step, costliest first</summary>{}</details>", ops.size(),
+                     ops_table(ops, total));
+  return out;
+}
+
+}  // namespace
+
+std::string tables_section(const RunDir& run) {
+  const json& s = run.summary;
+  std::string out = "<section id=\"tables\">";
+  if (s.is_null()) {
+    out += "<h2>Predicted vs measured</h2>" + missing_block("Needs summary.json, which tally train writes at the end of the run.");
+    return out + "</section>";
+  }
+  out += "<div class=\"grid\"><div><h2>Predicted vs measured</h2>" + predicted_vs_measured(s) + "</div>";
+  out += "<div><h2>Memory by category</h2>" + memory_table(s) + "</div></div>";
+  out += "<h2>The five costliest ops (one profiled step)</h2>" + costliest_ops(s);
+  return out + "</section>";
+}
+
+std::string time_split_section(const RunDir& run) {
+  std::string out = "<div class=\"side\" id=\"time-split\"><h2>Time split: compute- vs memory-bound</h2>";
+  out += run.summary.is_null() ? missing_block("Needs summary.json, which tally train writes at the end of the run.") : time_split(run.summary);
+  return out + "<p class=\"note\">An op is compute-bound when its arithmetic intensity (FLOP/byte) is above the ridge "
+               "point, the measured peak FLOP/s over the measured bandwidth; the roofline shows each op against both roofs.</p></div>";
+}
+
+}  // namespace tally::cli::report

@@ -2,6 +2,8 @@
 // Registration of the subcommands, one file each.
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <string>
 
 namespace tally::cli {
 
@@ -16,5 +18,9 @@ void add_estimate_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 /// `tally report RUN_DIR [--out FILE]`: a training run's self-contained HTML report.
 void add_report_command(CLI::App& app);
+/// Write the report of `run_dir` to `out` (default run_dir/report.html) atomically; returns its path.
+std::filesystem::path write_report(const std::string& run_dir, const std::string& out = "");
+/// `tally train`: the main job (tally/train): checkpoints, resume, progress, end-of-run accounting.
+void add_train_command(CLI::App& app);
 
 }  // namespace tally::cli

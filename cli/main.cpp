@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tally::cli::add_estimate_command(app);
   tally::cli::add_inspect_command(app);
   tally::cli::add_report_command(app);
+  tally::cli::add_train_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

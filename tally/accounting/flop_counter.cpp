@@ -13,6 +13,8 @@ thread_local bool tls_in_optimizer = false;
 constexpr Phase kPhases[] = {Phase::Forward, Phase::Backward, Phase::Optimizer};
 }  // namespace
 
+Phase current_phase() { return tls_in_optimizer ? Phase::Optimizer : autograd::in_backward() ? Phase::Backward : Phase::Forward; }
+
 const char* phase_name(Phase p) {
   switch (p) {
     case Phase::Forward: return "forward";
@@ -35,10 +37,15 @@ OpTotals& OpTotals::operator+=(const OpTotals& o) {
 }
 
 FlopCounter::FlopCounter() : previous_(ops::set_op_observer(this)) {}
-FlopCounter::~FlopCounter() { ops::set_op_observer(previous_); }
+FlopCounter::~FlopCounter() { stop(); }
+
+void FlopCounter::stop() {
+  if (recording_) ops::set_op_observer(previous_);
+  recording_ = false;
+}
 
 void FlopCounter::on_op(std::string_view name, const ops::Cost& cost, double seconds) {
-  const Phase phase = tls_in_optimizer ? Phase::Optimizer : autograd::in_backward() ? Phase::Backward : Phase::Forward;
+  const Phase phase = current_phase();
   const OpTotals t{1, cost.flops, cost.bytes_read, cost.bytes_written, seconds};
   by_op_[{std::string(name), phase}] += t;
   by_module_[{current_module_path(), phase}] += t;

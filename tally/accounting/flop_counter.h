@@ -18,6 +18,8 @@ namespace tally::accounting {
 enum class Phase { Forward, Backward, Optimizer };
 /// "forward", "backward" or "optimizer".
 const char* phase_name(Phase p);
+/// The phase an op run now on this thread is filed under.
+Phase current_phase();
 
 /// Marks an optimizer's work on this thread for its lifetime: the ledger files it under
 /// Phase::Optimizer, apart from the model's forward and backward FLOPs.
@@ -86,8 +88,13 @@ class FlopCounter : public ops::OpObserver {
 
   void on_op(std::string_view name, const ops::Cost& cost, double seconds) override;
 
+  /// Stop recording, keeping the totals: put back the observer installed before this one. Only
+  /// while this counter is the innermost observer of its thread (as it is after its scope's ops).
+  void stop();
+
  private:
   ops::OpObserver* previous_;
+  bool recording_ = true;
   std::map<std::pair<std::string, Phase>, OpTotals> by_op_;
   std::map<std::pair<std::string, Phase>, OpTotals> by_module_;
 };

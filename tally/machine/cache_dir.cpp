@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "tally/error/error.h"
+#include "tally/io/atomic_file.h"
 
 namespace tally::machine {
 
@@ -22,22 +23,7 @@ fs::path cache_dir() {
 void write_file_atomically(const fs::path& path, const std::string& contents) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  // The pid keeps two processes writing the same file from sharing a temporary.
-  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IOError(detail::str_cat("cannot write ", tmp.string()));
-    out << contents;
-    if (!out.flush()) {
-      fs::remove(tmp, ec);
-      throw IOError(detail::str_cat("cannot write ", tmp.string()));
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw IOError(detail::str_cat("cannot replace ", path.string(), ": ", ec.message()));
-  }
+  io::write_file_atomic(path, std::span(reinterpret_cast<const uint8_t*>(contents.data()), contents.size()));
 }
 
 std::string utc_timestamp() {

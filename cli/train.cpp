@@ -1,0 +1,180 @@
+// `tally train`: the main job. Settings come from the defaults, then a JSON file (--config), then
+// flags, one table for all three (tally/train/config.cpp). On a terminal a progress bar redraws in
+// place; otherwise a plain line every log_interval steps. SIGINT or SIGTERM finishes the step,
+// saves a checkpoint and exits 0; a second one exits at once, leaving the last committed
+// checkpoint as it was (saves are atomic).
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/commands.h"
+#include "tally/accounting/memory_tracker.h"
+#include "tally/error/error.h"
+#include "tally/train/trainer.h"
+
+namespace tally::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_signal(int) {
+  if (g_stop.exchange(true)) _exit(130);  // the second signal: stop now (async-signal-safe)
+  const char msg[] = "\ntally train: stopping after this step (a second signal stops at once)\n";
+  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+}
+
+/// "20261123-174501": a run directory's default name, in UTC.
+std::string utc_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // A file-size limit (RLIMIT_FSIZE) makes the write fail with EFBIG, which the atomic save turns
+  // into an error naming the file, rather than killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+std::string duration_text(double s) {
+  if (!(s >= 0) || s > 1e7) return "--:--";
+  const auto t = static_cast<int64_t>(s + 0.5);
+  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+/// The progress line: a bar on a terminal (redrawn), plain text otherwise.
+void print_step(const train::StepReport& r, bool tty, int64_t log_interval) {
+  const double eta = r.elapsed_s / static_cast<double>(r.step) * static_cast<double>(r.steps - r.step);
+  const std::string figures = fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s  MFU {:.1f}%  ETA {}", r.step, r.steps, r.loss,
+                                          r.tokens_per_s, 100 * r.mfu, duration_text(eta));
+  if (tty) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(kWidth * r.step / std::max<int64_t>(r.steps, 1));
+    fmt::print("\r[{}{}] {}\x1b[K", std::string(static_cast<size_t>(filled), '#'), std::string(static_cast<size_t>(kWidth - filled), '.'),
+               figures);
+    if (r.step == r.steps) fmt::print("\n");
+    std::fflush(stdout);
+  } else if (r.step % log_interval == 0 || r.step == r.steps) {
+    fmt::print("{}\n", figures);
+    std::fflush(stdout);
+  }
+}
+
+/// 1.23 M, 4.5 G: a count or rate with its SI prefix, then `unit`.
+std::string si(double v, const char* unit) {
+  const std::pair<double, const char*> prefixes[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  for (const auto& [scale, p] : prefixes)
+    if (std::fabs(v) >= scale) return fmt::format("{:.3g} {}{}", v / scale, p, unit);
+  return fmt::format("{:.3g} {}", v, unit);
+}
+std::string bytes(const json& j) { return accounting::format_bytes(j.get<int64_t>()); }
+
+double num(const json& j, const char* a, const char* b) { return j.at(a).at(b).get<double>(); }
+
+void print_summary(const json& s) {
+  const json& run = s.at("run");
+  const json& m = s.at("machine");
+  fmt::print("\n== {} steps, {} tokens in {}: {:.0f} tokens/s ==\n", run.at("steps").get<int64_t>(), run.at("tokens").get<int64_t>(),
+             duration_text(run.at("seconds").get<double>()), run.at("tokens_per_s").get<double>());
+  fmt::print("loss            {:.4f} -> {:.4f} nats/token (the corpus's unigram entropy: {:.4f})\n", run.at("first_loss").get<double>(),
+             run.at("final_loss").get<double>(), run.at("unigram_entropy").get<double>());
+  fmt::print("parameters      {}\n", s.at("parameters").get<int64_t>());
+  const json& f = s.at("flops_per_token");
+  fmt::print("FLOPs/token     forward {} predicted, {} measured; backward {} predicted, {} measured\n",
+             si(num(f, "predicted", "forward"), "FLOP"), si(num(f, "measured", "forward"), "FLOP"),
+             si(num(f, "predicted", "backward"), "FLOP"), si(num(f, "measured", "backward"), "FLOP"));
+  fmt::print("MFU             {:.1f}% of the promised float32 peak ({}), {:.1f}% of the measured one ({})\n",
+             100 * s.at("mfu").at("promised").get<double>(), si(m.at("peak_flops_promised").get<double>(), "FLOP/s"),
+             100 * s.at("mfu").at("measured").get<double>(), si(m.at("peak_flops_measured").get<double>(), "FLOP/s"));
+  fmt::print("step time       {:.1f} ms predicted from the roofs, {:.1f} ms measured (median)\n",
+             1e3 * num(s, "step_time", "predicted_s"), 1e3 * num(s, "step_time", "measured_s"));
+  const json& mem = s.at("memory");
+  fmt::print("memory          {:<16} {:>12} {:>12}\n", "category", "predicted", "tracked peak");
+  for (const auto& [cat, value] : mem.at("predicted").items())
+    fmt::print("                {:<16} {:>12} {:>12}\n", cat, bytes(value),
+               mem.at("tracked_peak").contains(cat) ? bytes(mem.at("tracked_peak").at(cat)) : "-");
+  fmt::print("                {:<16} {:>12} {:>12}   process peak RSS {}\n", "total", bytes(mem.at("predicted_peak_total")),
+             bytes(mem.at("tracked_peak_total")), bytes(mem.at("process_peak_rss")));
+  if (const json& split = s.at("time_split"); split.contains("compute_bound_s"))
+    fmt::print("time split      {:.0f}% in compute-bound ops, {:.0f}% in memory-bound ops\n", 100 * split.at("compute_bound_fraction").get<double>(),
+               100 * (1 - split.at("compute_bound_fraction").get<double>()));
+  fmt::print("costliest ops  ");
+  for (const json& op : s.at("top_ops"))
+    fmt::print(" {} ({}, {:.1f} ms)", op.at("name").get<std::string>(), op.at("phase").get<std::string>(), 1e3 * op.at("seconds").get<double>());
+  fmt::print("\n");
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "train a GPT-style model (defaults: a small byte-level model on the built-in corpus, about a minute)");
+  auto config_file = std::make_shared<std::string>();
+  auto resume = std::make_shared<bool>(false);
+  auto flags = std::make_shared<std::map<std::string, std::string>>();
+  cmd->add_option("--config", *config_file, "JSON file of settings (the keys below, without --; unknown keys are refused)");
+  cmd->add_flag("--resume", *resume, "continue from the newest readable checkpoint in --out");
+  for (const auto& f : train::config_fields()) {
+    std::string flag = "--" + f.name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    cmd->add_option_function<std::string>(flag, [flags, name = f.name](const std::string& v) { (*flags)[name] = v; }, f.help);
+  }
+  cmd->callback([=] {
+    json overrides = json::object();
+    for (const auto& [name, text] : *flags) overrides[name] = train::parse_field_text(name, text);
+    auto settle = [&](train::TrainConfig config) {
+      if (!config_file->empty()) train::apply_json_file(config, *config_file);
+      if (!overrides.empty()) train::apply_json(config, overrides, "flags");
+      return config;
+    };
+    train::TrainConfig config = settle({});
+    // Resuming: the run's own config.json is the base, so `--resume --out DIR` needs nothing else.
+    if (const std::string saved = config.out + "/config.json"; *resume && access(saved.c_str(), R_OK) == 0) {
+      train::TrainConfig base;
+      train::apply_json_file(base, saved);
+      config = settle(base);
+    }
+    TALLY_CHECK(!*resume || !config.out.empty(), "--resume needs --out RUN_DIR, the run to continue");
+    if (config.out.empty()) config.out = "runs/" + utc_stamp();
+    install_signal_handlers();
+    const bool tty = isatty(STDOUT_FILENO) != 0;
+    train::TrainHooks hooks;
+    hooks.stop = &g_stop;
+    hooks.on_step = [&](const train::StepReport& r) { print_step(r, tty, config.log_interval); };
+    hooks.note = [&](const std::string& line) {
+      if (tty) fmt::print("\r\x1b[K");
+      fmt::print("{}\n", line);
+      std::fflush(stdout);
+    };
+    const auto model = config.model();
+    fmt::print("tally train: {} layers, d_model {}, {} heads, context {}, batch {}, {} steps -> {}\n", model.num_layers, model.d_model,
+               model.num_heads, model.context_length, config.batch_size, config.steps, config.out);
+    const train::TrainResult result = train::train(config, *resume, hooks);
+    if (result.interrupted) fmt::print("\nstopped at step {} by a signal; `tally train --resume --out {}` continues\n", result.last_step, config.out);
+    print_summary(result.summary);
+    fmt::print("\nrun directory   {}  (config.json, metrics.jsonl, summary.json, checkpoints/)\n", config.out);
+    fmt::print("report          {}  (open it in a browser; `tally report {}` redraws it)\n", write_report(config.out).string(), config.out);
+  });
+}
+
+}  // namespace tally::cli

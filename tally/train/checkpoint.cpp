@@ -1,0 +1,96 @@
+#include "tally/train/checkpoint.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "tally/error/error.h"
+#include "tally/io/safetensors.h"
+
+namespace tally::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kPrefix = "step-";
+constexpr std::string_view kSuffix = ".safetensors";
+
+/// The step a committed checkpoint's file name carries, or none for any other file.
+std::optional<int64_t> step_of(const std::string& name) {
+  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return std::nullopt;
+  const char* first = name.data() + kPrefix.size();
+  const char* last = name.data() + name.size() - kSuffix.size();
+  int64_t step = 0;
+  const auto [end, ec] = std::from_chars(first, last, step);
+  if (ec != std::errc() || end != last || step < 0) return std::nullopt;
+  return step;
+}
+
+}  // namespace
+
+CheckpointManager::CheckpointManager(fs::path dir, int64_t keep) : dir_(std::move(dir)), keep_(keep) {
+  TALLY_CHECK(keep >= 1, "CheckpointManager: keep must be >= 1, got ", keep);
+}
+
+std::string CheckpointManager::file_name(int64_t step) {
+  std::string digits = std::to_string(step);
+  if (digits.size() < 9) digits.insert(0, 9 - digits.size(), '0');
+  std::string name(kPrefix);
+  name += digits;
+  name += kSuffix;
+  return name;
+}
+
+fs::path CheckpointManager::save(int64_t step, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  TALLY_CHECK_TYPE(IOError, !ec, "cannot create checkpoint folder ", dir_.string(), ": ", ec.message());
+  const fs::path path = dir_ / file_name(step);
+  io::save_safetensors(path, tensors, metadata);
+  // Only once the new file is committed: the oldest beyond `keep` go.
+  auto committed = list();
+  while (static_cast<int64_t>(committed.size()) > keep_) {
+    fs::remove(committed.front().second, ec);  // a failed delete costs disk, never data
+    committed.erase(committed.begin());
+  }
+  return path;
+}
+
+std::vector<std::pair<int64_t, fs::path>> CheckpointManager::list() const {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    if (const auto step = step_of(entry.path().filename().string()); step && entry.is_regular_file(ec)) out.emplace_back(*step, entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t CheckpointManager::remove_stale_temporaries() const {
+  int64_t removed = 0;
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) return 0;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t tmp = name.find(".tmp.");
+    if (name.starts_with(".") && tmp != std::string::npos && step_of(name.substr(1, tmp - 1)) && fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
+std::optional<Checkpoint> CheckpointManager::load_latest(std::vector<std::string>& notes) const {
+  const auto committed = list();
+  for (auto it = committed.rbegin(); it != committed.rend(); ++it) {
+    try {
+      const io::SafetensorsReader reader = io::SafetensorsReader::open(it->second);
+      Checkpoint c{it->first, it->second, reader.load_all(), reader.metadata()};
+      return c;
+    } catch (const Error& e) {
+      notes.push_back("checkpoint " + it->second.string() + " is unreadable (" + e.what() + "): falling back to the one before");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace tally::train

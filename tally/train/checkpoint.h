@@ -1,0 +1,56 @@
+#pragma once
+// A run's checkpoints: one safetensors file per save in one folder, committed atomically (Note
+// [Atomic save] in io/atomic_file.h), the newest `keep` kept. Loading takes the newest readable
+// one and, when a newer file is unreadable, falls back to the one before and says so.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tally/core/ordered_dict.h"
+#include "tally/core/tensor.h"
+
+namespace tally::train {
+
+/// A loaded checkpoint.
+struct Checkpoint {
+  int64_t step = 0;
+  std::filesystem::path path;
+  StateDict tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+class CheckpointManager {
+ public:
+  /// Checkpoints in `dir` (created on the first save), keeping the newest `keep`.
+  CheckpointManager(std::filesystem::path dir, int64_t keep);
+
+  /// Commit `tensors` and `metadata` as step `step`'s checkpoint, then delete the oldest beyond
+  /// `keep`. IOError (the committed checkpoints untouched) when the write fails.
+  std::filesystem::path save(int64_t step, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const;
+
+  /// The committed checkpoints, oldest first: (step, path).
+  std::vector<std::pair<int64_t, std::filesystem::path>> list() const;
+
+  /// The newest checkpoint that reads back whole; each newer one that does not is skipped with a
+  /// line in `notes` naming it and why. Empty when there is none (or none readable).
+  std::optional<Checkpoint> load_latest(std::vector<std::string>& notes) const;
+
+  /// Delete the temporaries of saves that never committed (a process killed while writing):
+  /// `.step-….safetensors.tmp.*` files (io::AtomicFile's names). Returns how many went.
+  int64_t remove_stale_temporaries() const;
+
+  /// The file name of step `step`'s checkpoint: "step-000000100.safetensors".
+  static std::string file_name(int64_t step);
+
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+  int64_t keep_;
+};
+
+}  // namespace tally::train

@@ -1,0 +1,258 @@
+#include "tally/train/config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <variant>
+
+#include "tally/error/error.h"
+
+namespace tally::train {
+
+namespace {
+
+using nlohmann::json;
+
+/// One row of the table: the member it names and what it may hold.
+struct Field {
+  const char* name;
+  std::variant<int64_t TrainConfig::*, double TrainConfig::*, std::string TrainConfig::*, bool TrainConfig::*> member;
+  const char* help;
+  double min = -std::numeric_limits<double>::infinity();  ///< numbers: the smallest allowed
+  bool min_exclusive = false;                             ///< numbers: min itself refused
+  double max = std::numeric_limits<double>::infinity();   ///< numbers: the largest allowed
+  std::vector<std::string> choices = {};                  ///< strings: the allowed values (any when empty)
+  bool resume_must_match = false;                         ///< part of what a checkpoint was trained on
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = {
+      {"data", &TrainConfig::data, "token file (raw little-endian array, or .npy); empty: the built-in corpus", -kInf, false, kInf, {}, true},
+      {"data_dtype", &TrainConfig::data_dtype, "element type of a raw token file", -kInf, false, kInf,
+       {"uint16", "int32", "uint32", "int64"}, true},
+      {"corpus_bytes", &TrainConfig::corpus_bytes, "bytes of the built-in corpus", 4096, false, 1e9, {}, true},
+      {"vocab_size", &TrainConfig::vocab_size, "vocabulary size; every token id must be below it", 2, false, 1e8, {}, true},
+      {"context_length", &TrainConfig::context_length, "tokens per sequence", 1, false, 1e6, {}, true},
+      {"d_model", &TrainConfig::d_model, "model width", 1, false, 1e6, {}, true},
+      {"num_layers", &TrainConfig::num_layers, "transformer blocks", 1, false, 1e4, {}, true},
+      {"num_heads", &TrainConfig::num_heads, "attention heads (must divide d_model)", 1, false, 1e4, {}, true},
+      {"d_ff", &TrainConfig::d_ff, "MLP hidden width (0: 4·d_model)", 0, false, 1e7, {}, true},
+      {"positions", &TrainConfig::positions, "position encoding", -kInf, false, kInf, {"learned", "rotary"}, true},
+      {"mlp", &TrainConfig::mlp, "feed-forward kind", -kInf, false, kInf, {"gelu", "swiglu"}, true},
+      {"norm", &TrainConfig::norm, "normalisation", -kInf, false, kInf, {"layernorm", "rmsnorm"}, true},
+      {"tied_embeddings", &TrainConfig::tied_embeddings, "share the embedding and output matrices", -kInf, false, kInf, {}, true},
+      {"dropout", &TrainConfig::dropout, "dropout probability", 0, false, 1, {}, false},
+      {"lr", &TrainConfig::lr, "peak learning rate (AdamW)", 0, true, 10},
+      {"min_lr", &TrainConfig::min_lr, "learning rate at the end of the cosine decay", 0, false, 10},
+      {"warmup_steps", &TrainConfig::warmup_steps, "steps of linear warm-up", 0, false, 1e12},
+      {"weight_decay", &TrainConfig::weight_decay, "AdamW's decoupled weight decay", 0, false, 10},
+      {"beta1", &TrainConfig::beta1, "AdamW's beta1", 0, false, 1, {}, false},
+      {"beta2", &TrainConfig::beta2, "AdamW's beta2", 0, false, 1, {}, false},
+      {"eps", &TrainConfig::eps, "AdamW's epsilon", 0, false, 1},
+      {"grad_clip", &TrainConfig::grad_clip, "max total gradient norm (0: no clipping)", 0, false, 1e12},
+      {"batch_size", &TrainConfig::batch_size, "sequences per step", 1, false, 1e7, {}, true},
+      {"steps", &TrainConfig::steps, "optimizer steps in the whole run", 1, false, 1e12},
+      {"seed", &TrainConfig::seed, "seeds the initialisation, the batches and dropout", 0, false, 9.0e15, {}, true},
+      {"threads", &TrainConfig::threads, "CPU threads (0: every core)", 0, false, 4096},
+      {"checkpoint_interval", &TrainConfig::checkpoint_interval, "steps between checkpoints", 1, false, 1e12},
+      {"keep", &TrainConfig::keep, "checkpoints kept (the newest)", 1, false, 1e6},
+      {"log_interval", &TrainConfig::log_interval, "steps between progress lines when not on a terminal", 1, false, 1e12},
+      {"out", &TrainConfig::out, "run directory: config, metrics.jsonl, summary.json, checkpoints (default: runs/<UTC date-time>)"},
+  };
+  return table;
+}
+
+const Field* find_field(const std::string& name) {
+  for (const Field& f : fields())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+std::string known_names() {
+  std::string s;
+  for (const Field& f : fields()) s += (s.empty() ? "" : ", ") + std::string(f.name);
+  return s;
+}
+
+std::string number_text(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  json j = v;
+  return j.dump();
+}
+
+/// Raises unless `v` is within the field's range.
+void check_range(const Field& f, double v, const std::string& source) {
+  const bool low = f.min_exclusive ? v <= f.min : v < f.min;
+  if (!low && v <= f.max && std::isfinite(v)) return;
+  std::string range = f.min_exclusive ? "> " + number_text(f.min) : ">= " + number_text(f.min);
+  if (std::isfinite(f.max)) range += " and <= " + number_text(f.max);
+  throw ValueError(source + ": " + f.name + " must be " + range + ", got " + number_text(v));
+}
+
+/// Raises unless `v` has the field's type and lies in its range or choices.
+void check_value(const Field& f, const json& v, const std::string& source) {
+  auto type_error = [&](const char* want) {
+    throw ValueError(source + ": " + f.name + " must be " + want + ", got " + v.dump());
+  };
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(TrainConfig{}.*member)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          if (!v.is_number_integer()) type_error("an integer");
+          check_range(f, v.get<double>(), source);
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (!v.is_number()) type_error("a number");
+          check_range(f, v.get<double>(), source);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!v.is_boolean()) type_error("true or false");
+        } else {
+          if (!v.is_string()) type_error("a string");
+          const std::string s = v.get<std::string>();
+          if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), s) == f.choices.end()) {
+            std::string list;
+            for (const auto& ch : f.choices) list += (list.empty() ? "" : ", ") + ch;
+            throw ValueError(source + ": " + f.name + " must be one of " + list + ", got \"" + s + "\"");
+          }
+        }
+      },
+      f.member);
+}
+
+void set_field(TrainConfig& c, const Field& f, const json& v, const std::string& source) {
+  check_value(f, v, source);
+  std::visit([&](auto member) { c.*member = v.get<std::remove_reference_t<decltype(c.*member)>>(); }, f.member);
+}
+
+json field_json(const TrainConfig& c, const Field& f) {
+  return std::visit([&](auto member) { return json(c.*member); }, f.member);
+}
+
+}  // namespace
+
+nn::TransformerConfig TrainConfig::model() const {
+  nn::TransformerConfig m;
+  m.vocab_size = vocab_size;
+  m.context_length = context_length;
+  m.d_model = d_model;
+  m.num_layers = num_layers;
+  m.num_heads = num_heads;
+  m.d_ff = d_ff;
+  m.positions = positions == "rotary" ? nn::PositionEncoding::Rotary : nn::PositionEncoding::Learned;
+  m.mlp = mlp == "swiglu" ? nn::MlpKind::SwiGLU : nn::MlpKind::Gelu;
+  m.norm = norm == "rmsnorm" ? nn::NormKind::RMSNorm : nn::NormKind::LayerNorm;
+  m.tied_embeddings = tied_embeddings;
+  m.dropout = dropout;
+  return m;
+}
+
+void TrainConfig::validate() const {
+  for (const Field& f : fields()) check_value(f, field_json(*this, f), "config");
+  TALLY_CHECK(d_model % num_heads == 0, "config: num_heads (", num_heads, ") must divide d_model (", d_model, ")");
+  TALLY_CHECK(warmup_steps <= steps, "config: warmup_steps (", warmup_steps, ") must not exceed steps (", steps, ")");
+  TALLY_CHECK(min_lr <= lr, "config: min_lr (", min_lr, ") must not exceed lr (", lr, ")");
+  TALLY_CHECK(!data.empty() || vocab_size >= 256, "config: the built-in corpus is bytes: vocab_size must be >= 256, got ", vocab_size);
+  model().validate();
+}
+
+json to_json(const TrainConfig& config) {
+  json j = json::object();
+  for (const Field& f : fields()) j[f.name] = field_json(config, f);
+  return j;
+}
+
+void apply_json(TrainConfig& config, const json& j, const std::string& source) {
+  TALLY_CHECK(j.is_object(), source, ": expected a JSON object of settings, got ", j.type_name());
+  TrainConfig next = config;
+  for (const auto& [key, value] : j.items()) {
+    const Field* f = find_field(key);
+    TALLY_CHECK(f, source, ": unknown key \"", key, "\" (known: ", known_names(), ")");
+    set_field(next, *f, value, source);
+  }
+  next.validate();
+  config = next;
+}
+
+void apply_json_file(TrainConfig& config, const std::string& path) {
+  std::ifstream in(path);
+  TALLY_CHECK_TYPE(IOError, in.good(), "cannot read config file ", path);
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw ValueError(path + ": not valid JSON: " + e.what());
+  }
+  apply_json(config, j, path);
+}
+
+const std::vector<ConfigField>& config_fields() {
+  static const std::vector<ConfigField> list = [] {
+    std::vector<ConfigField> out;
+    for (const Field& f : fields()) {
+      const auto kind = std::visit(
+          [](auto member) {
+            using T = std::remove_reference_t<decltype(TrainConfig{}.*member)>;
+            if constexpr (std::is_same_v<T, int64_t>) return ConfigField::Int;
+            else if constexpr (std::is_same_v<T, double>) return ConfigField::Float;
+            else if constexpr (std::is_same_v<T, bool>) return ConfigField::Bool;
+            else return ConfigField::String;
+          },
+          f.member);
+      out.push_back({f.name, f.help, kind});
+    }
+    return out;
+  }();
+  return list;
+}
+
+json parse_field_text(const std::string& name, const std::string& text) {
+  const Field* f = find_field(name);
+  TALLY_CHECK(f, "unknown setting ", name);
+  std::string flag = "--" + name;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return std::visit(
+      [&](auto member) -> json {
+        using T = std::remove_reference_t<decltype(TrainConfig{}.*member)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return text;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (text == "true" || text == "1" || text == "on") return true;
+          if (text == "false" || text == "0" || text == "off") return false;
+          throw ValueError(flag + ": expected true or false, got \"" + text + "\"");
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          int64_t v = 0;
+          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+          TALLY_CHECK(ec == std::errc() && end == text.data() + text.size(), flag, ": expected an integer, got \"", text, "\"");
+          return v;
+        } else {
+          try {
+            size_t used = 0;
+            const double v = std::stod(text, &used);
+            if (used == text.size()) return v;
+          } catch (const std::exception&) {
+          }
+          throw ValueError(flag + ": expected a number, got \"" + text + "\"");
+        }
+      },
+      f->member);
+}
+
+std::vector<std::string> incompatible_fields(const json& checkpoint_config, const TrainConfig& config) {
+  std::vector<std::string> out;
+  const json now = to_json(config);
+  for (const Field& f : fields()) {
+    if (!f.resume_must_match) continue;
+    if (!checkpoint_config.contains(f.name)) {
+      out.push_back(std::string(f.name) + ": missing from the checkpoint, config " + now[f.name].dump());
+    } else if (checkpoint_config[f.name] != now[f.name]) {
+      out.push_back(std::string(f.name) + ": checkpoint " + checkpoint_config[f.name].dump() + ", config " + now[f.name].dump());
+    }
+  }
+  return out;
+}
+
+}  // namespace tally::train

@@ -1,0 +1,84 @@
+#pragma once
+// What `tally train` runs: one flat set of named fields, each with its type, default, range and
+// help text in one table (config.cpp), from which the JSON config file, the command-line flags,
+// the checks and the resume compatibility check are all derived.
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "tally/nn/transformer.h"
+
+namespace tally::train {
+
+struct TrainConfig {
+  // Data.
+  std::string data;                  ///< token file (raw, or .npy by its extension); empty: the built-in corpus
+  std::string data_dtype = "uint16";  ///< element type of a raw token file
+  int64_t corpus_bytes = 4 << 20;    ///< size of the built-in corpus
+
+  // Model: a GPT-style decoder (nn::TransformerLM).
+  int64_t vocab_size = 256;
+  int64_t context_length = 128;
+  int64_t d_model = 128;
+  int64_t num_layers = 4;
+  int64_t num_heads = 4;
+  int64_t d_ff = 0;  ///< 0: 4·d_model
+  std::string positions = "learned";  ///< learned | rotary
+  std::string mlp = "gelu";           ///< gelu | swiglu
+  std::string norm = "layernorm";     ///< layernorm | rmsnorm
+  bool tied_embeddings = true;
+  double dropout = 0.0;
+
+  // Optimizer (AdamW) and schedule (linear warm-up, cosine decay to min_lr).
+  double lr = 3e-3;
+  double min_lr = 3e-4;
+  int64_t warmup_steps = 20;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  ///< max total gradient norm; 0 turns clipping off
+
+  // The run.
+  int64_t batch_size = 16;
+  int64_t steps = 500;
+  int64_t seed = 0;
+  int64_t threads = 0;  ///< 0: every core
+  int64_t checkpoint_interval = 100;
+  int64_t keep = 3;  ///< checkpoints kept
+  int64_t log_interval = 10;
+  std::string out;  ///< run directory; `tally train` picks runs/<UTC date-time> when empty
+
+  /// The model this config describes.
+  nn::TransformerConfig model() const;
+  /// Raises ValueError naming the first field out of range (and its value).
+  void validate() const;
+};
+
+/// The config as a JSON object, every field present.
+nlohmann::json to_json(const TrainConfig& config);
+/// Overlay the fields of `j` (a JSON object) on `config`, then validate. ValueError for a key that
+/// is not a field (listing the known ones), a value of the wrong type, or one out of range;
+/// `source` ("config.json", "--lr") starts each message.
+void apply_json(TrainConfig& config, const nlohmann::json& j, const std::string& source);
+/// Read a JSON config file and overlay it (apply_json). IOError when it cannot be read.
+void apply_json_file(TrainConfig& config, const std::string& path);
+
+/// One field of the table, for the CLI's flags.
+struct ConfigField {
+  std::string name;  ///< the JSON key; the flag is --name with '_' as '-'
+  std::string help;
+  enum Kind { Int, Float, String, Bool } kind;
+};
+/// Every field, in the table's order.
+const std::vector<ConfigField>& config_fields();
+/// Parse a flag's text as field `name`'s JSON value (ValueError naming the flag when it does not parse).
+nlohmann::json parse_field_text(const std::string& name, const std::string& text);
+
+/// The fields a checkpoint must share with the config resuming it (model, data, batch, seed):
+/// one line per field that differs, "d_model: checkpoint 128, config 256"; empty when compatible.
+std::vector<std::string> incompatible_fields(const nlohmann::json& checkpoint_config, const TrainConfig& config);
+
+}  // namespace tally::train

@@ -1,0 +1,113 @@
+#include "tally/train/step_profile.h"
+
+#include <algorithm>
+
+#include "tally/nn/transformer.h"
+#include "tally/ops/creation.h"
+#include "tally/optim/adam.h"
+#include "tally/train/model_setup.h"
+
+namespace tally::train {
+
+using nlohmann::json;
+
+json category_json(const CategoryBytes& bytes) {
+  json j = json::object();
+  for (int c = 0; c < kNumMemoryCategories; ++c) j[std::string(memory_category_name(static_cast<MemoryCategory>(c)))] = bytes[c];
+  return j;
+}
+
+namespace {
+
+CategoryBytes live_bytes(const accounting::MemoryTracker& tracker) {
+  CategoryBytes b{};
+  for (int c = 0; c < kNumMemoryCategories; ++c) b[c] = tracker.allocated_bytes(static_cast<MemoryCategory>(c));
+  return b;
+}
+
+}  // namespace
+
+StepProfile::StepProfile() { previous_ = ops::set_op_observer(this); }
+
+StepProfile::~StepProfile() { finish(); }
+
+void StepProfile::finish() {
+  if (!watching_) return;
+  peak_ = peak();
+  peak_total_ = tracker_.peak_allocated_bytes();
+  watching_ = false;
+  // counter_ is the observer below this one: take both out, leaving what was installed before.
+  ops::set_op_observer(previous_);
+  counter_.stop();
+}
+
+void StepProfile::on_op(std::string_view name, const ops::Cost& cost, double seconds) {
+  if (previous_) previous_->on_op(name, cost, seconds);  // the step's ledger (counter_) and any outer one
+  json point = {{"op", timeline_.size()}, {"name", std::string(name)}, {"phase", accounting::phase_name(accounting::current_phase())}};
+  point.update(category_json(live_bytes(tracker_)));
+  timeline_.push_back(std::move(point));
+}
+
+CategoryBytes StepProfile::peak() const {
+  if (!watching_) return peak_;
+  CategoryBytes b{};
+  for (int c = 0; c < kNumMemoryCategories; ++c) b[c] = tracker_.peak_allocated_bytes(static_cast<MemoryCategory>(c));
+  return b;
+}
+
+json StepProfile::ops_json(const accounting::Roofline& roofline) const {
+  json out = json::array();
+  for (const auto& [key, t] : counter_.by_op()) {
+    out.push_back({{"name", key.first},
+                   {"phase", accounting::phase_name(key.second)},
+                   {"calls", t.calls},
+                   {"flops", t.flops},
+                   {"bytes", t.bytes_read + t.bytes_written},
+                   {"seconds", t.seconds},
+                   {"intensity", t.arithmetic_intensity()},
+                   {"bound", roofline.bound(t.arithmetic_intensity())}});
+  }
+  std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["seconds"].get<double>() > b["seconds"].get<double>(); });
+  return out;
+}
+
+json StepProfile::modules_json() const {
+  json out = json::array();
+  for (const auto& [key, t] : counter_.by_module())
+    out.push_back({{"path", key.first}, {"phase", accounting::phase_name(key.second)}, {"flops", t.flops}, {"seconds", t.seconds}});
+  return out;
+}
+
+json StepProfile::time_split_json(const accounting::Roofline& roofline) const {
+  double compute = 0, memory = 0;
+  for (const auto& [key, t] : counter_.by_op()) (std::string_view(roofline.bound(t.arithmetic_intensity())) == "compute" ? compute : memory) += t.seconds;
+  const double total = compute + memory;
+  return {{"compute_bound_s", compute}, {"memory_bound_s", memory}, {"compute_bound_fraction", total > 0 ? compute / total : 0.0}};
+}
+
+StepPrediction predict_step(const TrainConfig& config, const accounting::Roofline& roofline) {
+  StepPrediction p;
+  accounting::MemoryTracker tracker{Device(kMeta)};
+  accounting::FlopCounter counter;
+  {
+    Generator gen(0);
+    nn::TransformerLM model(config.model(), TensorOptions(kFloat32).device(kMeta), &gen);
+    optim::AdamW optimizer = make_optimizer(model, config);
+    const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
+    model.loss(empty({config.batch_size, config.context_length}, ids), empty({config.batch_size, config.context_length}, ids)).backward();
+    optimizer.step();
+    optimizer.zero_grad();
+    for (int c = 0; c < kNumMemoryCategories; ++c) p.peak[c] = tracker.peak_allocated_bytes(static_cast<MemoryCategory>(c));
+    p.peak_total = tracker.peak_allocated_bytes();
+  }
+  p.forward_flops = counter.total_flops(accounting::Phase::Forward);
+  p.backward_flops = counter.total_flops(accounting::Phase::Backward);
+  p.optimizer_flops = counter.total_flops(accounting::Phase::Optimizer);
+  for (const auto& [key, t] : counter.by_op()) {
+    const double bytes = static_cast<double>(t.bytes_read + t.bytes_written);
+    p.step_seconds += std::max(static_cast<double>(t.flops) / roofline.peak_flops_per_sec, bytes / roofline.bytes_per_sec);
+  }
+  return p;
+}
+
+}  // namespace tally::train

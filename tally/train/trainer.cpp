@@ -1,0 +1,367 @@
+// Note [Bit-exact resume]
+// A resumed run must compute exactly what the uninterrupted one would have, step for step, so a
+// checkpoint holds every number the next step reads:
+//   - the model's parameters and the AdamW state (exp_avg, exp_avg_sq, the step count);
+//   - the schedule's step counter (the next learning rate follows from it);
+//   - the loader's position: its Generator's seed and counters used (the next batch's starts);
+//   - the states of the model's Generator (it initialised the weights and then draws dropout's
+//     masks) and of the default one;
+//   - the step and the tokens seen.
+// Tensors are stored bit for bit (safetensors), counters as decimal text in the metadata. The
+// rest is deterministic: tally's random numbers come from a counter-based generator, and a
+// kernel's result depends only on its inputs, the thread count and the CPU kernel set — so a
+// resumed run is bit-exact when those two match the first (the same machine and --threads).
+
+#include "tally/train/trainer.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tally/accounting/flop_counter.h"
+#include "tally/core/generator.h"
+#include "tally/data/loader.h"
+#include "tally/error/error.h"
+#include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cpu/parallel.h"
+#include "tally/machine/cache_dir.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/machine/device_specs.h"
+#include "tally/machine/peak_probe.h"
+#include "tally/optim/clip_grad.h"
+#include "tally/train/checkpoint.h"
+#include "tally/train/corpus.h"
+#include "tally/train/model_setup.h"
+#include "tally/train/step_profile.h"
+
+namespace tally::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json StepReport::to_json() const {
+  return {{"step", step},       {"loss", loss},     {"lr", lr},         {"grad_norm", grad_norm},
+          {"tokens", tokens},   {"step_s", step_s}, {"tokens_per_s", tokens_per_s},
+          {"mfu", mfu},         {"elapsed_s", elapsed_s}};
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+constexpr std::string_view kFormat = "tally-checkpoint-1";
+
+/// The run's tokens: the config's file, or the built-in corpus written into the run directory.
+data::TokenFile open_tokens(const TrainConfig& c, const fs::path& out) {
+  if (!c.data.empty()) {
+    TALLY_CHECK_TYPE(IOError, fs::exists(c.data), "data file ", c.data, " does not exist");
+    if (c.data.ends_with(".npy")) return data::TokenFile::open_npy(c.data);
+    return data::TokenFile::open_raw(c.data, data::token_dtype_from_name(c.data_dtype));
+  }
+  const fs::path path = out / "corpus.u16";
+  const std::string text = builtin_corpus(c.corpus_bytes);
+  std::string bytes(text.size() * 2, '\0');
+  for (size_t i = 0; i < text.size(); ++i) bytes[2 * i] = text[i];  // little-endian uint16 of each byte
+  machine::write_file_atomically(path, bytes);
+  return data::TokenFile::open_raw(path.string(), data::TokenDtype::UInt16);
+}
+
+/// Checks every token is a class of the model and returns the tokens' unigram entropy (nats).
+double check_tokens(const data::TokenFile& file, int64_t vocab_size) {
+  std::vector<int64_t> counts(static_cast<size_t>(std::min<int64_t>(vocab_size, int64_t{1} << 24)));
+  std::vector<int64_t> chunk(1 << 16);
+  for (int64_t start = 0; start < file.size(); start += static_cast<int64_t>(chunk.size())) {
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(chunk.size()), file.size() - start);
+    file.gather(start, std::span<int64_t>(chunk.data(), static_cast<size_t>(n)));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t t = chunk[static_cast<size_t>(i)];
+      TALLY_CHECK(t >= 0 && t < vocab_size, "data file ", file.path(), ": token ", t, " at position ", start + i,
+                  " is outside the vocabulary [0, ", vocab_size, ")");
+      if (t < static_cast<int64_t>(counts.size())) ++counts[static_cast<size_t>(t)];
+    }
+  }
+  return unigram_entropy(counts);
+}
+
+int64_t parse_int(const std::map<std::string, std::string>& m, const std::string& key, const fs::path& path) {
+  const auto it = m.find(key);
+  TALLY_CHECK(it != m.end(), "checkpoint ", path.string(), " has no '", key, "' in its metadata");
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    throw ValueError("checkpoint " + path.string() + ": metadata '" + key + "' is not an integer: " + it->second);
+  }
+}
+
+GeneratorState generator_from(const json& j) { return {j.at("seed").get<uint64_t>(), j.at("offset").get<uint64_t>()}; }
+json generator_json(const GeneratorState& s) { return {{"seed", s.seed}, {"offset", s.offset}}; }
+
+/// Tensors under `prefix` with it removed.
+StateDict with_prefix_removed(const StateDict& all, const std::string& prefix) {
+  StateDict out;
+  for (const auto& [name, t] : all)
+    if (name.starts_with(prefix)) out.insert(name.substr(prefix.size()), t);
+  return out;
+}
+
+/// Keep the metrics lines of steps up to `step` (a resumed run rewrites those after it).
+void truncate_metrics(const fs::path& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    try {
+      if (json::parse(line).at("step").get<int64_t>() <= step) kept += line + "\n";
+    } catch (const std::exception&) {
+      break;  // a line cut by a kill ends the file
+    }
+  }
+  machine::write_file_atomically(path, kept);
+}
+
+/// The process's peak resident set (getrusage), in bytes.
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+/// The machine's roofs measured now, in this run (the machine is shared: figures from another
+/// run are not comparable).
+accounting::Roofline measure_roofline(int threads) {
+  return {machine::measure_fma_peak_flops(threads, 0.3), machine::measure_stream_triad_bytes_per_sec(int64_t{64} << 20, threads)};
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hooks) {
+  config.validate();
+  TALLY_CHECK(!config.out.empty(), "train: the config names no run directory (out)");
+  auto note = [&](const std::string& s) {
+    if (hooks.note) hooks.note(s);
+  };
+  const fs::path out = config.out;
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  TALLY_CHECK_TYPE(IOError, !ec, "cannot create run directory ", out.string(), ": ", ec.message());
+  const CheckpointManager checkpoints(out / "checkpoints", config.keep);
+  TALLY_CHECK(resume || checkpoints.list().empty(), "run directory ", out.string(),
+              " already has checkpoints: pass --resume to continue it, or choose another --out");
+  if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
+
+  if (const int64_t n = checkpoints.remove_stale_temporaries(); n > 0)
+    note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
+  const data::TokenFile tokens = open_tokens(config, out);
+  const double entropy = check_tokens(tokens, config.vocab_size);
+  TALLY_CHECK(tokens.size() > config.context_length, "data file ", tokens.path(), " has ", tokens.size(),
+              " tokens: too few for context_length ", config.context_length);
+
+  Generator init(static_cast<uint64_t>(config.seed));
+  manual_seed(static_cast<uint64_t>(config.seed) + 2);
+  nn::TransformerLM model(config.model(), {}, &init);
+  optim::AdamW optimizer = make_optimizer(model, config);
+  optim::WarmupCosineLR schedule = make_schedule(optimizer, config);
+  data::TokenLoader loader(tokens, {.batch_size = config.batch_size,
+                                    .context_length = config.context_length,
+                                    .sampling = data::Sampling::Random,
+                                    .seed = static_cast<uint64_t>(config.seed) + 1,
+                                    .vocab_size = config.vocab_size});
+  const std::vector<Tensor> params = model.parameters();
+
+  // Resume (Note [Bit-exact resume]).
+  int64_t step = 0, tokens_seen = 0;
+  if (resume) {
+    std::vector<std::string> notes;
+    std::optional<Checkpoint> c = checkpoints.load_latest(notes);
+    for (const auto& n : notes) note(n);
+    if (!c) {
+      note("no checkpoint to resume from in " + checkpoints.dir().string() + ": starting at step 0");
+    } else {
+      const auto& m = c->metadata;
+      TALLY_CHECK(m.contains("tally.format") && m.at("tally.format") == kFormat, "checkpoint ", c->path.string(),
+                  " is not a tally training checkpoint (metadata tally.format is not ", kFormat, ")");
+      const json saved_config = json::parse(m.at("tally.config"));
+      const std::vector<std::string> mismatched = incompatible_fields(saved_config, config);
+      if (!mismatched.empty()) {
+        std::string lines;
+        for (const auto& f : mismatched) lines += "\n  " + f;
+        throw ValueError("checkpoint " + c->path.string() + " was trained with another configuration:" + lines);
+      }
+      model.load_state_dict(with_prefix_removed(c->tensors, "model."));
+      optimizer.load_state_dict(with_prefix_removed(c->tensors, "optimizer."));
+      schedule.load_state_dict(with_prefix_removed(c->tensors, "scheduler."));
+      const json position = json::parse(m.at("tally.data_position"));
+      loader.set_state({position.at("epoch").get<int64_t>(), position.at("index").get<int64_t>(), generator_from(position.at("generator"))});
+      const json generators = json::parse(m.at("tally.generators"));
+      default_generator().set_state(generator_from(generators.at("default")));
+      init.set_state(generator_from(generators.at("model")));
+      step = parse_int(m, "tally.step", c->path);
+      tokens_seen = parse_int(m, "tally.tokens", c->path);
+      note("resumed from " + c->path.string() + " at step " + std::to_string(step));
+    }
+  }
+  machine::write_file_atomically(out / "config.json", to_json(config).dump(2) + "\n");
+  const fs::path metrics_path = out / "metrics.jsonl";
+  if (step > 0) truncate_metrics(metrics_path, step);
+  else machine::write_file_atomically(metrics_path, "");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics(std::fopen(metrics_path.c_str(), "a"), &std::fclose);
+  TALLY_CHECK_TYPE(IOError, metrics != nullptr, "cannot open ", metrics_path.string(), " for appending");
+
+  auto save = [&](int64_t at) {
+    StateDict all;
+    for (const auto& [k, t] : model.state_dict()) all.insert("model." + k, t);
+    for (const auto& [k, t] : optimizer.state_dict()) all.insert("optimizer." + k, t);
+    for (const auto& [k, t] : schedule.state_dict()) all.insert("scheduler." + k, t);
+    const data::LoaderState ls = loader.state();
+    const std::map<std::string, std::string> metadata = {
+        {"tally.format", std::string(kFormat)},
+        {"tally.step", std::to_string(at)},
+        {"tally.tokens", std::to_string(tokens_seen)},
+        {"tally.config", to_json(config).dump()},
+        {"tally.data_position", json{{"epoch", ls.epoch}, {"index", ls.index}, {"generator", generator_json(ls.generator)}}.dump()},
+        {"tally.generators",
+         json{{"default", generator_json(default_generator().get_state())}, {"model", generator_json(init.get_state())}}.dump()},
+    };
+    const fs::path path = checkpoints.save(at, all, metadata);
+    note("saved " + path.string());
+  };
+
+  // Every step goes on the run's ledger; one step (the third of this invocation, or its last if
+  // shorter) is profiled in detail for the summary.
+  const double promised = machine::promised_peak(machine::device_spec("cpu"), "float32").flops_per_sec;
+  const int64_t first = step + 1;
+  const int64_t profiled = std::min(first + 2, config.steps);
+  const int64_t tokens_per_step = config.batch_size * config.context_length;
+  accounting::FlopCounter ledger;
+  std::vector<double> step_times;
+  double first_loss = 0, last_loss = 0;
+  bool interrupted = false;
+  const auto run_start = Clock::now();
+  std::unique_ptr<StepProfile> profile;
+
+  while (step < config.steps) {
+    ++step;
+    if (step == profiled) profile = std::make_unique<StepProfile>();
+    const int64_t flops_before = ledger.total_flops();
+    const auto t0 = Clock::now();
+    auto [x, y] = loader.next();
+    const double lr = optimizer.param_groups()[0].options().get_lr();
+    Tensor loss = model.loss(x, y);
+    loss.backward();
+    const double grad_norm =
+        nn::utils::clip_grad_norm_(params, config.grad_clip > 0 ? config.grad_clip : std::numeric_limits<double>::infinity());
+    optimizer.step();
+    optimizer.zero_grad();
+    schedule.step();
+    const double loss_value = static_cast<double>(loss.item<float>());
+    const double step_s = seconds_since(t0);
+    tokens_seen += tokens_per_step;
+    if (step == first) first_loss = loss_value;
+    last_loss = loss_value;
+    if (step > first) step_times.push_back(step_s);  // the first step of a process warms caches and pools
+    const double step_flops = static_cast<double>(ledger.total_flops() - flops_before);
+    if (step == profiled) profile->finish();
+    const StepReport r{step, config.steps, loss_value, lr, grad_norm, tokens_seen, step_s, tokens_per_step / step_s,
+                       step_flops / step_s / promised, seconds_since(run_start)};
+    std::fputs((r.to_json().dump() + "\n").c_str(), metrics.get());
+    std::fflush(metrics.get());
+    if (hooks.on_step) hooks.on_step(r);
+    interrupted = hooks.stop && hooks.stop->load();
+    if (step % config.checkpoint_interval == 0 || step == config.steps || interrupted) save(step);
+    if (interrupted) break;
+  }
+
+  // The books (docs/run_dir.md, summary.json). The run's ledger closes first: it would count the
+  // meta-device step too.
+  std::map<accounting::Phase, int64_t> run_flops;
+  for (auto p : {accounting::Phase::Forward, accounting::Phase::Backward, accounting::Phase::Optimizer}) run_flops[p] = ledger.total_flops(p);
+  const int threads = kernels::num_threads();
+  note("measuring this machine's float32 peak and memory bandwidth for the summary (about a second)");
+  const accounting::Roofline roofline = measure_roofline(threads);
+  const StepPrediction predicted = predict_step(config, roofline);
+  json profile_json = json::object();
+  if (profile) {
+    profile_json = {{"peak", category_json(profile->peak())},
+                    {"peak_total", profile->peak_total()},
+                    {"ops", profile->ops_json(roofline)},
+                    {"modules", profile->modules_json()},
+                    {"memory_timeline", profile->timeline_json()},
+                    {"time_split", profile->time_split_json(roofline)}};
+  }
+  const double measured_step_s = median(step_times);
+  const int64_t steps_run = step - first + 1;
+  const int64_t tokens_run = steps_run * tokens_per_step;
+  auto per_token = [&](accounting::Phase p) { return tokens_run ? static_cast<double>(run_flops[p]) / static_cast<double>(tokens_run) : 0.0; };
+  const double model_flops_per_step = static_cast<double>(predicted.forward_flops + predicted.backward_flops + predicted.optimizer_flops);
+  const double achieved = measured_step_s > 0 ? model_flops_per_step / measured_step_s : 0.0;
+  const double run_seconds = seconds_since(run_start);
+  const auto& cpu = machine::cpu_info();
+  json ops = profile_json.value("ops", json::array());
+  json top = json::array();
+  for (size_t i = 0; i < std::min<size_t>(5, ops.size()); ++i) top.push_back(ops[i]);
+  json summary = {
+      {"tally_version", TALLY_VERSION},
+      {"config", to_json(config)},
+      {"machine",
+       {{"cpu", cpu.model_name},
+        {"threads", threads},
+        {"kernel_set", std::string(kernels::cpu_kernel_set())},
+        {"peak_flops_promised", promised},
+        {"peak_flops_measured", roofline.peak_flops_per_sec},
+        {"peak_bandwidth_measured", roofline.bytes_per_sec}}},
+      {"run",
+       {{"steps", step},
+        {"steps_this_run", steps_run},
+        {"tokens", tokens_seen},
+        {"seconds", run_seconds},
+        {"tokens_per_s", run_seconds > 0 ? static_cast<double>(tokens_run) / run_seconds : 0.0},
+        {"first_loss", first_loss},
+        {"final_loss", last_loss},
+        {"unigram_entropy", entropy},
+        {"resumed_from_step", first - 1},
+        {"interrupted", interrupted}}},
+      {"parameters", model.num_parameters()},
+      {"flops_per_token",
+       {{"predicted",
+         {{"forward", static_cast<double>(predicted.forward_flops) / static_cast<double>(tokens_per_step)},
+          {"backward", static_cast<double>(predicted.backward_flops) / static_cast<double>(tokens_per_step)},
+          {"optimizer", static_cast<double>(predicted.optimizer_flops) / static_cast<double>(tokens_per_step)}}},
+        {"measured",
+         {{"forward", per_token(accounting::Phase::Forward)},
+          {"backward", per_token(accounting::Phase::Backward)},
+          {"optimizer", per_token(accounting::Phase::Optimizer)}}}}},
+      {"mfu", {{"promised", achieved / promised}, {"measured", achieved / roofline.peak_flops_per_sec}}},
+      {"step_time",
+       {{"predicted_s", predicted.step_seconds},
+        {"measured_s", measured_step_s},
+        {"note", "predicted: each op of a meta-device step at its roof, max(FLOPs / measured peak, bytes / measured bandwidth); "
+                 "measured: the median step after the first"}}},
+      {"memory",
+       {{"predicted", category_json(predicted.peak)},
+        {"tracked_peak", profile_json.value("peak", json::object())},
+        {"predicted_peak_total", predicted.peak_total},
+        {"tracked_peak_total", profile_json.value("peak_total", int64_t{0})},
+        {"process_peak_rss", peak_rss_bytes()}}},
+      {"time_split", profile_json.value("time_split", json::object())},
+      {"top_ops", top},
+      {"ops", ops},
+      {"modules", profile_json.value("modules", json::array())},
+      {"memory_timeline", profile_json.value("memory_timeline", json::array())},
+  };
+  machine::write_file_atomically(out / "summary.json", summary.dump(1) + "\n");
+  return {first, step, interrupted, std::move(summary)};
+}
+
+}  // namespace tally::train

@@ -1,0 +1,53 @@
+#pragma once
+// `tally train`'s loop as a library: a GPT-style model on a token file (or the built-in corpus),
+// AdamW with warm-up and cosine decay, gradient clipping, checkpoints every so many steps, and
+// every step's figures written to metrics.jsonl. Note [Bit-exact resume] says what a checkpoint
+// holds so that a resumed run computes exactly what the uninterrupted one would have.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tally/train/config.h"
+
+namespace tally::train {
+
+/// One step's figures, as metrics.jsonl records them (docs/run_dir.md).
+struct StepReport {
+  int64_t step = 0;
+  int64_t steps = 0;  ///< the run's last step
+  double loss = 0;
+  double lr = 0;
+  double grad_norm = 0;
+  int64_t tokens = 0;  ///< tokens seen since step 1
+  double step_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;  ///< the step's ledger FLOP/s over the promised float32 peak
+  double elapsed_s = 0;
+  nlohmann::json to_json() const;
+};
+
+/// What the caller sees of a run while it goes.
+struct TrainHooks {
+  std::function<void(const StepReport&)> on_step;  ///< after each step
+  std::function<void(const std::string&)> note;    ///< a line worth telling (resumed from, fell back, saved)
+  /// Polled after each step: when set, the run saves a checkpoint and returns.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+/// How a run ended.
+struct TrainResult {
+  int64_t first_step = 0;  ///< the first step this invocation ran (1, or the resumed step + 1)
+  int64_t last_step = 0;   ///< the last step completed
+  bool interrupted = false;
+  nlohmann::json summary;  ///< summary.json's contents (docs/run_dir.md)
+};
+
+/// Run `config`. With `resume`, start from the newest readable checkpoint in config.out (a fresh
+/// start when there is none); without, refuse an out directory that already has checkpoints.
+/// ValueError for a bad config or data file, naming the problem; IOError for what the disk refuses.
+TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hooks = {});
+
+}  // namespace tally::train

@@ -1,0 +1,76 @@
+"""Kill test: SIGKILL `tally train` at random moments (some while a checkpoint is being written),
+resume each time, and check the final parameters and every step's loss equal an uninterrupted
+run's, bit for bit.
+
+usage: kill_resume.py TALLY WORK_DIR [KILLS]"""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+from train_cli import TINY, losses, read_tensors, temporaries
+
+tally, work = sys.argv[1], sys.argv[2]
+kills_wanted = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+steps = 1500  # about ten seconds of training: long enough for every kill to land mid-run
+common = TINY + ["--steps", str(steps), "--checkpoint-interval", "3", "--keep", "2"]
+ref, killed = os.path.join(work, "reference"), os.path.join(work, "killed")
+for d in (ref, killed):
+    subprocess.run(["rm", "-rf", d], check=True)
+
+r = subprocess.run([tally, "train", "--out", ref] + common, capture_output=True, text=True)
+assert r.returncode == 0, r.stderr
+final = "checkpoints/step-%09d.safetensors" % steps
+
+rng = random.Random(1)
+kills = during_save = 0
+attempts = 0
+while True:
+    attempts += 1
+    assert attempts < 200, "the run never finished"
+    p = subprocess.Popen([tally, "train", "--resume", "--out", killed] + common,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if kills < kills_wanted:
+        ckpt_dir = os.path.join(killed, "checkpoints")
+        if kills % 2 == 1:
+            # Wait for a save in progress (a temporary beside the checkpoints), then kill at once.
+            # A temporary a killed save left is removed by the new run first; wait past it.
+            stale = set(temporaries(ckpt_dir))
+            deadline = time.time() + 20
+            while p.poll() is None and time.time() < deadline:
+                now = set(temporaries(ckpt_dir))
+                if stale and not now & stale:
+                    stale = set()
+                if now - stale:
+                    break
+                time.sleep(0.0005)
+        else:
+            time.sleep(rng.uniform(0.05, 1.5))
+        if p.poll() is None:
+            tmp_before = temporaries(ckpt_dir)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            kills += 1
+            if tmp_before and temporaries(ckpt_dir):
+                during_save += 1
+            continue
+    _, err = p.communicate()
+    assert p.returncode == 0, "resume failed: " + err
+    if os.path.exists(os.path.join(killed, final)):
+        break
+assert kills >= kills_wanted, "the run finished after %d kills of %d: lengthen it" % (kills, kills_wanted)
+
+a, b = read_tensors(os.path.join(ref, final)), read_tensors(os.path.join(killed, final))
+assert a.keys() == b.keys(), (sorted(a.keys() ^ b.keys()))
+different = [n for n in a if a[n] != b[n]]
+assert not different, "tensors differ after resuming: %s" % different[:5]
+la, lb = losses(ref), losses(killed)
+assert la == lb, "losses differ at steps %s" % [s for s in la if la.get(s) != lb.get(s)][:5]
+print("killed %d times (%d while a checkpoint was being written); %d tensors and %d losses equal "
+      "the uninterrupted run's bit for bit" % (kills, during_save, len(a), len(la)))
+left = temporaries(os.path.join(killed, "checkpoints"))
+assert not left, "temporaries left behind after the last run: %s" % left
+assert during_save >= 3, "too few kills landed during a save (%d)" % during_save

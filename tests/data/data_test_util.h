@@ -15,31 +15,13 @@
 #include <vector>
 
 #include "tally/data/data.h"
+#include "temp_dir.h"
 
 namespace tally::data::test {
 
 namespace fs = std::filesystem;
 
-/// A fresh folder under the system's temporary directory, removed with its files.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("tally_data_" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  /// A path inside the folder.
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using ::tally::test::TempDir;
 
 /// `bytes` written as they are.
 inline void write_bytes(const std::string& path, const std::string& bytes) {

@@ -13,39 +13,13 @@
 #include <vector>
 
 #include "tally/io/safetensors.h"
+#include "temp_dir.h"
 
 namespace tally::io::test {
 
 namespace fs = std::filesystem;
 
-/// A fresh folder under the system's temporary directory, removed with its files.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("tally_io_" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  /// A path inside the folder.
-  fs::path file(const std::string& name) const { return path_ / name; }
-  /// The names of the files in the folder, sorted.
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  fs::path path_;
-};
+using ::tally::test::TempDir;
 
 inline std::vector<uint8_t> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -5,7 +5,9 @@
                                                    self-containment, errors (no browser needed)
     check_report.py chromium TALLY_EXE WORK_DIR    the pages in headless Chromium: every chart drawn,
                                                    no script errors, a screenshot that is not blank
-    check_report.py screenshot TALLY_EXE WORK_DIR OUT.png   the synthetic run's page as a PNG (docs/report.png)
+    check_report.py screenshot TALLY_EXE WORK_DIR OUT.png [RUN_DIR]
+                                                   the page of RUN_DIR (a real run; default: the
+                                                   synthetic one) as a PNG (docs/report.png)
 
 Without Chromium the chromium test fails, unless TALLY_ALLOW_SKIP_CHROMIUM=1, when it exits 77 (skip).
 Standard library only: the PNG is decoded with zlib and struct.
@@ -345,11 +347,11 @@ def recompress_png(path, colors=256):
                 chunk(b"PLTE", b"".join(palette)) + chunk(b"IDAT", zlib.compress(bytes(raw), 9)) + chunk(b"IEND", b""))
 
 
-def make_screenshot(exe, work, out):
+def make_screenshot(exe, work, out, run_dir=None):
     chromium = find_chromium()
     if not chromium:
         raise SystemExit("chromium is not installed")
-    page = write_report(exe, make_run_dir.write_case(os.path.join(work, "runs"), "full"))
+    page = write_report(exe, run_dir or make_run_dir.write_case(os.path.join(work, "runs"), "full"))
     run_chromium(chromium, ["--hide-scrollbars", "--window-size=1200,2360", f"--screenshot={os.path.abspath(out)}",
                             "file://" + os.path.abspath(page)])
     check_screenshot(out)
@@ -367,4 +369,4 @@ if __name__ == "__main__":
     elif mode == "chromium":
         check_chromium(exe, work)
     else:
-        make_screenshot(exe, work, sys.argv[4])
+        make_screenshot(exe, work, sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else None)

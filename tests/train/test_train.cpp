@@ -16,6 +16,7 @@
 #include "tally/train/config.h"
 #include "tally/train/corpus.h"
 #include "tally/train/trainer.h"
+#include "temp_dir.h"
 
 namespace tally::train {
 namespace {
@@ -23,17 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-/// A fresh folder under the system's temporary directory, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("tally_train_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using ::tally::test::TempDir;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -97,7 +88,7 @@ TEST(Corpus, IsDeterministicAndHasStructure) {
 
 TEST(Checkpoints, KeepTheNewestAndFallBackPastAnUnreadableOne) {
   TempDir dir;
-  CheckpointManager m(dir.path, 2);
+  CheckpointManager m(dir.path(), 2);
   for (int64_t step : {10, 20, 30}) m.save(step, StateDict{}, {{"step", std::to_string(step)}});
   StateDict t;
   t.insert("w", full({3}, 40.0));
@@ -148,7 +139,7 @@ std::vector<json> metrics(const fs::path& out) {
 
 TEST(Train, StopAndResumeIsBitExact) {
   TempDir dir;
-  const TrainResult whole = train(tiny(dir.path / "whole"), false);
+  const TrainResult whole = train(tiny(dir.path() / "whole"), false);
   EXPECT_EQ(whole.last_step, 12);
   EXPECT_FALSE(whole.interrupted);
 
@@ -157,18 +148,18 @@ TEST(Train, StopAndResumeIsBitExact) {
   TrainHooks hooks;
   hooks.stop = &stop;
   hooks.on_step = [&](const StepReport& r) { stop = r.step == 5; };
-  const TrainResult first = train(tiny(dir.path / "split"), false, hooks);
+  const TrainResult first = train(tiny(dir.path() / "split"), false, hooks);
   EXPECT_TRUE(first.interrupted);
   EXPECT_EQ(first.last_step, 5);
   std::vector<std::string> notes;
   TrainHooks quiet;
   quiet.note = [&](const std::string& n) { notes.push_back(n); };
-  const TrainResult rest = train(tiny(dir.path / "split"), true, quiet);
+  const TrainResult rest = train(tiny(dir.path() / "split"), true, quiet);
   EXPECT_EQ(rest.first_step, 6);
   EXPECT_EQ(rest.last_step, 12);
   EXPECT_NE(std::find_if(notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("resumed from"); }), notes.end());
 
-  const auto a = metrics(dir.path / "whole"), b = metrics(dir.path / "split");
+  const auto a = metrics(dir.path() / "whole"), b = metrics(dir.path() / "split");
   ASSERT_EQ(a.size(), 12u);
   ASSERT_EQ(b.size(), 12u);
   for (size_t i = 0; i < a.size(); ++i) {
@@ -176,8 +167,8 @@ TEST(Train, StopAndResumeIsBitExact) {
     EXPECT_EQ(b[i]["loss"].get<double>(), a[i]["loss"].get<double>()) << "step " << i + 1;  // ==, not near
     EXPECT_EQ(b[i]["lr"].get<double>(), a[i]["lr"].get<double>());
   }
-  const auto wa = io::SafetensorsReader::open(dir.path / "whole/checkpoints/step-000000012.safetensors").load_all();
-  const auto wb = io::SafetensorsReader::open(dir.path / "split/checkpoints/step-000000012.safetensors").load_all();
+  const auto wa = io::SafetensorsReader::open(dir.path() / "whole/checkpoints/step-000000012.safetensors").load_all();
+  const auto wb = io::SafetensorsReader::open(dir.path() / "split/checkpoints/step-000000012.safetensors").load_all();
   ASSERT_EQ(wa.keys(), wb.keys());
   for (const auto& [name, t] : wa) {
     const Tensor& u = wb.at(name);
@@ -189,7 +180,7 @@ TEST(Train, StopAndResumeIsBitExact) {
 
 TEST(Train, RefusesToOverwriteOrResumeAnotherConfiguration) {
   TempDir dir;
-  TrainConfig c = tiny(dir.path);
+  TrainConfig c = tiny(dir.path());
   c.steps = 4;
   train(c, false);
   EXPECT_NE(error_of([&] { train(c, false); }).find("already has checkpoints: pass --resume"), std::string::npos);
@@ -202,14 +193,14 @@ TEST(Train, RefusesToOverwriteOrResumeAnotherConfiguration) {
 
 TEST(Train, BadDataGivesOneClearError) {
   TempDir dir;
-  TrainConfig c = tiny(dir.path / "run");
-  c.data = (dir.path / "missing.bin").string();
+  TrainConfig c = tiny(dir.path() / "run");
+  c.data = (dir.path() / "missing.bin").string();
   EXPECT_NE(error_of([&] { train(c, false); }).find("does not exist"), std::string::npos);
-  const fs::path odd = dir.path / "odd.bin";
+  const fs::path odd = dir.path() / "odd.bin";
   std::ofstream(odd, std::ios::binary) << "abc";  // 3 bytes: not a whole number of uint16
   c.data = odd.string();
   EXPECT_NE(error_of([&] { train(c, false); }).find("multiple"), std::string::npos);
-  const fs::path big = dir.path / "big.bin";
+  const fs::path big = dir.path() / "big.bin";
   {
     std::vector<uint16_t> tokens(4096, 7);
     tokens[1000] = 300;
@@ -221,7 +212,7 @@ TEST(Train, BadDataGivesOneClearError) {
 
 TEST(Train, SummaryHasTheBooks) {
   TempDir dir;
-  TrainConfig c = tiny(dir.path);
+  TrainConfig c = tiny(dir.path());
   c.steps = 6;
   const TrainResult r = train(c, false);
   const json& s = r.summary;
@@ -234,8 +225,8 @@ TEST(Train, SummaryHasTheBooks) {
   EXPECT_FALSE(s["memory_timeline"].empty());
   EXPECT_EQ(s["top_ops"].size(), 5u);
   EXPECT_GT(s["memory"]["process_peak_rss"].get<int64_t>(), 0);
-  EXPECT_TRUE(fs::exists(dir.path / "summary.json"));
-  EXPECT_EQ(json::parse(std::ifstream(dir.path / "summary.json"))["parameters"], s["parameters"]);
+  EXPECT_TRUE(fs::exists(dir.path() / "summary.json"));
+  EXPECT_EQ(json::parse(std::ifstream(dir.path() / "summary.json"))["parameters"], s["parameters"]);
 }
 
 }  // namespace

@@ -153,7 +153,7 @@ nn::TransformerConfig TrainConfig::model() const {
 void TrainConfig::validate() const {
   for (const Field& f : fields()) check_value(f, field_json(*this, f), "config");
   TALLY_CHECK(d_model % num_heads == 0, "config: num_heads (", num_heads, ") must divide d_model (", d_model, ")");
-  TALLY_CHECK(warmup_steps <= steps, "config: warmup_steps (", warmup_steps, ") must not exceed steps (", steps, ")");
+  TALLY_CHECK(warmup_steps <= steps, "config: warmup_steps (", warmup_steps, ") must not exceed steps (", steps, "): lower --warmup-steps");
   TALLY_CHECK(min_lr <= lr, "config: min_lr (", min_lr, ") must not exceed lr (", lr, ")");
   TALLY_CHECK(!data.empty() || vocab_size >= 256, "config: the built-in corpus is bytes: vocab_size must be >= 256, got ", vocab_size);
   model().validate();

@@ -192,7 +192,14 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
       const auto& m = c->metadata;
       TALLY_CHECK(m.contains("tally.format") && m.at("tally.format") == kFormat, "checkpoint ", c->path.string(),
                   " is not a tally training checkpoint (metadata tally.format is not ", kFormat, ")");
-      const json saved_config = json::parse(m.at("tally.config"));
+      json saved_config, position, generators;
+      try {
+        saved_config = json::parse(m.at("tally.config"));
+        position = json::parse(m.at("tally.data_position"));
+        generators = json::parse(m.at("tally.generators"));
+      } catch (const std::exception& e) {  // a missing key or text that is not JSON
+        throw ValueError("checkpoint " + c->path.string() + " has unreadable metadata: " + e.what());
+      }
       const std::vector<std::string> mismatched = incompatible_fields(saved_config, config);
       if (!mismatched.empty()) {
         std::string lines;
@@ -202,11 +209,13 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
       model.load_state_dict(with_prefix_removed(c->tensors, "model."));
       optimizer.load_state_dict(with_prefix_removed(c->tensors, "optimizer."));
       schedule.load_state_dict(with_prefix_removed(c->tensors, "scheduler."));
-      const json position = json::parse(m.at("tally.data_position"));
-      loader.set_state({position.at("epoch").get<int64_t>(), position.at("index").get<int64_t>(), generator_from(position.at("generator"))});
-      const json generators = json::parse(m.at("tally.generators"));
-      default_generator().set_state(generator_from(generators.at("default")));
-      init.set_state(generator_from(generators.at("model")));
+      try {
+        loader.set_state({position.at("epoch").get<int64_t>(), position.at("index").get<int64_t>(), generator_from(position.at("generator"))});
+        default_generator().set_state(generator_from(generators.at("default")));
+        init.set_state(generator_from(generators.at("model")));
+      } catch (const json::exception& e) {
+        throw ValueError("checkpoint " + c->path.string() + " has unreadable metadata: " + e.what());
+      }
       step = parse_int(m, "tally.step", c->path);
       tokens_seen = parse_int(m, "tally.tokens", c->path);
       note("resumed from " + c->path.string() + " at step " + std::to_string(step));

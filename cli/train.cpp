@@ -147,14 +147,13 @@ void add_train_command(CLI::App& app) {
       if (!overrides.empty()) train::apply_json(config, overrides, "flags");
       return config;
     };
-    train::TrainConfig config = settle({});
     // Resuming: the run's own config.json is the base, so `--resume --out DIR` needs nothing else.
-    if (const std::string saved = config.out + "/config.json"; *resume && access(saved.c_str(), R_OK) == 0) {
-      train::TrainConfig base;
+    train::TrainConfig base;
+    const std::string out_flag = overrides.contains("out") ? overrides["out"].get<std::string>() : "";
+    if (const std::string saved = out_flag + "/config.json"; *resume && !out_flag.empty() && access(saved.c_str(), R_OK) == 0)
       train::apply_json_file(base, saved);
-      config = settle(base);
-    }
-    TALLY_CHECK(!*resume || !config.out.empty(), "--resume needs --out RUN_DIR, the run to continue");
+    train::TrainConfig config = settle(base);
+    TALLY_CHECK(!*resume || !out_flag.empty(), "--resume needs --out RUN_DIR, the run to continue");
     if (config.out.empty()) config.out = "runs/" + utc_stamp();
     install_signal_handlers();
     const bool tty = isatty(STDOUT_FILENO) != 0;

@@ -292,6 +292,8 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     if (interrupted) break;
   }
 
+  const double run_seconds = seconds_since(run_start);  // the steps and saves, not the books below
+
   // The books (docs/run_dir.md, summary.json). The run's ledger closes first: it would count the
   // meta-device step too.
   std::map<accounting::Phase, int64_t> run_flops;
@@ -315,7 +317,6 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   auto per_token = [&](accounting::Phase p) { return tokens_run ? static_cast<double>(run_flops[p]) / static_cast<double>(tokens_run) : 0.0; };
   const double model_flops_per_step = static_cast<double>(predicted.forward_flops + predicted.backward_flops + predicted.optimizer_flops);
   const double achieved = measured_step_s > 0 ? model_flops_per_step / measured_step_s : 0.0;
-  const double run_seconds = seconds_since(run_start);
   const auto& cpu = machine::cpu_info();
   json ops = profile_json.value("ops", json::array());
   json top = json::array();

@@ -31,3 +31,4 @@
 #include "tally/optim/optim.h"
 #include "tally/io/atomic_file.h"
 #include "tally/io/safetensors.h"
+#include "tally/amp/grad_scaler.h"

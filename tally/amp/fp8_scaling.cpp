@@ -1,0 +1,62 @@
+#include "tally/amp/fp8_scaling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tally/dtype/finfo.h"
+#include "tally/error/error.h"
+#include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+#include "tally/ops/reduce.h"
+
+namespace tally::amp {
+
+DelayedScaling::DelayedScaling(Dtype fp8, DelayedScalingOptions options) : dtype_(fp8), options_(options) {
+  TALLY_CHECK_TYPE_ERROR(is_float8(fp8), "DelayedScaling: expected a float8 dtype (float8_e4m3fn or float8_e5m2), got ",
+                         dtype_name(fp8));
+  TALLY_CHECK(options.amax_history_len >= 1, "DelayedScaling: amax_history_len must be >= 1, got ", options.amax_history_len);
+  TALLY_CHECK(options.margin >= 0, "DelayedScaling: margin must be >= 0, got ", options.margin);
+  fp8_max_ = finfo(fp8).max;
+  history_.assign(static_cast<size_t>(options.amax_history_len), 0.0);
+}
+
+void DelayedScaling::record_amax(double amax) {
+  // NaN wins over everything (std::max would drop it), so a bad cast keeps the scale.
+  history_[0] = std::isnan(amax) || std::isnan(history_[0]) ? NAN : std::max(history_[0], amax);
+}
+
+void DelayedScaling::update() {
+  double amax = history_[0];
+  if (options_.algorithm == AmaxAlgorithm::Max)
+    for (double a : history_) amax = std::isnan(a) || std::isnan(amax) ? NAN : std::max(amax, a);
+  // A zero amax (nothing seen) or a non-finite one (an overflow) keeps the previous scale.
+  if (amax > 0.0 && std::isfinite(amax)) scale_ = (fp8_max_ / amax) / std::ldexp(1.0, static_cast<int>(options_.margin));
+  std::rotate(history_.begin(), history_.begin() + 1, history_.end());
+  history_[0] = 0.0;
+}
+
+Tensor DelayedScaling::quantize(const Tensor& x) {
+  record_amax(x.abs().amax().to(kFloat64).item<double>());
+  return clamp(x * scale_, -fp8_max_, fp8_max_).to(dtype_);
+}
+
+StateDict DelayedScaling::state_dict() const {
+  StateDict s("fp8 scaling state key");
+  s.insert("scale", scalar_tensor(scale_, TensorOptions(kFloat64)));
+  Tensor h = empty({static_cast<int64_t>(history_.size())}, TensorOptions(kFloat64));
+  std::copy(history_.begin(), history_.end(), h.data_ptr<double>());
+  s.insert("amax_history", h);
+  return s;
+}
+
+void DelayedScaling::load_state_dict(const StateDict& state) {
+  TALLY_CHECK(state.contains("scale") && state.contains("amax_history") && state.size() == 2,
+              "DelayedScaling.load_state_dict: expected the keys scale and amax_history");
+  const Tensor h = state.at("amax_history").to(kFloat64).contiguous();
+  TALLY_CHECK(h.dim() == 1 && h.numel() == static_cast<int64_t>(history_.size()), "DelayedScaling.load_state_dict: an amax history of shape ",
+              h.sizes(), " for a history of length ", history_.size());
+  scale_ = state.at("scale").to(kFloat64).item<double>();
+  std::copy(h.data_ptr<double>(), h.data_ptr<double>() + h.numel(), history_.begin());
+}
+
+}  // namespace tally::amp

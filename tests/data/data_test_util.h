@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tally/data/data.h"
+#include "expect_error.h"
 #include "temp_dir.h"
 
 namespace tally::data::test {
@@ -57,19 +58,6 @@ inline void run_python(const TempDir& dir, const std::string& script) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
-/// Expects fn() to throw `Error` (exactly that type or a subclass) whose message contains every part.
-template <class Error, class Fn>
-void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing '" << *parts.begin() << "'";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(msg.find(part), std::string::npos) << "message \"" << msg << "\" lacks \"" << part << "\"";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong error type: " << e.what();
-  }
-}
+using ::tally::test::expect_error;
 
 }  // namespace tally::data::test

@@ -58,7 +58,7 @@ class NumpyFiles : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     std::ostringstream py;
-    py << "import numpy as np\nd = '" << dir_->file("") << "'\n";
+    py << "import numpy as np\nd = '" << dir_->file("").string() << "'\n";
     for (const DtypeCase& c : dtype_cases()) {
       const std::string name(dtype_name(c.dtype));
       py << "a = np.array(" << python_list(c.values) << ", dtype=np." << name << ")\n"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tally/io/safetensors.h"
+#include "expect_error.h"
 #include "temp_dir.h"
 
 namespace tally::io::test {
@@ -53,19 +54,6 @@ inline void expect_identical(const Tensor& got, const Tensor& want, const std::s
   EXPECT_EQ(bytes_of(got), bytes_of(want)) << what;
 }
 
-/// Expects fn() to throw `Error` (or a subclass) whose message contains every part.
-template <class Error, class Fn>
-void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing '" << *parts.begin() << "'";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(msg.find(part), std::string::npos) << "message \"" << msg << "\" lacks \"" << part << "\"";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong error type: " << e.what();
-  }
-}
+using ::tally::test::expect_error;
 
 }  // namespace tally::io::test

@@ -9,26 +9,16 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "tally/accounting/memory_tracker.h"
+#include "tally/error/error.h"
 #include "tally/io/safetensors.h"
 
 namespace tally::cli {
 
 namespace {
 
-std::string shape_str(const DimVector& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-/// 1536 -> "1.5 KiB".
-std::string human_bytes(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) { v /= 1024; ++u; }
-  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
-}
+/// [2, 3], as tally's error messages print a shape.
+std::string shape_str(const DimVector& shape) { return detail::str_cat(IntArrayRef(shape)); }
 
 /// A metadata value on one line: control characters escaped, long values cut with their length.
 std::string one_line(const std::string& value, size_t max_chars = 72) {
@@ -75,7 +65,7 @@ void run_inspect(const std::string& path) {
     fmt::print("\n");
   }
   fmt::print("total: {} tensor{}, {} elements, {} bytes ({})\n", tensors.size(), tensors.size() == 1 ? "" : "s", elements, total,
-             human_bytes(total));
+             accounting::format_bytes(static_cast<int64_t>(total)));
 
   const auto& metadata = r.metadata();
   if (metadata.empty()) {

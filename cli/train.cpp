@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -18,7 +17,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "tally/accounting/memory_tracker.h"
+#include "cli/report/format.h"
 #include "tally/error/error.h"
 #include "tally/train/trainer.h"
 
@@ -81,14 +80,8 @@ void print_step(const train::StepReport& r, bool tty, int64_t log_interval) {
   }
 }
 
-/// 1.23 M, 4.5 G: a count or rate with its SI prefix, then `unit`.
-std::string si(double v, const char* unit) {
-  const std::pair<double, const char*> prefixes[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
-  for (const auto& [scale, p] : prefixes)
-    if (std::fabs(v) >= scale) return fmt::format("{:.3g} {}{}", v / scale, p, unit);
-  return fmt::format("{:.3g} {}", v, unit);
-}
-std::string bytes(const json& j) { return accounting::format_bytes(j.get<int64_t>()); }
+using report::si;
+std::string bytes(const json& j) { return report::bytes_text(j.get<double>()); }
 
 double num(const json& j, const char* a, const char* b) { return j.at(a).at(b).get<double>(); }
 

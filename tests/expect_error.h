@@ -1,12 +1,16 @@
 #pragma once
-// expect_error<Type>(fn, {parts...}): fn() must throw Type (or a subclass) whose message holds
-// every part. Shared by the tests that check error messages word for word.
+// The tests' error helpers: expect_error<Type>(fn, {parts...}) (fn() must throw Type, or a
+// subclass, whose message holds every part) and message_of(fn) (the message of the tally::Error
+// fn() throws, to compare word for word).
 
 #include <gtest/gtest.h>
 
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <string>
+
+#include "tally/error/error.h"
 
 namespace tally::test {
 
@@ -22,6 +26,16 @@ void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
   } catch (const std::exception& e) {
     ADD_FAILURE() << "wrong error type: " << e.what();
   }
+}
+
+/// The message of the tally::Error fn() throws, or "no error".
+inline std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 }  // namespace tally::test

@@ -11,6 +11,13 @@
 
 namespace tally::amp {
 
+namespace {
+
+/// max(a, b) in which a NaN wins (std::max would drop it), so that a bad cast keeps the scale.
+double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+
+}  // namespace
+
 DelayedScaling::DelayedScaling(Dtype fp8, DelayedScalingOptions options) : dtype_(fp8), options_(options) {
   TALLY_CHECK_TYPE_ERROR(is_float8(fp8), "DelayedScaling: expected a float8 dtype (float8_e4m3fn or float8_e5m2), got ",
                          dtype_name(fp8));
@@ -21,14 +28,13 @@ DelayedScaling::DelayedScaling(Dtype fp8, DelayedScalingOptions options) : dtype
 }
 
 void DelayedScaling::record_amax(double amax) {
-  // NaN wins over everything (std::max would drop it), so a bad cast keeps the scale.
-  history_[0] = std::isnan(amax) || std::isnan(history_[0]) ? NAN : std::max(history_[0], amax);
+  history_[0] = nan_max(history_[0], amax);
 }
 
 void DelayedScaling::update() {
   double amax = history_[0];
   if (options_.algorithm == AmaxAlgorithm::Max)
-    for (double a : history_) amax = std::isnan(a) || std::isnan(amax) ? NAN : std::max(amax, a);
+    for (double a : history_) amax = nan_max(amax, a);
   // A zero amax (nothing seen) or a non-finite one (an overflow) keeps the previous scale.
   if (amax > 0.0 && std::isfinite(amax)) scale_ = (fp8_max_ / amax) / std::ldexp(1.0, static_cast<int>(options_.margin));
   std::rotate(history_.begin(), history_.begin() + 1, history_.end());

@@ -83,11 +83,10 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   }
   PerOptimizer& state = per_optimizer_[&optimizer];
   TALLY_CHECK(state.stage != Stage::Stepped, "step() has already been called since the last update().");
-  if (state.stage == Stage::Ready) unscale_(optimizer);
-  PerOptimizer& after = per_optimizer_[&optimizer];
-  const bool take = !after.found_inf;
+  if (state.stage == Stage::Ready) unscale_(optimizer);  // fills `state` (std::map references stay put)
+  const bool take = !state.found_inf;
   if (take) optimizer.step();
-  after.stage = Stage::Stepped;
+  state.stage = Stage::Stepped;
   return take;
 }
 

@@ -1,5 +1,7 @@
 #include "tally/train/checkpoint.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -32,14 +34,7 @@ CheckpointManager::CheckpointManager(fs::path dir, int64_t keep) : dir_(std::mov
   TALLY_CHECK(keep >= 1, "CheckpointManager: keep must be >= 1, got ", keep);
 }
 
-std::string CheckpointManager::file_name(int64_t step) {
-  std::string digits = std::to_string(step);
-  if (digits.size() < 9) digits.insert(0, 9 - digits.size(), '0');
-  std::string name(kPrefix);
-  name += digits;
-  name += kSuffix;
-  return name;
-}
+std::string CheckpointManager::file_name(int64_t step) { return fmt::format("{}{:09d}{}", kPrefix, step, kSuffix); }
 
 fs::path CheckpointManager::save(int64_t step, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const {
   std::error_code ec;

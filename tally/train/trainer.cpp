@@ -176,8 +176,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   data::TokenLoader loader(tokens, {.batch_size = config.batch_size,
                                     .context_length = config.context_length,
                                     .sampling = data::Sampling::Random,
-                                    .seed = static_cast<uint64_t>(config.seed) + 1,
-                                    .vocab_size = config.vocab_size});
+                                    .seed = static_cast<uint64_t>(config.seed) + 1});  // check_tokens checked every id once
   const std::vector<Tensor> params = model.parameters();
 
   // Resume (Note [Bit-exact resume]).
@@ -296,8 +295,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
 
   // The books (docs/run_dir.md, summary.json). The run's ledger closes first: it would count the
   // meta-device step too.
-  std::map<accounting::Phase, int64_t> run_flops;
-  for (auto p : {accounting::Phase::Forward, accounting::Phase::Backward, accounting::Phase::Optimizer}) run_flops[p] = ledger.total_flops(p);
+  ledger.stop();
   const int threads = kernels::num_threads();
   note("measuring this machine's float32 peak and memory bandwidth for the summary (about a second)");
   const accounting::Roofline roofline = measure_roofline(threads);
@@ -314,7 +312,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   const double measured_step_s = median(step_times);
   const int64_t steps_run = step - first + 1;
   const int64_t tokens_run = steps_run * tokens_per_step;
-  auto per_token = [&](accounting::Phase p) { return tokens_run ? static_cast<double>(run_flops[p]) / static_cast<double>(tokens_run) : 0.0; };
+  auto per_token = [&](accounting::Phase p) { return tokens_run ? static_cast<double>(ledger.total_flops(p)) / static_cast<double>(tokens_run) : 0.0; };
   const double model_flops_per_step = static_cast<double>(predicted.forward_flops + predicted.backward_flops + predicted.optimizer_flops);
   const double achieved = measured_step_s > 0 ? model_flops_per_step / measured_step_s : 0.0;
   const auto& cpu = machine::cpu_info();

@@ -5,19 +5,13 @@
 
 #include "tally/ops/apply.h"
 #include "tally/tally.h"
+#include "expect_error.h"
 
 using namespace tally;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ::tally::test::message_of;
 
 int64_t live(MemoryCategory c) { return CpuAllocator::get().stats().allocated_bytes[static_cast<size_t>(c)]; }
 

@@ -16,6 +16,7 @@
 #include "tally/train/config.h"
 #include "tally/train/corpus.h"
 #include "tally/train/trainer.h"
+#include "expect_error.h"
 #include "temp_dir.h"
 
 namespace tally::train {
@@ -26,14 +27,7 @@ using nlohmann::json;
 
 using ::tally::test::TempDir;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using ::tally::test::message_of;
 
 TEST(TrainConfig, DefaultsAreValidAndRoundTripThroughJson) {
   TrainConfig c;
@@ -46,17 +40,17 @@ TEST(TrainConfig, DefaultsAreValidAndRoundTripThroughJson) {
 
 TEST(TrainConfig, RejectsUnknownKeysWrongTypesAndValuesOutOfRange) {
   TrainConfig c;
-  EXPECT_NE(error_of([&] { apply_json(c, json{{"lrr", 0.1}}, "cfg.json"); }).find("cfg.json: unknown key \"lrr\" (known: data,"),
+  EXPECT_NE(message_of([&] { apply_json(c, json{{"lrr", 0.1}}, "cfg.json"); }).find("cfg.json: unknown key \"lrr\" (known: data,"),
             std::string::npos);
-  EXPECT_EQ(error_of([&] { apply_json(c, json{{"lr", -0.1}}, "cfg.json"); }), "cfg.json: lr must be > 0 and <= 10, got -0.1");
-  EXPECT_EQ(error_of([&] { apply_json(c, json{{"steps", 1.5}}, "cfg.json"); }), "cfg.json: steps must be an integer, got 1.5");
-  EXPECT_EQ(error_of([&] { apply_json(c, json{{"norm", "batchnorm"}}, "x"); }),
+  EXPECT_EQ(message_of([&] { apply_json(c, json{{"lr", -0.1}}, "cfg.json"); }), "cfg.json: lr must be > 0 and <= 10, got -0.1");
+  EXPECT_EQ(message_of([&] { apply_json(c, json{{"steps", 1.5}}, "cfg.json"); }), "cfg.json: steps must be an integer, got 1.5");
+  EXPECT_EQ(message_of([&] { apply_json(c, json{{"norm", "batchnorm"}}, "x"); }),
             "x: norm must be one of layernorm, rmsnorm, got \"batchnorm\"");
-  EXPECT_EQ(error_of([&] { apply_json(c, json{{"num_heads", 3}}, "x"); }), "config: num_heads (3) must divide d_model (128)");
-  EXPECT_EQ(error_of([&] { apply_json(c, json::array(), "x"); }), "x: expected a JSON object of settings, got array");
+  EXPECT_EQ(message_of([&] { apply_json(c, json{{"num_heads", 3}}, "x"); }), "config: num_heads (3) must divide d_model (128)");
+  EXPECT_EQ(message_of([&] { apply_json(c, json::array(), "x"); }), "x: expected a JSON object of settings, got array");
   // A refused overlay leaves the config as it was.
   EXPECT_EQ(c.lr, TrainConfig{}.lr);
-  EXPECT_EQ(error_of([&] { parse_field_text("batch_size", "12x"); }), "--batch-size: expected an integer, got \"12x\"");
+  EXPECT_EQ(message_of([&] { parse_field_text("batch_size", "12x"); }), "--batch-size: expected an integer, got \"12x\"");
   EXPECT_EQ(parse_field_text("lr", "1e-3"), json(1e-3));
   EXPECT_EQ(parse_field_text("tied_embeddings", "false"), json(false));
 }
@@ -183,11 +177,11 @@ TEST(Train, RefusesToOverwriteOrResumeAnotherConfiguration) {
   TrainConfig c = tiny(dir.path());
   c.steps = 4;
   train(c, false);
-  EXPECT_NE(error_of([&] { train(c, false); }).find("already has checkpoints: pass --resume"), std::string::npos);
+  EXPECT_NE(message_of([&] { train(c, false); }).find("already has checkpoints: pass --resume"), std::string::npos);
   TrainConfig other = c;
   other.d_model = 64;
   other.steps = 8;
-  const std::string e = error_of([&] { train(other, true); });
+  const std::string e = message_of([&] { train(other, true); });
   EXPECT_NE(e.find("was trained with another configuration:\n  d_model: checkpoint 32, config 64"), std::string::npos) << e;
 }
 
@@ -195,11 +189,11 @@ TEST(Train, BadDataGivesOneClearError) {
   TempDir dir;
   TrainConfig c = tiny(dir.path() / "run");
   c.data = (dir.path() / "missing.bin").string();
-  EXPECT_NE(error_of([&] { train(c, false); }).find("does not exist"), std::string::npos);
+  EXPECT_NE(message_of([&] { train(c, false); }).find("does not exist"), std::string::npos);
   const fs::path odd = dir.path() / "odd.bin";
   std::ofstream(odd, std::ios::binary) << "abc";  // 3 bytes: not a whole number of uint16
   c.data = odd.string();
-  EXPECT_NE(error_of([&] { train(c, false); }).find("multiple"), std::string::npos);
+  EXPECT_NE(message_of([&] { train(c, false); }).find("multiple"), std::string::npos);
   const fs::path big = dir.path() / "big.bin";
   {
     std::vector<uint16_t> tokens(4096, 7);
@@ -207,7 +201,7 @@ TEST(Train, BadDataGivesOneClearError) {
     std::ofstream(big, std::ios::binary).write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 2));
   }
   c.data = big.string();
-  EXPECT_NE(error_of([&] { train(c, false); }).find("token 300 at position 1000 is outside the vocabulary [0, 256)"), std::string::npos);
+  EXPECT_NE(message_of([&] { train(c, false); }).find("token 300 at position 1000 is outside the vocabulary [0, 256)"), std::string::npos);
 }
 
 TEST(Train, SummaryHasTheBooks) {

@@ -2,7 +2,8 @@
 // beside PyTorch's (bench/train_step.py) in the same run:
 //   cruncher  the lecture's Cruncher, D 1024, 4 layers, B 1024, MSE, AdamW, float32
 //   gpt       a small GPT: vocab 256, d_model 256, 4 layers, 4 heads, T 256, B 16, AdamW, float32
-// Usage: train_step cruncher|gpt [steps]. Prints one JSON line: steps/s, tokens/s, the FLOPs of
+// in fp32, or in bf16: the forward under amp::AutocastGuard(bfloat16) (float32 master weights).
+// Usage: train_step cruncher|gpt [steps] [fp32|bf16]. Prints one JSON line: steps/s, tokens/s, the FLOPs of
 // one step read off the ledger, the measured float32 FMA peak, and the process's peak RSS.
 
 #include <sys/resource.h>
@@ -11,9 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "tally/kernels/cpu/parallel.h"
+#include "tally/machine/cpu_info.h"
 #include "tally/machine/peak_probe.h"
 #include "tally/tally.h"
 
@@ -35,6 +38,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "cruncher";
   const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
+  const std::string precision = argc > 3 ? argv[3] : "fp32";
+  if (precision != "fp32" && precision != "bf16") {
+    std::fprintf(stderr, "train_step: precision must be fp32 or bf16, got %s\n", precision.c_str());
+    return 2;
+  }
+  // The forward under autocast when asked; the backward and the optimizer outside it, as in PyTorch.
+  auto forward = [bf16 = precision == "bf16"](const std::function<Tensor()>& f) {
+    std::optional<amp::AutocastGuard> autocast;
+    if (bf16) autocast.emplace(kBFloat16);
+    return f();
+  };
   Generator gen(0);
   std::shared_ptr<nn::Layer> model;
   std::unique_ptr<optim::AdamW> optimizer;
@@ -45,7 +59,7 @@ int main(int argc, char** argv) {
     optimizer = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions(1e-4));
     Tensor x = randn({B, D}, {}, &gen), y = randn({B}, {}, &gen);
     w = {[&, x, y] {
-           mse_loss(model->forward(x), y).backward();
+           forward([&] { return mse_loss(model->forward(x), y); }).backward();
            optimizer->step();
            optimizer->zero_grad();
          },
@@ -58,7 +72,7 @@ int main(int argc, char** argv) {
     Tensor ids = randint(256, {16, 257}, TensorOptions(kInt64), &gen);
     Tensor x = ids.narrow(1, 0, 256).contiguous(), y = ids.narrow(1, 1, 256).contiguous();
     w = {[&, lm, x, y] {
-           lm->loss(x, y).backward();
+           forward([&] { return lm->loss(x, y); }).backward();
            optimizer->step();
            optimizer->zero_grad();
          },
@@ -78,10 +92,15 @@ int main(int argc, char** argv) {
   for (int i = 0; i < steps; ++i) w.step();
   const double s = seconds_since(t0) / steps;
   const double peak = machine::measure_fma_peak_flops(kernels::num_threads(), 0.3);
+  // The bfloat16 peak this CPU has, 0 without native bfloat16: AMX tiles, else vdpbf16ps.
+  const auto& cpu = machine::cpu_info();
+  const double bf16_peak = cpu.amx_bf16      ? machine::measure_amx_bf16_peak_flops(kernels::num_threads(), 0.3)
+                           : cpu.avx512_bf16 ? machine::measure_bf16_dot_peak_flops(kernels::num_threads(), 0.3)
+                                             : 0.0;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("{\"framework\": \"tally\", \"workload\": \"%s\", \"threads\": %d, \"steps_per_sec\": %.4f, \"tokens_per_sec\": %.1f, "
-              "\"flops_per_step\": %lld, \"flops_per_sec\": %.4g, \"fma_peak_flops\": %.4g, \"peak_rss_mib\": %.1f}\n",
-              which.c_str(), kernels::num_threads(), 1.0 / s, static_cast<double>(w.tokens_per_step) / s, static_cast<long long>(flops),
-              static_cast<double>(flops) / s, peak, static_cast<double>(ru.ru_maxrss) / 1024.0);
+  std::printf("{\"framework\": \"tally\", \"workload\": \"%s\", \"precision\": \"%s\", \"threads\": %d, \"steps_per_sec\": %.4f, \"tokens_per_sec\": %.1f, "
+              "\"flops_per_step\": %lld, \"flops_per_sec\": %.4g, \"fma_peak_flops\": %.4g, \"bf16_peak_flops\": %.4g, \"peak_rss_mib\": %.1f}\n",
+              which.c_str(), precision.c_str(), kernels::num_threads(), 1.0 / s, static_cast<double>(w.tokens_per_step) / s, static_cast<long long>(flops),
+              static_cast<double>(flops) / s, peak, bf16_peak, static_cast<double>(ru.ru_maxrss) / 1024.0);
 }

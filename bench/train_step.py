@@ -1,6 +1,8 @@
 """PyTorch 1.13's side of bench/training.sh: the same two training steps as bench/train_step.cpp
 (Cruncher D 1024 / 4 layers / B 1024 / MSE / AdamW; small GPT vocab 256 / d 256 / 4 layers /
-4 heads / T 256 / B 16 / AdamW), float32, 2 threads. Prints one JSON line like train_step."""
+4 heads / T 256 / B 16 / AdamW), float32 or with the forward under
+torch.autocast("cpu", dtype=torch.bfloat16), 2 threads. Prints one JSON line like train_step.
+Usage: train_step.py cruncher|gpt [steps] [fp32|bf16]"""
 import json
 import math
 import resource
@@ -71,6 +73,7 @@ class GPT(nn.Module):
 def main():
     which = sys.argv[1] if len(sys.argv) > 1 else "cruncher"
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+    precision = sys.argv[3] if len(sys.argv) > 3 else "fp32"
     if which == "cruncher":
         model = Cruncher(1024, 4)
         x, y = torch.randn(1024, 1024), torch.randn(1024)
@@ -83,7 +86,9 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def step():
-        loss_fn().backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = loss_fn()
+        loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
@@ -93,7 +98,7 @@ def main():
         step()
     s = (time.perf_counter() - t0) / steps
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"framework": "torch", "workload": which, "threads": torch.get_num_threads(),
+    print(json.dumps({"framework": "torch", "workload": which, "precision": precision, "threads": torch.get_num_threads(),
                       "steps_per_sec": 1 / s, "tokens_per_sec": tokens / s, "peak_rss_mib": rss}))
 
 

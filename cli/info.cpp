@@ -37,8 +37,8 @@ void run_info() {
   fmt::print("  compiler         {}\n", __VERSION__);
   fmt::print("  kernels          {} ({})\n", kernels::cpu_kernel_set(), kernels::cpu_kernel_set_reason());
   fmt::print("  OpenMP threads   {}\n", kernels::num_threads());
-  fmt::print("  matmul           oneDNN for float32{}; float16 widened to float32; float64/int blocked\n",
-             kernels::detail::onednn_native_bf16() ? " and bfloat16 (native)" : ", bfloat16 widened to float32 (no native bf16 here)");
+  fmt::print("  matmul paths (chosen at run time for this CPU)\n");
+  for (const auto& [dtype, path] : kernels::matmul_paths()) fmt::print("    {:<17} {}\n", dtype, path);
   fmt::print("\nPromised peaks (cores x clock x FLOP/cycle; MFU is measured against these)\n");
   for (const auto& p : machine::promised_cpu_peaks(cpu))
     fmt::print("  {:<9} {:>9.1f} GFLOP/s   {}\n", p.dtype, p.flops_per_sec / 1e9, p.basis);

@@ -85,6 +85,31 @@ std::string bytes(const json& j) { return report::bytes_text(j.get<double>()); }
 
 double num(const json& j, const char* a, const char* b) { return j.at(a).at(b).get<double>(); }
 
+/// The precision line, and for a mixed-precision run what it saved against float32.
+void print_precision(const json& s) {
+  if (!s.contains("precision")) return;
+  const json& p = s.at("precision");
+  std::string line = p.at("name").get<std::string>();
+  if (p.contains("final_loss_scale"))
+    line += fmt::format(", loss scale {} at the end, {} step(s) skipped", p.at("final_loss_scale").get<double>(), p.at("skipped_steps").get<int64_t>());
+  fmt::print("precision       {}\n", line);
+  if (!p.contains("vs_float32")) return;
+  const json& mem = p.at("vs_float32").at("memory");
+  const json& time = p.at("vs_float32").at("step_time");
+  const double peak = mem.at("peak_total").get<double>(), fp32_peak = mem.at("float32_peak_total").get<double>();
+  fmt::print("  vs float32    peak memory {} against {} ({:+.0f}%); step {:.1f} ms against {:.1f} ms ({:.2f}x), ledger {:.1f} ms against {:.1f} ms\n",
+             bytes(mem.at("peak_total")), bytes(mem.at("float32_peak_total")), 100 * (peak / fp32_peak - 1),
+             1e3 * time.at("wall_s").get<double>(), 1e3 * time.at("float32_wall_s").get<double>(),
+             time.at("float32_wall_s").get<double>() / time.at("wall_s").get<double>(), 1e3 * time.at("ledger_s").get<double>(),
+             1e3 * time.at("float32_ledger_s").get<double>());
+  std::string by_category;
+  for (const auto& [cat, value] : mem.at("peak").items()) {
+    const double f = mem.at("float32_peak").value(cat, 0.0), v = value.get<double>();
+    if (f != v) by_category += fmt::format("  {} {} ({})", cat, bytes(value), report::bytes_text(f));
+  }
+  if (!by_category.empty()) fmt::print("  by category  {}  (float32 in brackets)\n", by_category);
+}
+
 void print_summary(const json& s) {
   const json& run = s.at("run");
   const json& m = s.at("machine");
@@ -112,6 +137,7 @@ void print_summary(const json& s) {
   if (const json& split = s.at("time_split"); split.contains("compute_bound_s"))
     fmt::print("time split      {:.0f}% in compute-bound ops, {:.0f}% in memory-bound ops\n", 100 * split.at("compute_bound_fraction").get<double>(),
                100 * (1 - split.at("compute_bound_fraction").get<double>()));
+  print_precision(s);
   fmt::print("costliest ops  ");
   for (const json& op : s.at("top_ops"))
     fmt::print(" {} ({}, {:.1f} ms)", op.at("name").get<std::string>(), op.at("phase").get<std::string>(), 1e3 * op.at("seconds").get<double>());

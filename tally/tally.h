@@ -31,5 +31,7 @@
 #include "tally/optim/optim.h"
 #include "tally/io/atomic_file.h"
 #include "tally/io/safetensors.h"
+#include "tally/amp/autocast.h"
+#include "tally/amp/fp8_linear.h"
 #include "tally/amp/fp8_scaling.h"
 #include "tally/amp/grad_scaler.h"

@@ -10,6 +10,7 @@
 
 #include "cli/report/format.h"
 #include "cli/report/html.h"
+#include "tally/core/allocator.h"
 
 namespace tally::cli::report {
 
@@ -17,7 +18,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr std::array<const char*, 5> kCategories{"parameters", "gradients", "optimizer_state", "activations", "other"};
 
 std::string ratio_text(double measured, double predicted) {
   if (std::isnan(measured) || std::isnan(predicted) || predicted == 0) return missing_value();
@@ -55,8 +55,10 @@ std::string predicted_vs_measured(const json& s) {
 std::string memory_table(const json& s) {
   if (!find_path(s, {"memory"})) return missing_block("summary.json has no \"memory\".");
   Table t{{"memory", "predicted", "tracked peak", "tracked / predicted"}, {}};
-  for (const char* c : kCategories) {
-    const double p = number_at(s, {"memory", "predicted", c}), m = number_at(s, {"memory", "tracked_peak", c});
+  for (int i = 0; i < kNumMemoryCategories; ++i) {
+    const std::string c(memory_category_name(static_cast<MemoryCategory>(i)));
+    const double p = number_at(s, {"memory", "predicted", c.c_str()}), m = number_at(s, {"memory", "tracked_peak", c.c_str()});
+    if (std::isnan(p) && std::isnan(m)) continue;  // a category a run's summary predates (working_copies)
     t.rows.push_back({c, value_or_missing(p, bytes_text), value_or_missing(m, bytes_text), ratio_text(m, p)});
   }
   const double pt = number_at(s, {"memory", "predicted_peak_total"}), mt = number_at(s, {"memory", "tracked_peak_total"});

@@ -17,6 +17,7 @@ namespace tally {
 std::string_view memory_category_name(MemoryCategory c) {
   switch (c) {
     case MemoryCategory::Parameters: return "parameters";
+    case MemoryCategory::WorkingCopies: return "working_copies";
     case MemoryCategory::Gradients: return "gradients";
     case MemoryCategory::OptimizerState: return "optimizer_state";
     case MemoryCategory::Activations: return "activations";

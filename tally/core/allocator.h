@@ -18,9 +18,11 @@
 namespace tally {
 
 /// What a storage holds, for the memory tracker's breakdown.
-enum class MemoryCategory : uint8_t { Parameters, Gradients, OptimizerState, Activations, Other };
-inline constexpr int kNumMemoryCategories = 5;
-/// "parameters", "gradients", "optimizer_state", "activations", "other".
+/// WorkingCopies: the low-precision copies of float32 parameters (master weights) that mixed
+/// precision computes with (amp::AutocastGuard's cast cache, FP8 layers' quantized weights).
+enum class MemoryCategory : uint8_t { Parameters, WorkingCopies, Gradients, OptimizerState, Activations, Other };
+inline constexpr int kNumMemoryCategories = 6;
+/// "parameters", "working_copies", "gradients", "optimizer_state", "activations", "other".
 std::string_view memory_category_name(MemoryCategory c);
 
 /// "37.25 GiB (40000000000 bytes)": a size in the unit a reader thinks in, and exactly (for

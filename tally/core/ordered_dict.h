@@ -85,4 +85,14 @@ class Tensor;
 /// Named tensors in order: a module's or an optimizer's state, a checkpoint's contents.
 using StateDict = OrderedDict<Tensor>;
 
+/// The entries whose key starts with `prefix`, in order, with the prefix removed ("model.w" → "w"):
+/// one part of a state made of several.
+template <class Value>
+OrderedDict<Value> with_prefix_removed(const OrderedDict<Value>& all, const std::string& prefix) {
+  OrderedDict<Value> out;
+  for (const auto& [key, value] : all)
+    if (key.starts_with(prefix)) out.insert(key.substr(prefix.size()), value);
+  return out;
+}
+
 }  // namespace tally

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "tally/einops/einsum_plan.h"
+#include "tally/ops/apply.h"
 #include "tally/einops/pattern.h"
 #include "tally/einops/permute_if_needed.h"
 #include "tally/ops/matmul.h"
@@ -161,7 +162,9 @@ Tensor run_greedy(const EinsumPlan& plan, const std::vector<Tensor>& ops, const 
 
 }  // namespace
 
-Tensor einsum(const std::vector<Tensor>& operands, std::string_view pattern) {
+Tensor einsum(const std::vector<Tensor>& given, std::string_view pattern) {
+  std::vector<Tensor> operands = given;
+  const ops::AutocastRegion autocast("einsum", std::span<Tensor>(operands));
   const auto plan = detail::einsum_plan(pattern, operands);
   bool broadcast = false;
   const std::vector<int64_t> size = label_sizes(*plan, operands, pattern, broadcast);

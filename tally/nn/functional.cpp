@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tally/dtype/finfo.h"
+#include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/matmul.h"
@@ -27,14 +28,18 @@ void check_affine(const Tensor& x, const Tensor& param, int64_t n, const char* o
 }
 }  // namespace
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x_, const Tensor& weight_, const Tensor& bias_) {
+  Tensor x = x_, weight = weight_, bias = bias_;
+  const ops::AutocastRegion autocast("linear", {&x, &weight, &bias});
   TALLY_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input of shape ", x.sizes(),
               " does not fit weight of shape ", weight.sizes(), " (expected input [..., ", weight.dim() == 2 ? weight.size(1) : -1, "])");
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
 }
 
-Tensor layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, const Tensor& bias, double eps) {
+Tensor layer_norm(const Tensor& x_, int64_t normalized_dims, const Tensor& weight_, const Tensor& bias_, double eps) {
+  Tensor x = x_, weight = weight_, bias = bias_;
+  const ops::AutocastRegion autocast("layer_norm", {&x, &weight, &bias});
   const DimVector dims = last_dims(x, normalized_dims, "layer_norm");
   check_affine(x, weight, normalized_dims, "layer_norm", "weight");
   check_affine(x, bias, normalized_dims, "layer_norm", "bias");
@@ -44,7 +49,9 @@ Tensor layer_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight
   return bias.defined() ? y + bias : y;
 }
 
-Tensor rms_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, std::optional<double> eps) {
+Tensor rms_norm(const Tensor& x_, int64_t normalized_dims, const Tensor& weight_, std::optional<double> eps) {
+  Tensor x = x_, weight = weight_;
+  const ops::AutocastRegion autocast("rms_norm", {&x, &weight});
   const DimVector dims = last_dims(x, normalized_dims, "rms_norm");
   check_affine(x, weight, normalized_dims, "rms_norm", "weight");
   Tensor y = x * rsqrt(square(x).mean(dims, true) + eps.value_or(finfo(x.dtype()).eps));

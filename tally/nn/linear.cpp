@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "tally/amp/fp8_linear.h"
 #include "tally/nn/functional.h"
 #include "tally/nn/init.h"
 #include "tally/ops/creation.h"
@@ -24,6 +25,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Tensor
 
 Tensor Linear::forward(const Tensor& x) {
   auto s = scope();
+  if (fp8) return amp::fp8_linear(x, weight, bias, *fp8);
   return functional::linear(x, weight, bias);
 }
 

@@ -1,9 +1,15 @@
 #pragma once
 // Linear and Embedding, with libtorch's layouts and initialisation.
 
+#include <memory>
+
 #include "tally/core/generator.h"
 #include "tally/core/tensor_options.h"
 #include "tally/nn/layer.h"
+
+namespace tally::amp {
+struct Fp8LinearState;
+}
 
 namespace tally::nn {
 
@@ -15,6 +21,8 @@ class Linear : public Layer {
   Tensor forward(const Tensor& x) override;
   Tensor weight;
   Tensor bias;  ///< undefined without bias
+  /// Set by amp::convert_to_fp8: forward then computes in FP8 (amp::fp8_linear) with this state.
+  std::shared_ptr<amp::Fp8LinearState> fp8;
 };
 
 /// A table of num_embeddings rows of embedding_dim, N(0, 1) at the start; forward looks up

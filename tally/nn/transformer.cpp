@@ -7,7 +7,6 @@
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/join.h"
-#include "tally/ops/matmul.h"
 
 namespace tally::nn {
 
@@ -163,7 +162,9 @@ Tensor TransformerLM::forward(const Tensor& ids) {
   x = drop->forward(x);
   for (const auto& block : *blocks) x = std::static_pointer_cast<TransformerBlock>(block)->forward(x);
   x = norm_f->forward(x);
-  return lm_head ? lm_head->forward(x) : matmul(x, token_embedding->weight.t());
+  // Tied: the embedding table [V, d] is the head's weight [out, in], through linear as PyTorch's
+  // GPTs do (so autocast casts the leaf weight once, from its cache).
+  return lm_head ? lm_head->forward(x) : functional::linear(x, token_embedding->weight);
 }
 
 Tensor TransformerLM::loss(const Tensor& ids, const Tensor& targets) {

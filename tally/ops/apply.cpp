@@ -171,6 +171,31 @@ std::vector<std::string> differentiable_ops() {
   return {registry().begin(), registry().end()};
 }
 
+Tensor AutocastHook::cast(const Tensor& t, Dtype dtype) { return t.to(dtype); }
+
+AutocastRegion::AutocastRegion(std::string_view op, std::initializer_list<Tensor*> inputs) : previous_(detail::tls_autocast_done) {
+  enter(op, std::span<Tensor* const>(inputs.begin(), inputs.size()));
+}
+
+AutocastRegion::AutocastRegion(std::string_view op, std::span<Tensor> inputs) : previous_(detail::tls_autocast_done) {
+  SmallVector<Tensor*, 4> pointers;
+  for (Tensor& t : inputs) pointers.push_back(&t);
+  enter(op, std::span<Tensor* const>(pointers.data(), pointers.size()));
+}
+
+void AutocastRegion::enter(std::string_view op, std::span<Tensor* const> inputs) {
+  if (!detail::tls_autocast || detail::tls_op_depth > 0 || detail::tls_autocast_done) return;
+  SmallVector<const Tensor*, 4> defined;
+  for (Tensor* t : inputs)
+    if (t->defined()) defined.push_back(t);
+  const std::optional<Dtype> dtype = detail::tls_autocast->input_dtype(op, {defined.data(), defined.size()});
+  detail::tls_autocast_done = true;  // the ops inside, and the casts, are not asked
+  if (!dtype) return;
+  for (Tensor* t : inputs) *t = detail::autocast_arg(*t, *dtype);
+}
+
+AutocastRegion::~AutocastRegion() { detail::tls_autocast_done = previous_; }
+
 AutocastHook* set_autocast_hook(AutocastHook* hook) {
   AutocastHook* previous = detail::tls_autocast;
   detail::tls_autocast = hook;

@@ -79,16 +79,38 @@ struct OutputSpec {
 // A mixed-precision layer installs an AutocastHook (set_autocast_hook), as the accounting layer
 // installs its observer: ops never include it. Before a top-level functional op checks its
 // arguments, the hook may name a dtype for the op's floating-point tensor inputs; apply casts
-// them (each cast is an op of its own, recorded and differentiable) and runs the op on the casts.
+// them through the hook's cast() (each cast is an op of its own, recorded and differentiable;
+// the hook may hand back a copy it made before, as amp::AutocastGuard does for weights) and runs
+// the op on the casts. A composite that is one operation to the user (linear, layer_norm, einsum)
+// asks the hook once under its own name with an AutocastRegion, so that its parts run as one:
+// linear's bias joins its product in bfloat16 instead of promoting it back to float32.
 class AutocastHook {
  public:
   virtual ~AutocastHook() = default;
   /// The dtype `op`'s floating inputs should be cast to, or nullopt to run the op as called.
   virtual std::optional<Dtype> input_dtype(std::string_view op, std::span<const Tensor* const> inputs) = 0;
+  /// `t` in `dtype`: by default a new cast (Tensor::to).
+  virtual Tensor cast(const Tensor& t, Dtype dtype);
 };
 
 /// Install (or, with nullptr, remove) the autocast hook for the calling thread; returns the previous one.
 AutocastHook* set_autocast_hook(AutocastHook* hook);
+
+/// For a composite op: asks the autocast hook about `op` once, casts the floating tensors among
+/// `inputs` in place when it names a dtype, and keeps the ops inside from being asked again while
+/// it lives (Note [Autocast]). Without a hook, or inside another op or region, it does nothing.
+class AutocastRegion {
+ public:
+  AutocastRegion(std::string_view op, std::initializer_list<Tensor*> inputs);
+  AutocastRegion(std::string_view op, std::span<Tensor> inputs);
+  ~AutocastRegion();
+  AutocastRegion(const AutocastRegion&) = delete;
+  AutocastRegion& operator=(const AutocastRegion&) = delete;
+
+ private:
+  void enter(std::string_view op, std::span<Tensor* const> inputs);
+  bool previous_;
+};
 
 // Note [Devices]
 // An op runs where its tensors are. apply() finds that device (common_device) and refuses a call
@@ -482,7 +504,7 @@ void write_result(const OutputSpec& spec, Tensor& dst, const Args&... args) {
 
 /// A copy of an argument with its floating tensors cast to `dtype` (Note [Autocast]).
 inline Tensor autocast_arg(const Tensor& t, Dtype dtype) {
-  return t.defined() && is_floating_point(t.dtype()) ? t.to(dtype) : t;
+  return t.defined() && is_floating_point(t.dtype()) && t.dtype() != dtype ? tls_autocast->cast(t, dtype) : t;
 }
 inline TensorList autocast_arg(const TensorList& ts, Dtype dtype) {
   TensorList out;

@@ -262,7 +262,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   return ops::apply<CrossEntropy>(input, target, options.ignore_index, options.label_smoothing, options.reduction);
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+Tensor mse_loss(const Tensor& input_, const Tensor& target_, Reduction reduction) {
+  Tensor input = input_, target = target_;
+  const ops::AutocastRegion autocast("mse_loss", {&input, &target});
   Tensor sq = square(input - target);
   switch (reduction) {
     case Reduction::None: return sq;

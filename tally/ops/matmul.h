@@ -17,7 +17,8 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 /// (a · b) · scale_a · scale_b in `out_dtype`, for float8 a (M×K) and b (K×N) with float32
 /// one-element scales (torch._scaled_mm): the FP8 matmul of FP8 training. On the GPU it runs on
 /// the FP8 tensor cores (cuBLASLt wants b column-major: pass b as `w.t()` of a row-major N×K `w`,
-/// as PyTorch does); on the CPU it is computed in float32.
+/// as PyTorch does); on the CPU the operands widen exactly to bfloat16 and multiply on its fastest
+/// bfloat16 path, the product rounded to bfloat16 before the scales apply.
 Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype = kBFloat16);
 
 }  // namespace tally

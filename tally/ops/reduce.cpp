@@ -347,7 +347,11 @@ struct Reduce {
 };
 
 template <class Def>
-Tensor reduce(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype = std::nullopt) {
+Tensor reduce(const Tensor& given, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype = std::nullopt) {
+  // Autocast first, so that a float32 reduction (sum, prod) also returns float32 unless the
+  // caller named a dtype (Note [Autocast]).
+  Tensor x = given;
+  const ops::AutocastRegion autocast(Def::name, {&x});
   return ops::apply<Reduce<Def>>(x, dims, keepdim, dtype.value_or(x.dtype()));
 }
 

@@ -58,6 +58,11 @@ const std::vector<Field>& fields() {
       {"batch_size", &TrainConfig::batch_size, "sequences per step", 1, false, 1e7, {}, true},
       {"steps", &TrainConfig::steps, "optimizer steps in the whole run", 1, false, 1e12},
       {"seed", &TrainConfig::seed, "seeds the initialisation, the batches and dropout", 0, false, 9.0e15, {}, true},
+      {"precision", &TrainConfig::precision,
+       "fp32; bf16 or fp16 autocast (float32 master weights; fp16 with loss scaling); fp8: bf16 with FP8 linear layers", -kInf,
+       false, kInf, {"fp32", "bf16", "fp16", "fp8"}, true},
+      {"inject_inf_step", &TrainConfig::inject_inf_step,
+       "testing: put an inf into one gradient at this step, for the fp16 loss scaler to skip (0: never)", 0, false, 1e12},
       {"threads", &TrainConfig::threads, "CPU threads (0: every core)", 0, false, 4096},
       {"checkpoint_interval", &TrainConfig::checkpoint_interval, "steps between checkpoints", 1, false, 1e12},
       {"keep", &TrainConfig::keep, "checkpoints kept (the newest)", 1, false, 1e6},
@@ -156,6 +161,8 @@ void TrainConfig::validate() const {
   TALLY_CHECK(warmup_steps <= steps, "config: warmup_steps (", warmup_steps, ") must not exceed steps (", steps, "): lower --warmup-steps");
   TALLY_CHECK(min_lr <= lr, "config: min_lr (", min_lr, ") must not exceed lr (", lr, ")");
   TALLY_CHECK(!data.empty() || vocab_size >= 256, "config: the built-in corpus is bytes: vocab_size must be >= 256, got ", vocab_size);
+  TALLY_CHECK(inject_inf_step == 0 || precision == "fp16", "config: inject_inf_step (", inject_inf_step,
+              ") needs precision fp16: only the loss scaler skips a step with an inf gradient (precision is ", precision, ")");
   model().validate();
 }
 
@@ -243,10 +250,12 @@ json parse_field_text(const std::string& name, const std::string& text) {
 
 std::vector<std::string> incompatible_fields(const json& checkpoint_config, const TrainConfig& config) {
   std::vector<std::string> out;
-  const json now = to_json(config);
+  const json now = to_json(config), defaults = to_json(TrainConfig{});
   for (const Field& f : fields()) {
     if (!f.resume_must_match) continue;
     if (!checkpoint_config.contains(f.name)) {
+      if (now[f.name] == defaults[f.name]) continue;  // a field newer than the checkpoint: it ran with the default
+
       out.push_back(std::string(f.name) + ": missing from the checkpoint, config " + now[f.name].dump());
     } else if (checkpoint_config[f.name] != now[f.name]) {
       out.push_back(std::string(f.name) + ": checkpoint " + checkpoint_config[f.name].dump() + ", config " + now[f.name].dump());

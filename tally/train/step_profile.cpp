@@ -1,11 +1,14 @@
 #include "tally/train/step_profile.h"
 
 #include <algorithm>
+#include <chrono>
 
+#include "tally/error/error.h"
 #include "tally/nn/transformer.h"
 #include "tally/ops/creation.h"
 #include "tally/optim/adam.h"
 #include "tally/train/model_setup.h"
+#include "tally/train/precision.h"
 
 namespace tally::train {
 
@@ -92,9 +95,12 @@ StepPrediction predict_step(const TrainConfig& config, const accounting::Rooflin
   {
     Generator gen(0);
     nn::TransformerLM model(config.model(), TensorOptions(kFloat32).device(kMeta), &gen);
+    const StepPrecision precision(config, model);
     optim::AdamW optimizer = make_optimizer(model, config);
     const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
-    model.loss(empty({config.batch_size, config.context_length}, ids), empty({config.batch_size, config.context_length}, ids)).backward();
+    const Tensor x = empty({config.batch_size, config.context_length}, ids), y = empty({config.batch_size, config.context_length}, ids);
+    // The loss scaler's multiply and unscale (fp16) are left out: they read values a meta run has not.
+    precision.forward([&] { return model.loss(x, y); }).backward();
     optimizer.step();
     optimizer.zero_grad();
     for (int c = 0; c < kNumMemoryCategories; ++c) p.peak[c] = tracker.peak_allocated_bytes(static_cast<MemoryCategory>(c));
@@ -108,6 +114,38 @@ StepPrediction predict_step(const TrainConfig& config, const accounting::Rooflin
     p.step_seconds += std::max(static_cast<double>(t.flops) / roofline.peak_flops_per_sec, bytes / roofline.bytes_per_sec);
   }
   return p;
+}
+
+double median(std::vector<double> v) {
+  TALLY_CHECK(!v.empty(), "median of no values");
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+double ledger_seconds(const accounting::FlopCounter& ledger) {
+  double s = 0;
+  for (const auto& [key, t] : ledger.by_op()) s += t.seconds;
+  return s;
+}
+
+StepTime measure_step(const TrainConfig& config, const Tensor& x, const Tensor& y, int steps) {
+  Generator gen(static_cast<uint64_t>(config.seed));
+  nn::TransformerLM model(config.model(), {}, &gen);
+  StepPrecision precision(config, model);
+  optim::AdamW optimizer = make_optimizer(model, config);
+  std::vector<double> ledger_s, wall_s;
+  for (int i = 0; i <= steps; ++i) {
+    accounting::FlopCounter ledger;
+    const auto t0 = std::chrono::steady_clock::now();
+    precision.for_backward(precision.forward([&] { return model.loss(x, y); })).backward();
+    precision.unscale(optimizer);
+    precision.step(optimizer);
+    optimizer.zero_grad();
+    if (i == 0) continue;  // the warm-up: first touches, new oneDNN primitives
+    wall_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    ledger_s.push_back(ledger_seconds(ledger));
+  }
+  return {median(ledger_s), median(wall_s)};
 }
 
 }  // namespace tally::train

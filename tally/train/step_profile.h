@@ -68,4 +68,17 @@ struct StepPrediction {
 };
 StepPrediction predict_step(const TrainConfig& config, const accounting::Roofline& roofline);
 
+/// A step's time two ways: the sum of its ops' times on the ledger, and the wall clock.
+struct StepTime {
+  double ledger_s = 0;
+  double wall_s = 0;
+};
+/// The median of `v` (not empty).
+double median(std::vector<double> v);
+/// The ledger's seconds of an op record (Σ over its ops).
+double ledger_seconds(const accounting::FlopCounter& ledger);
+/// Real steps of `config` on one batch (x, y) with a fresh model: the medians of `steps` steps
+/// after a warm-up one. What a mixed-precision run's summary sets its own step against.
+StepTime measure_step(const TrainConfig& config, const Tensor& x, const Tensor& y, int steps = 3);
+
 }  // namespace tally::train

@@ -37,6 +37,7 @@
 #include "tally/train/checkpoint.h"
 #include "tally/train/corpus.h"
 #include "tally/train/model_setup.h"
+#include "tally/train/precision.h"
 #include "tally/train/step_profile.h"
 
 namespace tally::train {
@@ -45,9 +46,12 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 json StepReport::to_json() const {
-  return {{"step", step},       {"loss", loss},     {"lr", lr},         {"grad_norm", grad_norm},
-          {"tokens", tokens},   {"step_s", step_s}, {"tokens_per_s", tokens_per_s},
-          {"mfu", mfu},         {"elapsed_s", elapsed_s}};
+  json j = {{"step", step},       {"loss", loss},     {"lr", lr},         {"grad_norm", grad_norm},
+            {"tokens", tokens},   {"step_s", step_s}, {"tokens_per_s", tokens_per_s},
+            {"mfu", mfu},         {"elapsed_s", elapsed_s}};
+  if (loss_scale) j["loss_scale"] = *loss_scale;
+  if (skipped) j["skipped"] = true;
+  return j;
 }
 
 namespace {
@@ -102,14 +106,6 @@ int64_t parse_int(const std::map<std::string, std::string>& m, const std::string
 GeneratorState generator_from(const json& j) { return {j.at("seed").get<uint64_t>(), j.at("offset").get<uint64_t>()}; }
 json generator_json(const GeneratorState& s) { return {{"seed", s.seed}, {"offset", s.offset}}; }
 
-/// Tensors under `prefix` with it removed.
-StateDict with_prefix_removed(const StateDict& all, const std::string& prefix) {
-  StateDict out;
-  for (const auto& [name, t] : all)
-    if (name.starts_with(prefix)) out.insert(name.substr(prefix.size()), t);
-  return out;
-}
-
 /// Keep the metrics lines of steps up to `step` (a resumed run rewrites those after it).
 void truncate_metrics(const fs::path& path, int64_t step) {
   std::ifstream in(path);
@@ -136,12 +132,6 @@ int64_t peak_rss_bytes() {
 /// run are not comparable).
 accounting::Roofline measure_roofline(int threads) {
   return {machine::measure_fma_peak_flops(threads, 0.3), machine::measure_stream_triad_bytes_per_sec(int64_t{64} << 20, threads)};
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -171,6 +161,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   Generator init(static_cast<uint64_t>(config.seed));
   manual_seed(static_cast<uint64_t>(config.seed) + 2);
   nn::TransformerLM model(config.model(), {}, &init);
+  StepPrecision precision(config, model);
   optim::AdamW optimizer = make_optimizer(model, config);
   optim::WarmupCosineLR schedule = make_schedule(optimizer, config);
   data::TokenLoader loader(tokens, {.batch_size = config.batch_size,
@@ -208,6 +199,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
       model.load_state_dict(with_prefix_removed(c->tensors, "model."));
       optimizer.load_state_dict(with_prefix_removed(c->tensors, "optimizer."));
       schedule.load_state_dict(with_prefix_removed(c->tensors, "scheduler."));
+      precision.load_state_dict(with_prefix_removed(c->tensors, "precision."));
       try {
         loader.set_state({position.at("epoch").get<int64_t>(), position.at("index").get<int64_t>(), generator_from(position.at("generator"))});
         default_generator().set_state(generator_from(generators.at("default")));
@@ -232,6 +224,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     for (const auto& [k, t] : model.state_dict()) all.insert("model." + k, t);
     for (const auto& [k, t] : optimizer.state_dict()) all.insert("optimizer." + k, t);
     for (const auto& [k, t] : schedule.state_dict()) all.insert("scheduler." + k, t);
+    for (const auto& [k, t] : precision.state_dict()) all.insert("precision." + k, t);
     const data::LoaderState ls = loader.state();
     const std::map<std::string, std::string> metadata = {
         {"tally.format", std::string(kFormat)},
@@ -255,6 +248,8 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   accounting::FlopCounter ledger;
   std::vector<double> step_times;
   double first_loss = 0, last_loss = 0;
+  int64_t skipped_steps = 0;
+  std::pair<Tensor, Tensor> last_batch;  // for the float32 comparison after the run
   bool interrupted = false;
   const auto run_start = Clock::now();
   std::unique_ptr<StepProfile> profile;
@@ -265,14 +260,23 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     const int64_t flops_before = ledger.total_flops();
     const auto t0 = Clock::now();
     auto [x, y] = loader.next();
+    last_batch = {x, y};
     const double lr = optimizer.param_groups()[0].options().get_lr();
-    Tensor loss = model.loss(x, y);
-    loss.backward();
+    const std::optional<double> loss_scale = precision.loss_scale();
+    Tensor loss = precision.forward([&] { return model.loss(x, y); });
+    precision.for_backward(loss).backward();
+    if (step == config.inject_inf_step) params[0].grad().view({-1}).narrow(0, 0, 1).fill_(INFINITY);
+    precision.unscale(optimizer);
     const double grad_norm =
         nn::utils::clip_grad_norm_(params, config.grad_clip > 0 ? config.grad_clip : std::numeric_limits<double>::infinity());
-    optimizer.step();
+    const bool stepped = precision.step(optimizer);
     optimizer.zero_grad();
-    schedule.step();
+    if (stepped) schedule.step();  // a skipped step moves neither the optimizer's counts nor the schedule
+    if (!stepped) {
+      ++skipped_steps;
+      note("step " + std::to_string(step) + ": inf or NaN gradients at loss scale " + json(loss_scale.value_or(1.0)).dump() +
+           ": optimizer step skipped, the scale backs off");
+    }
     const double loss_value = static_cast<double>(loss.item<float>());
     const double step_s = seconds_since(t0);
     tokens_seen += tokens_per_step;
@@ -282,7 +286,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     const double step_flops = static_cast<double>(ledger.total_flops() - flops_before);
     if (step == profiled) profile->finish();
     const StepReport r{step, config.steps, loss_value, lr, grad_norm, tokens_seen, step_s, tokens_per_step / step_s,
-                       step_flops / step_s / promised, seconds_since(run_start)};
+                       step_flops / step_s / promised, seconds_since(run_start), loss_scale, !stepped};
     std::fputs((r.to_json().dump() + "\n").c_str(), metrics.get());
     std::fflush(metrics.get());
     if (hooks.on_step) hooks.on_step(r);
@@ -300,6 +304,31 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   note("measuring this machine's float32 peak and memory bandwidth for the summary (about a second)");
   const accounting::Roofline roofline = measure_roofline(threads);
   const StepPrediction predicted = predict_step(config, roofline);
+  json precision_json = {{"name", config.precision}, {"skipped_steps", skipped_steps}};
+  if (const std::optional<double> scale = precision.loss_scale()) precision_json["final_loss_scale"] = *scale;
+  if (config.precision != "fp32" && last_batch.first.defined()) {
+    note("timing float32 steps of the same model for the comparison (a few seconds)");
+    TrainConfig fp32 = config, same = config;
+    fp32.precision = "fp32";
+    fp32.inject_inf_step = same.inject_inf_step = 0;
+    const StepPrediction reference = predict_step(fp32, roofline);
+    // Both timed the same way (fresh model, the run's last batch), one after the other.
+    const StepTime this_step = measure_step(same, last_batch.first, last_batch.second);
+    const StepTime fp32_step = measure_step(fp32, last_batch.first, last_batch.second);
+    precision_json["vs_float32"] = {
+        {"memory",
+         {{"peak", category_json(predicted.peak)},
+          {"peak_total", predicted.peak_total},
+          {"float32_peak", category_json(reference.peak)},
+          {"float32_peak_total", reference.peak_total},
+          {"note", "the memory tracker's peak by category over a step, on the meta device (a real step tracks the same bytes)"}}},
+        {"step_time",
+         {{"ledger_s", this_step.ledger_s},
+          {"float32_ledger_s", fp32_step.ledger_s},
+          {"wall_s", this_step.wall_s},
+          {"float32_wall_s", fp32_step.wall_s},
+          {"note", "medians of 3 steps on a fresh model and the run's last batch; ledger: the sum of the ops' times"}}}};
+  }
   json profile_json = json::object();
   if (profile) {
     profile_json = {{"peak", category_json(profile->peak())},
@@ -309,7 +338,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
                     {"memory_timeline", profile->timeline_json()},
                     {"time_split", profile->time_split_json(roofline)}};
   }
-  const double measured_step_s = median(step_times);
+  const double measured_step_s = step_times.empty() ? 0.0 : median(step_times);
   const int64_t steps_run = step - first + 1;
   const int64_t tokens_run = steps_run * tokens_per_step;
   auto per_token = [&](accounting::Phase p) { return tokens_run ? static_cast<double>(ledger.total_flops(p)) / static_cast<double>(tokens_run) : 0.0; };
@@ -341,6 +370,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
         {"resumed_from_step", first - 1},
         {"interrupted", interrupted}}},
       {"parameters", model.num_parameters()},
+      {"precision", precision_json},
       {"flops_per_token",
        {{"predicted",
          {{"forward", static_cast<double>(predicted.forward_flops) / static_cast<double>(tokens_per_step)},

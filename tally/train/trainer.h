@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -26,6 +27,8 @@ struct StepReport {
   double tokens_per_s = 0;
   double mfu = 0;  ///< the step's ledger FLOP/s over the promised float32 peak
   double elapsed_s = 0;
+  std::optional<double> loss_scale;  ///< the step's loss scale (fp16)
+  bool skipped = false;              ///< the loss scaler skipped the optimizer step (inf or NaN gradients)
   nlohmann::json to_json() const;
 };
 

@@ -124,7 +124,11 @@ TEST(Gradcheck, RegistryIsCovered) {
   std::set<std::string> covered;
   for (const auto& [op, c] : table) covered.insert(op);
   // Build a graph of every kind once so every registrar has run, then compare with the registry.
+  // Ops whose backward is not the derivative of their forward by design, each tested elsewhere.
+  const std::map<std::string, std::string> exempt = {
+      {"fp8_linear", "straight-through: the recipe's FP8 products (tests/amp/test_fp8_linear.cpp checks them exactly)"}};
   for (const std::string& op : ops::differentiable_ops()) {
+    if (exempt.contains(op)) continue;
     EXPECT_TRUE(covered.count(op)) << "differentiable op '" << op << "' has no gradcheck case: add one to tests/autograd/test_gradcheck.cpp";
   }
   EXPECT_GE(ops::differentiable_ops().size(), 30u);

@@ -131,9 +131,17 @@ std::vector<json> metrics(const fs::path& out) {
   return lines;
 }
 
-TEST(Train, StopAndResumeIsBitExact) {
+/// Train `c` whole and again stopped after step 5 and resumed: the metrics and the final
+/// checkpoint (model, optimizer, schedule and, by precision, loss scaler and FP8 scales) must be
+/// bit for bit the same.
+void expect_stop_and_resume_bit_exact(const TrainConfig& c) {
   TempDir dir;
-  const TrainResult whole = train(tiny(dir.path() / "whole"), false);
+  auto at = [&](const char* name) {
+    TrainConfig d = c;
+    d.out = (dir.path() / name).string();
+    return d;
+  };
+  const TrainResult whole = train(at("whole"), false);
   EXPECT_EQ(whole.last_step, 12);
   EXPECT_FALSE(whole.interrupted);
 
@@ -142,13 +150,13 @@ TEST(Train, StopAndResumeIsBitExact) {
   TrainHooks hooks;
   hooks.stop = &stop;
   hooks.on_step = [&](const StepReport& r) { stop = r.step == 5; };
-  const TrainResult first = train(tiny(dir.path() / "split"), false, hooks);
+  const TrainResult first = train(at("split"), false, hooks);
   EXPECT_TRUE(first.interrupted);
   EXPECT_EQ(first.last_step, 5);
   std::vector<std::string> notes;
   TrainHooks quiet;
   quiet.note = [&](const std::string& n) { notes.push_back(n); };
-  const TrainResult rest = train(tiny(dir.path() / "split"), true, quiet);
+  const TrainResult rest = train(at("split"), true, quiet);
   EXPECT_EQ(rest.first_step, 6);
   EXPECT_EQ(rest.last_step, 12);
   EXPECT_NE(std::find_if(notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("resumed from"); }), notes.end());
@@ -170,6 +178,54 @@ TEST(Train, StopAndResumeIsBitExact) {
     EXPECT_EQ(std::memcmp(t.data_ptr(), u.data_ptr(), static_cast<size_t>(t.nbytes())), 0) << name;
   }
   EXPECT_LT(a.back()["loss"].get<double>(), a.front()["loss"].get<double>());
+}
+
+TEST(Train, StopAndResumeIsBitExact) { expect_stop_and_resume_bit_exact(tiny("")); }
+
+TEST(Train, StopAndResumeIsBitExactInBfloat16) {
+  TrainConfig c = tiny("");
+  c.precision = "bf16";
+  expect_stop_and_resume_bit_exact(c);
+}
+
+TEST(Train, StopAndResumeIsBitExactInFloat16WithTheLossScalersState) {
+  TrainConfig c = tiny("");
+  c.precision = "fp16";
+  c.inject_inf_step = 3;  // a skipped step before the stop: the scaler's backoff must be in the checkpoint
+  expect_stop_and_resume_bit_exact(c);
+}
+
+TEST(Train, StopAndResumeIsBitExactInFp8WithItsScales) {
+  TrainConfig c = tiny("");
+  c.precision = "fp8";
+  expect_stop_and_resume_bit_exact(c);
+}
+
+TEST(Train, Float16SkipsAStepWithAnInjectedInf) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.precision = "fp16";
+  c.steps = 6;
+  c.inject_inf_step = 4;
+  std::vector<std::string> notes;
+  TrainHooks hooks;
+  hooks.note = [&](const std::string& n) { notes.push_back(n); };
+  const TrainResult r = train(c, false, hooks);
+  const auto m = metrics(dir.path());
+  ASSERT_EQ(m.size(), 6u);
+  for (const json& line : m) EXPECT_EQ(line.value("skipped", false), line["step"] == 4) << line.dump();
+  // The scale halves at the skipped step; the learning rate does not move past it.
+  EXPECT_EQ(m[4]["loss_scale"].get<double>(), m[3]["loss_scale"].get<double>() / 2);
+  EXPECT_EQ(m[4]["lr"].get<double>(), m[3]["lr"].get<double>());
+  EXPECT_EQ(r.summary["precision"]["skipped_steps"], 1);
+  EXPECT_NE(std::find_if(notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("step 4: inf or NaN gradients"); }),
+            notes.end());
+}
+
+TEST(Train, InjectingAnInfNeedsTheLossScaler) {
+  TrainConfig c = tiny("x");
+  c.inject_inf_step = 2;
+  EXPECT_NE(test::message_of([&] { c.validate(); }).find("inject_inf_step (2) needs precision fp16"), std::string::npos);
 }
 
 TEST(Train, RefusesToOverwriteOrResumeAnotherConfiguration) {
@@ -221,6 +277,25 @@ TEST(Train, SummaryHasTheBooks) {
   EXPECT_GT(s["memory"]["process_peak_rss"].get<int64_t>(), 0);
   EXPECT_TRUE(fs::exists(dir.path() / "summary.json"));
   EXPECT_EQ(json::parse(std::ifstream(dir.path() / "summary.json"))["parameters"], s["parameters"]);
+  EXPECT_EQ(s["precision"]["name"], "fp32");
+  EXPECT_FALSE(s["precision"].contains("vs_float32"));
+}
+
+TEST(Train, ABfloat16SummarySetsItsMemoryAndTimeAgainstFloat32) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.precision = "bf16";
+  c.steps = 4;
+  const json s = train(c, false).summary;
+  EXPECT_DOUBLE_EQ(s["flops_per_token"]["measured"]["forward"].get<double>(), s["flops_per_token"]["predicted"]["forward"].get<double>());
+  const json& vs = s["precision"]["vs_float32"];
+  // Working copies exist only in bfloat16; parameters (the float32 masters) are the same bytes.
+  EXPECT_GT(vs["memory"]["peak"]["working_copies"].get<int64_t>(), 0);
+  EXPECT_EQ(vs["memory"]["float32_peak"]["working_copies"].get<int64_t>(), 0);
+  EXPECT_EQ(vs["memory"]["peak"]["parameters"], vs["memory"]["float32_peak"]["parameters"]);
+  EXPECT_LT(vs["memory"]["peak"]["activations"].get<int64_t>(), vs["memory"]["float32_peak"]["activations"].get<int64_t>());
+  EXPECT_GT(vs["step_time"]["float32_wall_s"].get<double>(), 0);
+  EXPECT_GT(vs["step_time"]["ledger_s"].get<double>(), 0);
 }
 
 }  // namespace

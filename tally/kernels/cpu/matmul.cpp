@@ -76,4 +76,17 @@ void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixR
   for (int64_t b = 1; b < copies; ++b) std::memcpy(bytes + b * one_bytes, bytes, static_cast<size_t>(one_bytes));
 }
 
+std::vector<std::pair<std::string, std::string>> matmul_paths() {
+  // The same tests as the dispatch in matmul() above.
+  const std::string widened = "widened to float32, multiplied by oneDNN, rounded once";
+  const std::string bf16 = detail::onednn_amx_bf16()      ? "oneDNN on AMX tiles (tdpbf16ps)"
+                           : detail::onednn_native_bf16() ? "oneDNN with AVX512_BF16 (vdpbf16ps)"
+                                                          : widened + " (no native bfloat16 on this CPU)";
+  return {{"float32", "oneDNN (float32 FMA); products under 16x16x16 multiply-adds by plain loops"},
+          {"bfloat16", bf16},
+          {"float16", widened + " (Debian 12's oneDNN 2.6 has no AVX512_FP16 kernels)"},
+          {"float8", "scaled_mm only: widened exactly to bfloat16, then bfloat16's path, scales applied to the product"},
+          {"float64, integers", "tally's cache-blocked kernel"}};
+}
+
 }  // namespace tally::kernels

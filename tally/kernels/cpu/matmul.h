@@ -5,6 +5,9 @@
 // tally's own blocked kernel.
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tally/dtype/dtype.h"
 
@@ -22,6 +25,11 @@ struct MatrixRef {
 /// row stride N). A, B and C all have dtype `dtype`; strides are in elements and may be transposed,
 /// stepped, negative or 0. Raises TypeError for bool and float8.
 void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixRef A, MatrixRef B, void* C);
+
+/// Which path a matmul of each dtype takes on this CPU, chosen at run time ("bfloat16" →
+/// "oneDNN with AVX512_BF16 (vdpbf16ps)"), in the order float32, bfloat16, float16, float8,
+/// float64 and integers: what `tally info` prints.
+std::vector<std::pair<std::string, std::string>> matmul_paths();
 
 /// How many oneDNN matmul primitives this process has created: a repeated problem must reuse its own.
 int64_t matmul_primitives_created();

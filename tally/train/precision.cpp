@@ -1,0 +1,59 @@
+#include "tally/train/precision.h"
+
+#include "tally/amp/fp8_linear.h"
+#include "tally/error/error.h"
+
+namespace tally::train {
+
+StepPrecision::StepPrecision(const TrainConfig& config, nn::Module& model) : model_(model) {
+  const std::string& p = config.precision;
+  if (p == "bf16" || p == "fp8") autocast_ = kBFloat16;
+  if (p == "fp16") {
+    autocast_ = kFloat16;
+    scaler_.emplace();
+  }
+  if (p == "fp8") {
+    fp8_ = true;
+    TALLY_CHECK(amp::convert_to_fp8(model) > 0, "precision fp8: the model has no Linear layer to run in FP8");
+  }
+  TALLY_CHECK(p == "fp32" || autocast_, "unknown precision '", p, "' (expected fp32, bf16, fp16 or fp8)");
+}
+
+void StepPrecision::unscale(optim::Optimizer& optimizer) {
+  if (scaler_) scaler_->unscale_(optimizer);
+}
+
+bool StepPrecision::step(optim::Optimizer& optimizer) {
+  if (!scaler_) {
+    optimizer.step();
+    return true;
+  }
+  const bool stepped = scaler_->step(optimizer);
+  scaler_->update();
+  return stepped;
+}
+
+std::optional<double> StepPrecision::loss_scale() const {
+  if (scaler_) return scaler_->get_scale();
+  return std::nullopt;
+}
+
+StateDict StepPrecision::state_dict() const {
+  StateDict s("precision state key");
+  if (scaler_)
+    for (const auto& [k, t] : scaler_->state_dict()) s.insert("scaler." + k, t);
+  if (fp8_)
+    for (const auto& [k, t] : amp::fp8_state_dict(model_)) s.insert("fp8." + k, t);
+  return s;
+}
+
+void StepPrecision::load_state_dict(const StateDict& state) {
+  const StateDict scaler = with_prefix_removed(state, "scaler."), fp8 = with_prefix_removed(state, "fp8.");
+  TALLY_CHECK(scaler.size() + fp8.size() == state.size(), "precision state: unexpected keys besides scaler.* and fp8.*");
+  TALLY_CHECK(scaler.empty() || scaler_, "precision state: a loss scaler's state, but this run has no loss scaler");
+  TALLY_CHECK(fp8.empty() || fp8_, "precision state: FP8 scales, but this run has no FP8 layers");
+  if (scaler_) scaler_->load_state_dict(scaler);
+  if (fp8_) amp::load_fp8_state_dict(model_, fp8);
+}
+
+}  // namespace tally::train

@@ -6,6 +6,16 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__F16C__)
+// As in kernels/cpu/vec_math.h: GCC 12.2's intrinsics headers warn about their own "undefined"
+// vectors wherever they are inlined (GCC bug 105593); silenced for the header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 namespace tally {
 
 namespace detail {
@@ -13,7 +23,13 @@ namespace detail {
 // copy emitted by an AVX-512 kernel pass would share its name with the baseline one, so the
 // linker could keep the AVX-512 copy for everyone (Note [CPU kernel dispatch] in
 // kernels/cpu/dispatch.h; the test kernel_pass_symbols catches it).
+// Where the compiler targets F16C (the AVX2 and AVX-512 kernel passes, x86-64-v3 and up), the
+// conversions are the hardware's one-instruction ones, which also vectorise; elsewhere the
+// bit-level forms below, which round the same way (a NaN's payload may differ: hardware keeps it).
 [[gnu::always_inline]] inline uint16_t float_to_half_bits(float f) {
+#if defined(__F16C__)
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+#else
   // IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
   uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
@@ -29,9 +45,13 @@ namespace detail {
   uint32_t mant_odd = (abs >> 13) & 1u;
   abs += 0xC8000FFFu + mant_odd;  // re-bias exponent (-112 << 23) and round to nearest even
   return static_cast<uint16_t>(sign | (abs >> 13));
+#endif
 }
 
 [[gnu::always_inline]] inline float half_bits_to_float(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1Fu;
   uint32_t mant = h & 0x3FFu;
@@ -42,6 +62,7 @@ namespace detail {
     return std::bit_cast<float>(std::bit_cast<uint32_t>(v) | sign);
   }
   return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+#endif
 }
 
 [[gnu::always_inline]] inline uint16_t float_to_bfloat16_bits(float f) {

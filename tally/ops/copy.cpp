@@ -21,7 +21,19 @@ void convert_kernel(const kernels::StridedLoop<2>& loop, Dtype to, Dtype from) {
   dispatch(to, "copy_", [&]<class TO>() {
     dispatch(from, "copy_", [&]<class TI>() {
       loop.for_each([&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
-        for (int64_t i = 0; i < n; ++i)
+        int64_t i = 0;
+        if (s[0] == sizeof(TO) && s[1] == sizeof(TI)) {
+          // The casts mixed precision makes all the time (float32 to and from bfloat16 or float16),
+          // 16 lanes at a time; rounding as the scalar conversion's.
+          if constexpr ((std::is_same_v<TO, BFloat16> || std::is_same_v<TO, Half>) && std::is_same_v<TI, float>) {
+            for (; i + 16 <= n; i += 16)
+              kernels::store_16bit<TO>(reinterpret_cast<uint16_t*>(p[0]) + i, kernels::load(reinterpret_cast<const float*>(p[1]) + i));
+          } else if constexpr ((std::is_same_v<TI, BFloat16> || std::is_same_v<TI, Half>) && std::is_same_v<TO, float>) {
+            for (; i + 16 <= n; i += 16)
+              kernels::store(reinterpret_cast<float*>(p[0]) + i, kernels::load_16bit<TI>(reinterpret_cast<const uint16_t*>(p[1]) + i));
+          }
+        }
+        for (; i < n; ++i)
           *reinterpret_cast<TO*>(p[0] + i * s[0]) = cast_to<TO>(*reinterpret_cast<const TI*>(p[1] + i * s[1]));
       });
     });

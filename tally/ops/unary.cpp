@@ -154,6 +154,7 @@ struct ErfDef {
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::erf(x); }
+  static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::erf(x); }
   // d erf(x) = 2/√π · e^(-x²)
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * exp(-(x * x)) * 1.1283791670955126; }
@@ -214,6 +215,10 @@ struct GeluErfDef {
   static constexpr int64_t flops = 5;  // x/√2, erf, +1, ×x, ×0.5
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); }
+  static kernels::Vec16f vec(kernels::Vec16f x) {
+    using namespace kernels;
+    return mul(mul(splat(0.5f), x), add(splat(1.0f), erf(mul(x, splat(static_cast<float>(M_SQRT1_2))))));
+  }
   // d x·Φ(x) = Φ(x) + x·φ(x)
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) {

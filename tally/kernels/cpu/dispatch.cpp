@@ -19,7 +19,9 @@ constexpr CpuKernelSet kSets[] = {CpuKernelSet::Baseline, CpuKernelSet::Avx2, Cp
 std::string missing_features(const machine::CpuInfo& cpu, CpuKernelSet set) {
   std::string out;
   auto need = [&](bool has, const char* flag) {
-    if (!has) out += (out.empty() ? "" : " ") + std::string(flag);
+    if (has) return;
+    if (!out.empty()) out += ' ';
+    out += flag;
   };
   if (set >= CpuKernelSet::Avx2) {
     need(cpu.avx2, "avx2");

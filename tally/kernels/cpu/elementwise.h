@@ -21,6 +21,18 @@ concept HasVecFloat = requires(F f, Vec16f v) {
   { f.vec(v) } -> std::same_as<Vec16f>;
 };
 
+/// 16 lanes of a 16-bit float type (BFloat16 or Half), by their bits, to and from float32.
+template <class T>
+Vec16f load_16bit(const uint16_t* p) {
+  if constexpr (std::is_same_v<T, BFloat16>) return load_bf16(p);
+  else return load_f16(p);
+}
+template <class T>
+void store_16bit(uint16_t* p, Vec16f v) {
+  if constexpr (std::is_same_v<T, BFloat16>) store_bf16(p, v);
+  else store_f16(p, v);
+}
+
 /// out[i] = f(in[i]) for a loop whose operand 0 is the output (type TOut), operand 1 the input (TIn).
 template <class TOut, class TIn, class F>
 void unary_kernel(const StridedLoop<2>& loop, F f) {
@@ -33,6 +45,19 @@ void unary_kernel(const StridedLoop<2>& loop, F f) {
       if constexpr (std::is_same_v<TIn, float> && std::is_same_v<TOut, float> && HasVecFloat<F>) {
         for (; i + 16 <= n; i += 16) store(out + i, f.vec(load(in + i)));
         if (i < n) store_partial(out + i, f.vec(load_partial(in + i, n - i)), n - i);
+        return;
+      } else if constexpr ((std::is_same_v<TIn, BFloat16> || std::is_same_v<TIn, Half>) && std::is_same_v<TIn, TOut> && HasVecFloat<F>) {
+        // 16-bit floats take the same Vec16f path: widened, computed in float32, rounded once, as
+        // the scalar loop would; the tail goes through a float block.
+        const auto* src = reinterpret_cast<const uint16_t*>(in);
+        auto* dst = reinterpret_cast<uint16_t*>(out);
+        for (; i + 16 <= n; i += 16) store_16bit<TOut>(dst + i, f.vec(load_16bit<TIn>(src + i)));
+        if (i < n) {
+          float block[16];
+          for (int64_t j = i; j < n; ++j) block[j - i] = static_cast<float>(in[j]);
+          store_partial(block, f.vec(load_partial(block, n - i)), n - i);
+          for (int64_t j = i; j < n; ++j) out[j] = TOut(block[j - i]);
+        }
         return;
       }
       for (; i < n; ++i) out[i] = cast_to<TOut>(f(static_cast<C>(in[i])));

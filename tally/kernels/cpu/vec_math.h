@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tally/dtype/half.h"
 #include "tally/kernels/cpu/target.h"
 
 #if TALLY_CPU_LEVEL >= 1
@@ -107,6 +108,27 @@ inline Vec16f mul(Vec16f a, Vec16f b) { return _mm512_mul_ps(a, b); }
 inline Vec16f sub(Vec16f a, Vec16f b) { return _mm512_sub_ps(a, b); }
 inline Vec16f div(Vec16f a, Vec16f b) { return _mm512_div_ps(a, b); }
 inline Vec16f max(Vec16f a, Vec16f b) { return _mm512_max_ps(a, b); }
+inline Vec16f min(Vec16f a, Vec16f b) { return _mm512_min_ps(a, b); }
+
+/// 16 bfloat16 (their bits) widened to float32: the bits move to the top half of each lane.
+inline Vec16f load_bf16(const uint16_t* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+/// 16 floats rounded to bfloat16 as detail::float_to_bfloat16_bits does: to nearest even, a NaN
+/// kept quiet.
+inline void store_bf16(uint16_t* p, Vec16f v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
+  const __m512i r = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, quiet);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+}
+/// 16 float16 (their bits) widened to float32, and back rounded to nearest even (F16C).
+inline Vec16f load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline void store_f16(uint16_t* p, Vec16f v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
 
 #elif TALLY_CPU_LEVEL == 1
 
@@ -177,6 +199,43 @@ inline Vec16f mul(Vec16f a, Vec16f b) { return {_mm256_mul_ps(a.lo, b.lo), _mm25
 inline Vec16f sub(Vec16f a, Vec16f b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
 inline Vec16f div(Vec16f a, Vec16f b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
 inline Vec16f max(Vec16f a, Vec16f b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+inline Vec16f min(Vec16f a, Vec16f b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
+
+namespace vec_detail {
+inline __m256 bf16_to_f32(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+// 8 floats to bfloat16, as detail::float_to_bfloat16_bits: to nearest even, a NaN kept quiet.
+inline __m128i f32_to_bf16(__m256 v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
+  const __m256i r = _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+  // Each lane is below 2^16, so the saturating pack is exact; it interleaves the 128-bit halves,
+  // and the permute puts lanes 0-3 and 4-7 side by side.
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0b1000));
+}
+}  // namespace vec_detail
+/// 16 bfloat16 (their bits) widened to float32.
+inline Vec16f load_bf16(const uint16_t* p) {
+  const auto* q = reinterpret_cast<const __m128i*>(p);
+  return {vec_detail::bf16_to_f32(_mm_loadu_si128(q)), vec_detail::bf16_to_f32(_mm_loadu_si128(q + 1))};
+}
+/// 16 floats rounded to bfloat16.
+inline void store_bf16(uint16_t* p, Vec16f v) {
+  auto* q = reinterpret_cast<__m128i*>(p);
+  _mm_storeu_si128(q, vec_detail::f32_to_bf16(v.lo));
+  _mm_storeu_si128(q + 1, vec_detail::f32_to_bf16(v.hi));
+}
+/// 16 float16 (their bits) widened to float32, and back rounded to nearest even (F16C).
+inline Vec16f load_f16(const uint16_t* p) {
+  const auto* q = reinterpret_cast<const __m128i*>(p);
+  return {_mm256_cvtph_ps(_mm_loadu_si128(q)), _mm256_cvtph_ps(_mm_loadu_si128(q + 1))};
+}
+inline void store_f16(uint16_t* p, Vec16f v) {
+  auto* q = reinterpret_cast<__m128i*>(p);
+  _mm_storeu_si128(q, _mm256_cvtps_ph(v.lo, _MM_FROUND_TO_NEAREST_INT));
+  _mm_storeu_si128(q + 1, _mm256_cvtps_ph(v.hi, _MM_FROUND_TO_NEAREST_INT));
+}
 
 #else
 
@@ -276,8 +335,44 @@ inline Vec16f mul(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](
 inline Vec16f sub(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x - y; }); }
 inline Vec16f div(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x / y; }); }
 inline Vec16f max(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, scalar_detail::max_lane); }
+inline Vec16f min(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x < y ? x : y; }); }
+/// 16 bfloat16 or float16 (their bits) to float32 and back, lane by lane.
+inline Vec16f load_bf16(const uint16_t* p) {
+  Vec16f out;
+  for (int i = 0; i < 16; ++i) out.v[i] = ::tally::detail::bfloat16_bits_to_float(p[i]);
+  return out;
+}
+inline void store_bf16(uint16_t* p, Vec16f v) {
+  for (int i = 0; i < 16; ++i) p[i] = ::tally::detail::float_to_bfloat16_bits(v.v[i]);
+}
+inline Vec16f load_f16(const uint16_t* p) {
+  Vec16f out;
+  for (int i = 0; i < 16; ++i) out.v[i] = ::tally::detail::half_bits_to_float(p[i]);
+  return out;
+}
+inline void store_f16(uint16_t* p, Vec16f v) {
+  for (int i = 0; i < 16; ++i) p[i] = ::tally::detail::float_to_half_bits(v.v[i]);
+}
 
 #endif
+
+// Every target: max(a, b) and min(a, b) return b when a lane is unordered, as x86's maxps/minps.
+
+/// erf of each lane: x·P(x²)/Q(x²) on x clamped to [−4, 4], where erf is ±1 in float32. The
+/// coefficients are a weighted least-squares rational fit made for tally (scripts/fit_erf.py);
+/// measured within 5e-7 relative (about 4 ulp) of erf over float32. NaN propagates (the clamps
+/// return their second operand for it).
+inline Vec16f erf(Vec16f x) {
+  const Vec16f c = min(splat(4.0f), max(splat(-4.0f), x));
+  const Vec16f t = mul(c, c);
+  Vec16f p = splat(1.9672646e-08f);
+  for (float k : {-1.9411032e-06f, 0.00014104498f, 0.00369135f, 0.05054907f, 0.19984913f, 1.1283791f}) p = add(mul(p, t), splat(k));
+  Vec16f q = splat(0.00095180405f);
+  for (float k : {0.014337197f, 0.11495389f, 0.51044357f, 1.0f}) q = add(mul(q, t), splat(k));
+  // The fit overshoots to 1.0000002 at ±4: clamped, erf(±4) and beyond is ±1 exactly, so that
+  // 1 + erf(−∞) is 0 (GELU(−∞) is NaN, as in PyTorch).
+  return min(splat(1.0f), max(splat(-1.0f), div(mul(c, p), q)));
+}
 
 #if defined(TALLY_VEC_MATH_X86)
 // Both x86 targets: each defines low_half and high_half for its own Vec16f.

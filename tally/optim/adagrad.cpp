@@ -65,7 +65,7 @@ ops::Cost Adagrad::update(Tensor& param, const Tensor& grad, OptimizerParamState
                        [&](const detail::FusedArrays& a) { cpu_kernels().run<&adagrad_kernel>(scalars, a); });
   // FLOPs per element: weight decay 2 (mul, add); sum 2 (mul, add); denominator 2 (sqrt, add);
   // the step 3 (mul, div, add). Bytes: read p, g, sum; write p, sum.
-  return detail::fused_cost(param.numel(), param.element_size(), 2 * decay + 7, 3, 2);
+  return detail::fused_cost(param, 2 * decay + 7, 3, 2);
 }
 
 #endif  // TALLY_PRIMARY_PASS

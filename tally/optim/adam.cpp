@@ -76,7 +76,7 @@ ops::Cost adam_update(std::string_view op, const Tensor& param, const Tensor& gr
   // (sqrt, div, add); the step 3 (mul, div, add). AdamW: 14 per element, 15 with AMSGrad.
   // Bytes: read p, g, m, v (+ v̂); write p, m, v (+ v̂).
   const int64_t flops = (h.decoupled ? 1 : 2 * l2) + 3 + 4 + h.amsgrad + 3 + 3;
-  return detail::fused_cost(param.numel(), param.element_size(), flops, 4 + h.amsgrad, 3 + h.amsgrad);
+  return detail::fused_cost(param, flops, 4 + h.amsgrad, 3 + h.amsgrad);
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ OptimizerParamState& Optimizer::state_for(const Tensor& param, const OptimizerOp
   if (fresh) {
     for (const auto& [name, value] : state_init(options)) {
       // Contiguous whatever the parameter's strides: the fused update walks it as an array.
-      Tensor t = full(param.sizes(), value, TensorOptions(param.dtype()).device(param.device()));
+      Tensor t = full(param.sizes(), value, TensorOptions(detail::state_dtype(param.dtype())).device(param.device()));
       accounting::set_memory_category(t, MemoryCategory::OptimizerState);
       it->second.tensors.insert(name, std::move(t));
     }
@@ -120,11 +120,14 @@ Tensor Optimizer::step(const LossClosure& closure) {
     }
   ops::detail::OpScope row(device);
   ops::Cost cost;
+  uint64_t index = 0;  // the parameter's place in the optimizer: part of its rounding key
   for (OptimizerParamGroup& group : param_groups_) {
     for (Tensor& p : group.params()) {
+      ++index;
       if (!p.grad().defined()) continue;  // as PyTorch: a parameter without a gradient keeps its state
       OptimizerParamState& state = state_for(p, group.options());
       ++state.step;
+      const detail::RoundingKeyScope key(detail::rounding_key(index, state.step));
       cost += update(p, p.grad(), state, group.options());
       // Writes inside the step are nested ops, which leave versions alone: count the step's one.
       if (p.storage()) p.storage()->bump_version();
@@ -205,7 +208,8 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
       const std::string prefix = "state." + std::to_string(index++) + ".";
       if (!state_dict.contains(prefix + "step")) continue;  // a parameter that never stepped
       Loaded l{&p, g, take(prefix + "step", {}, kInt64).item<int64_t>(), {}};
-      for (const auto& [name, value] : state_init(*options[g])) l.tensors.emplace_back(name, &take(prefix + name, p.sizes(), p.dtype()));
+      for (const auto& [name, value] : state_init(*options[g]))
+        l.tensors.emplace_back(name, &take(prefix + name, p.sizes(), detail::state_dtype(p.dtype())));
       loaded.push_back(std::move(l));
     }
   }
@@ -226,9 +230,17 @@ namespace detail {
 
 void check_hyper(bool ok, std::string_view what, double value) { TALLY_CHECK(ok, "Invalid ", what, ": ", value); }
 
+namespace {
+thread_local uint64_t tls_rounding_key = 0;
+}  // namespace
+
+uint64_t current_rounding_key() { return tls_rounding_key; }
+RoundingKeyScope::RoundingKeyScope(uint64_t key) : previous_(tls_rounding_key) { tls_rounding_key = key; }
+RoundingKeyScope::~RoundingKeyScope() { tls_rounding_key = previous_; }
+
 void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad) {
-  TALLY_CHECK_TYPE_ERROR(param.dtype() == kFloat32 || param.dtype() == kFloat64, op,
-                         ": the fused update takes float32 and float64 parameters, got ", dtype_name(param.dtype()));
+  TALLY_CHECK_TYPE_ERROR(param.dtype() == kFloat32 || param.dtype() == kFloat64 || param.dtype() == kBFloat16, op,
+                         ": the fused update takes float32, float64 and bfloat16 parameters, got ", dtype_name(param.dtype()));
   TALLY_CHECK_TYPE_ERROR(grad.dtype() == param.dtype(), op, ": the gradient's dtype ", dtype_name(grad.dtype()),
                          " differs from the parameter's ", dtype_name(param.dtype()));
   TALLY_CHECK(grad.sizes() == param.sizes(), op, ": gradient of shape ", grad.sizes(), " for a parameter of shape ",

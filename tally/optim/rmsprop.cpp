@@ -106,7 +106,7 @@ ops::Cost RMSprop::update(Tensor& param, const Tensor& grad, OptimizerParamState
   // buf mul, div, add; p mul, add = 5). Bytes: read p, g and each state; write p and each state.
   const int64_t states = 1 + momentum + centered;
   const int64_t flops = 2 * decay + 4 + 5 * centered + 2 + (momentum ? 5 : 3);
-  return detail::fused_cost(param.numel(), param.element_size(), flops, 2 + states, 1 + states);
+  return detail::fused_cost(param, flops, 2 + states, 1 + states);
 }
 
 #endif  // TALLY_PRIMARY_PASS

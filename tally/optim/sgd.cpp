@@ -71,7 +71,7 @@ ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& st
   // step, a copy); Nesterov 2 (mul, add); the step 2 (mul, add). Bytes: read p, g (+ buf after
   // the first step); write p (+ buf).
   const int64_t flops = 2 * decay + (momentum && !first ? 3 : 0) + (momentum && o.nesterov() ? 2 : 0) + 2;
-  return detail::fused_cost(param.numel(), param.element_size(), flops, 2 + (momentum && !first), 1 + momentum);
+  return detail::fused_cost(param, flops, 2 + (momentum && !first), 1 + momentum);
 }
 
 #endif  // TALLY_PRIMARY_PASS

@@ -20,6 +20,10 @@ template <class F>
 concept HasVecFloat = requires(F f, Vec16f v) {
   { f.vec(v) } -> std::same_as<Vec16f>;
 };
+template <class F>
+concept HasVecFloat2 = requires(F f, Vec16f v) {
+  { f.vec(v, v) } -> std::same_as<Vec16f>;
+};
 
 /// 16 lanes of a 16-bit float type (BFloat16 or Half), by their bits, to and from float32.
 template <class T>
@@ -80,7 +84,29 @@ void binary_kernel(const StridedLoop<3>& loop, F f) {
     const auto* b = reinterpret_cast<const TIn*>(p[2]);
     constexpr int64_t so = sizeof(TOut), si = sizeof(TIn);
     if (s[0] == so && s[1] == si && s[2] == si) {
-      for (int64_t i = 0; i < n; ++i) out[i] = cast_to<TOut>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
+      int64_t i = 0;
+      if constexpr (std::is_same_v<TIn, TOut> && HasVecFloat2<F> &&
+                    (std::is_same_v<TIn, float> || std::is_same_v<TIn, BFloat16> || std::is_same_v<TIn, Half>)) {
+        // A functor with a two-operand vec: 16 lanes at a time (16-bit floats widened and rounded
+        // once, as in unary_kernel); the tail through a float block, so every element gets vec.
+        for (; i + 16 <= n; i += 16) {
+          if constexpr (std::is_same_v<TIn, float>) {
+            store(out + i, f.vec(load(a + i), load(b + i)));
+          } else {
+            const auto* a16 = reinterpret_cast<const uint16_t*>(a);
+            const auto* b16 = reinterpret_cast<const uint16_t*>(b);
+            store_16bit<TOut>(reinterpret_cast<uint16_t*>(out) + i, f.vec(load_16bit<TIn>(a16 + i), load_16bit<TIn>(b16 + i)));
+          }
+        }
+        if (i < n) {
+          float x[16], y[16];
+          for (int64_t j = i; j < n; ++j) x[j - i] = static_cast<float>(a[j]), y[j - i] = static_cast<float>(b[j]);
+          store_partial(x, f.vec(load_partial(x, n - i), load_partial(y, n - i)), n - i);
+          for (int64_t j = i; j < n; ++j) out[j] = TOut(x[j - i]);
+        }
+        return;
+      }
+      for (; i < n; ++i) out[i] = cast_to<TOut>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
     } else if (s[0] == so && s[1] == si && s[2] == 0) {
       const C bv = static_cast<C>(b[0]);
       for (int64_t i = 0; i < n; ++i) out[i] = cast_to<TOut>(f(static_cast<C>(a[i]), bv));

@@ -1,5 +1,6 @@
 #include "tally/amp/fp8_linear.h"
 
+#include "tally/accounting/memory_tracker.h"
 #include "tally/amp/autocast.h"
 #include "tally/core/autograd_meta.h"
 #include "tally/error/error.h"
@@ -87,6 +88,9 @@ Tensor fp8_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Fp8
     xq = state.input.quantize(x2d);
     wq = state.weight.quantize(weight);
   }
+  // The FP8 weight is this step's working copy of the float32 master (the FP8 input, which the
+  // node keeps, counts as an activation).
+  if (wq.storage()) accounting::set_memory_category(wq, MemoryCategory::WorkingCopies);
   Tensor y = ops::apply<Fp8Matmul>(x2d, weight, xq, wq, state.input.scale_inv(), state.weight.scale_inv(), out, &state.grad_output);
   DimVector sizes(x.sizes());
   sizes.back() = weight.size(0);

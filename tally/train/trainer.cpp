@@ -134,6 +134,38 @@ accounting::Roofline measure_roofline(int threads) {
   return {machine::measure_fma_peak_flops(threads, 0.3), machine::measure_stream_triad_bytes_per_sec(int64_t{64} << 20, threads)};
 }
 
+/// summary.json's "precision": the run's precision, its loss scaler's end, and for a mixed-precision
+/// run the same step's memory (meta-device runs) and time (measured now) against float32.
+json precision_summary(const TrainConfig& config, std::optional<double> loss_scale, int64_t skipped_steps,
+                       const StepPrediction& predicted, const accounting::Roofline& roofline,
+                       const std::pair<Tensor, Tensor>& last_batch, const std::function<void(const std::string&)>& note) {
+  json p = {{"name", config.precision}, {"skipped_steps", skipped_steps}};
+  if (loss_scale) p["final_loss_scale"] = *loss_scale;
+  if (config.precision == "fp32" || !last_batch.first.defined()) return p;
+  note("timing float32 steps of the same model for the comparison (a few seconds)");
+  TrainConfig fp32 = config, same = config;
+  fp32.precision = "fp32";
+  fp32.inject_inf_step = same.inject_inf_step = 0;
+  const StepPrediction reference = predict_step(fp32, roofline);
+  // Both timed the same way (fresh model, the run's last batch), one after the other.
+  const StepTime this_step = measure_step(same, last_batch.first, last_batch.second);
+  const StepTime fp32_step = measure_step(fp32, last_batch.first, last_batch.second);
+  p["vs_float32"] = {
+      {"memory",
+       {{"peak", category_json(predicted.peak)},
+        {"peak_total", predicted.peak_total},
+        {"float32_peak", category_json(reference.peak)},
+        {"float32_peak_total", reference.peak_total},
+        {"note", "the memory tracker's peak by category over a step, on the meta device (a real step tracks the same bytes)"}}},
+      {"step_time",
+       {{"ledger_s", this_step.ledger_s},
+        {"float32_ledger_s", fp32_step.ledger_s},
+        {"wall_s", this_step.wall_s},
+        {"float32_wall_s", fp32_step.wall_s},
+        {"note", "medians of 3 steps on a fresh model and the run's last batch; ledger: the sum of the ops' times"}}}};
+  return p;
+}
+
 }  // namespace
 
 TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hooks) {
@@ -304,31 +336,8 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   note("measuring this machine's float32 peak and memory bandwidth for the summary (about a second)");
   const accounting::Roofline roofline = measure_roofline(threads);
   const StepPrediction predicted = predict_step(config, roofline);
-  json precision_json = {{"name", config.precision}, {"skipped_steps", skipped_steps}};
-  if (const std::optional<double> scale = precision.loss_scale()) precision_json["final_loss_scale"] = *scale;
-  if (config.precision != "fp32" && last_batch.first.defined()) {
-    note("timing float32 steps of the same model for the comparison (a few seconds)");
-    TrainConfig fp32 = config, same = config;
-    fp32.precision = "fp32";
-    fp32.inject_inf_step = same.inject_inf_step = 0;
-    const StepPrediction reference = predict_step(fp32, roofline);
-    // Both timed the same way (fresh model, the run's last batch), one after the other.
-    const StepTime this_step = measure_step(same, last_batch.first, last_batch.second);
-    const StepTime fp32_step = measure_step(fp32, last_batch.first, last_batch.second);
-    precision_json["vs_float32"] = {
-        {"memory",
-         {{"peak", category_json(predicted.peak)},
-          {"peak_total", predicted.peak_total},
-          {"float32_peak", category_json(reference.peak)},
-          {"float32_peak_total", reference.peak_total},
-          {"note", "the memory tracker's peak by category over a step, on the meta device (a real step tracks the same bytes)"}}},
-        {"step_time",
-         {{"ledger_s", this_step.ledger_s},
-          {"float32_ledger_s", fp32_step.ledger_s},
-          {"wall_s", this_step.wall_s},
-          {"float32_wall_s", fp32_step.wall_s},
-          {"note", "medians of 3 steps on a fresh model and the run's last batch; ledger: the sum of the ops' times"}}}};
-  }
+  const json precision_json =
+      precision_summary(config, precision.loss_scale(), skipped_steps, predicted, roofline, last_batch, note);
   json profile_json = json::object();
   if (profile) {
     profile_json = {{"peak", category_json(profile->peak())},

@@ -71,8 +71,10 @@ TEST(Fp8Linear, UnderAutocastTheProductIsBfloat16AndTheNodeKeepsFp8Copies) {
     y = fp8_linear(x, w, {}, state);
   }
   EXPECT_EQ(y.dtype(), kBFloat16);
-  // Kept for backward: the FP8 input and weight, one byte an element (no float32 copy).
-  EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::Activations), 32 * 64 + 64 * 64);
+  // Kept for backward: the FP8 input (an activation) and the FP8 weight (the master's working
+  // copy), one byte an element; no float32 or bfloat16 copy.
+  EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::Activations), 32 * 64);
+  EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::WorkingCopies), 64 * 64);
   y.to(kFloat32).sum().backward();
   EXPECT_EQ(w.grad().dtype(), kFloat32);
   EXPECT_EQ(x.grad().dtype(), kFloat32);

@@ -44,6 +44,8 @@ expect_error("token-too-big", ["--data", write("big.bin", bytes([7, 0] * 500 + [
 expect_error("odd-size", ["--data", write("odd.bin", b"abc")], "multiple")
 expect_error("missing-file", ["--data", os.path.join(work, "nowhere.bin")], "does not exist")
 expect_error("missing-config", ["--config", os.path.join(work, "nowhere.json")], "cannot read config file")
+expect_error("bad-precision", ["--precision", "fp64"], 'precision must be one of fp32, bf16, fp16, fp8, got "fp64"')
+expect_error("inf-without-scaler", ["--inject-inf-step", "3"], "inject_inf_step (3) needs precision fp16")
 
 # A full disk during a save: train to step 4 (checkpoints 2 and 4), then resume with a file-size
 # limit below a checkpoint's size: the save at step 6 fails with a clear error, the checkpoint of
@@ -77,7 +79,12 @@ if r.returncode != 0 or "resumed from" not in r.stdout or "step 4" not in r.stdo
 elif len(read_tensors(os.path.join(run_dir, "checkpoints", "step-000000008.safetensors"))) == 0:
     failures.append("disk-full: the final checkpoint is empty")
 
+# Resuming that run in another precision is refused, naming the field.
+r = run(tally, args + ["--steps", "10", "--resume", "--precision", "bf16"])
+if r.returncode == 0 or 'precision: checkpoint "fp32", config "bf16"' not in r.stderr:
+    failures.append("precision-resume: expected the checkpoint's precision named, got %d %r" % (r.returncode, r.stderr))
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print("all %d error cases gave one clear line and a non-zero exit; the failed save lost nothing" % 9)
+print("all %d error cases gave one clear line and a non-zero exit; the failed save lost nothing" % 12)

@@ -59,8 +59,9 @@ const std::vector<Field>& fields() {
       {"steps", &TrainConfig::steps, "optimizer steps in the whole run", 1, false, 1e12},
       {"seed", &TrainConfig::seed, "seeds the initialisation, the batches and dropout", 0, false, 9.0e15, {}, true},
       {"precision", &TrainConfig::precision,
-       "fp32; bf16 or fp16 autocast (float32 master weights; fp16 with loss scaling); fp8: bf16 with FP8 linear layers", -kInf,
-       false, kInf, {"fp32", "bf16", "fp16", "fp8"}, true},
+       "fp32; bf16 or fp16 autocast (float32 master weights; fp16 with loss scaling); fp8: bf16 with FP8 linear layers; "
+       "bf16-params: bfloat16 parameters, no master weights, stochastic rounding",
+       -kInf, false, kInf, {"fp32", "bf16", "bf16-params", "fp16", "fp8"}, true},
       {"inject_inf_step", &TrainConfig::inject_inf_step,
        "testing: put an inf into one gradient at this step, for the fp16 loss scaler to skip (0: never)", 0, false, 1e12},
       {"threads", &TrainConfig::threads, "CPU threads (0: every core)", 0, false, 4096},

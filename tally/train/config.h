@@ -45,7 +45,7 @@ struct TrainConfig {
   int64_t batch_size = 16;
   int64_t steps = 500;
   int64_t seed = 0;
-  std::string precision = "fp32";  ///< fp32 | bf16 | fp16 | fp8 (train/precision.h)
+  std::string precision = "fp32";  ///< fp32 | bf16 | bf16-params | fp16 | fp8 (train/precision.h)
   int64_t inject_inf_step = 0;     ///< testing the fp16 loss scaler: an inf in one gradient at this step; 0: never
   int64_t threads = 0;  ///< 0: every core
   int64_t checkpoint_interval = 100;

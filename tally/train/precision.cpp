@@ -7,7 +7,10 @@ namespace tally::train {
 
 StepPrecision::StepPrecision(const TrainConfig& config, nn::Module& model) : model_(model) {
   const std::string& p = config.precision;
-  if (p == "bf16" || p == "fp8") autocast_ = kBFloat16;
+  if (p == "bf16" || p == "fp8" || p == "bf16-params") autocast_ = kBFloat16;
+  // No float32 master weights: the parameters themselves in bfloat16, written by the optimizer with
+  // stochastic rounding over float32 state (Note [Stochastic rounding] in optim/fused.h).
+  if (p == "bf16-params") model.to(kBFloat16);
   if (p == "fp16") {
     autocast_ = kFloat16;
     scaler_.emplace();
@@ -16,7 +19,7 @@ StepPrecision::StepPrecision(const TrainConfig& config, nn::Module& model) : mod
     fp8_ = true;
     TALLY_CHECK(amp::convert_to_fp8(model) > 0, "precision fp8: the model has no Linear layer to run in FP8");
   }
-  TALLY_CHECK(p == "fp32" || autocast_, "unknown precision '", p, "' (expected fp32, bf16, fp16 or fp8)");
+  TALLY_CHECK(p == "fp32" || autocast_, "unknown precision '", p, "' (expected fp32, bf16, bf16-params, fp16 or fp8)");
 }
 
 void StepPrecision::unscale(optim::Optimizer& optimizer) {

@@ -8,6 +8,9 @@
 //         unscaled before clipping, a step with an inf or NaN gradient skipped.
 //   fp8   bf16, with every nn::Linear of the model in FP8 (amp::convert_to_fp8; the tied output
 //         head stays bfloat16, as in Transformer Engine's recipes).
+//   bf16-params  no master weights: the parameters (and so their gradients) are bfloat16, the
+//         AdamW state float32, and each update is written back with stochastic rounding; the
+//         forward under the same autocast as bf16.
 
 #include <optional>
 #include <string>

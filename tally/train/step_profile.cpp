@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "tally/error/error.h"
 #include "tally/nn/transformer.h"
@@ -90,8 +91,7 @@ json StepProfile::time_split_json(const accounting::Roofline& roofline) const {
 
 StepPrediction predict_step(const TrainConfig& config, const accounting::Roofline& roofline) {
   StepPrediction p;
-  accounting::MemoryTracker tracker{Device(kMeta)};
-  accounting::FlopCounter counter;
+  std::optional<accounting::FlopCounter> counter;
   {
     Generator gen(0);
     nn::TransformerLM model(config.model(), TensorOptions(kFloat32).device(kMeta), &gen);
@@ -99,6 +99,10 @@ StepPrediction predict_step(const TrainConfig& config, const accounting::Rooflin
     optim::AdamW optimizer = make_optimizer(model, config);
     const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
     const Tensor x = empty({config.batch_size, config.context_length}, ids), y = empty({config.batch_size, config.context_length}, ids);
+    // The books start at the step, as a real step's profile does: the model's construction (and
+    // bf16-params' conversion, which holds both copies for a moment) is not part of it.
+    const accounting::MemoryTracker tracker{Device(kMeta)};
+    counter.emplace();
     // The loss scaler's multiply and unscale (fp16) are left out: they read values a meta run has not.
     precision.forward([&] { return model.loss(x, y); }).backward();
     optimizer.step();
@@ -106,10 +110,10 @@ StepPrediction predict_step(const TrainConfig& config, const accounting::Rooflin
     for (int c = 0; c < kNumMemoryCategories; ++c) p.peak[c] = tracker.peak_allocated_bytes(static_cast<MemoryCategory>(c));
     p.peak_total = tracker.peak_allocated_bytes();
   }
-  p.forward_flops = counter.total_flops(accounting::Phase::Forward);
-  p.backward_flops = counter.total_flops(accounting::Phase::Backward);
-  p.optimizer_flops = counter.total_flops(accounting::Phase::Optimizer);
-  for (const auto& [key, t] : counter.by_op()) {
+  p.forward_flops = counter->total_flops(accounting::Phase::Forward);
+  p.backward_flops = counter->total_flops(accounting::Phase::Backward);
+  p.optimizer_flops = counter->total_flops(accounting::Phase::Optimizer);
+  for (const auto& [key, t] : counter->by_op()) {
     const double bytes = static_cast<double>(t.bytes_read + t.bytes_written);
     p.step_seconds += std::max(static_cast<double>(t.flops) / roofline.peak_flops_per_sec, bytes / roofline.bytes_per_sec);
   }

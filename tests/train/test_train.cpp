@@ -201,6 +201,12 @@ TEST(Train, StopAndResumeIsBitExactInFp8WithItsScales) {
   expect_stop_and_resume_bit_exact(c);
 }
 
+TEST(Train, StopAndResumeIsBitExactWithBfloat16ParametersAndStochasticRounding) {
+  TrainConfig c = tiny("");
+  c.precision = "bf16-params";
+  expect_stop_and_resume_bit_exact(c);
+}
+
 TEST(Train, Float16SkipsAStepWithAnInjectedInf) {
   TempDir dir;
   TrainConfig c = tiny(dir.path());

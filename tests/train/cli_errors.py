@@ -44,7 +44,7 @@ expect_error("token-too-big", ["--data", write("big.bin", bytes([7, 0] * 500 + [
 expect_error("odd-size", ["--data", write("odd.bin", b"abc")], "multiple")
 expect_error("missing-file", ["--data", os.path.join(work, "nowhere.bin")], "does not exist")
 expect_error("missing-config", ["--config", os.path.join(work, "nowhere.json")], "cannot read config file")
-expect_error("bad-precision", ["--precision", "fp64"], 'precision must be one of fp32, bf16, fp16, fp8, got "fp64"')
+expect_error("bad-precision", ["--precision", "fp64"], 'precision must be one of fp32, bf16, bf16-params, fp16, fp8, got "fp64"')
 expect_error("inf-without-scaler", ["--inject-inf-step", "3"], "inject_inf_step (3) needs precision fp16")
 
 # A full disk during a save: train to step 4 (checkpoints 2 and 4), then resume with a file-size

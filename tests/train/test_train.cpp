@@ -180,31 +180,21 @@ void expect_stop_and_resume_bit_exact(const TrainConfig& c) {
   EXPECT_LT(a.back()["loss"].get<double>(), a.front()["loss"].get<double>());
 }
 
+/// tiny() in `precision`, with an inf injected at `inf_step` (fp16; 0: none).
+TrainConfig tiny_in(const char* precision, int64_t inf_step = 0) {
+  TrainConfig c = tiny("");
+  c.precision = precision;
+  c.inject_inf_step = inf_step;
+  return c;
+}
+
 TEST(Train, StopAndResumeIsBitExact) { expect_stop_and_resume_bit_exact(tiny("")); }
-
-TEST(Train, StopAndResumeIsBitExactInBfloat16) {
-  TrainConfig c = tiny("");
-  c.precision = "bf16";
-  expect_stop_and_resume_bit_exact(c);
-}
-
-TEST(Train, StopAndResumeIsBitExactInFloat16WithTheLossScalersState) {
-  TrainConfig c = tiny("");
-  c.precision = "fp16";
-  c.inject_inf_step = 3;  // a skipped step before the stop: the scaler's backoff must be in the checkpoint
-  expect_stop_and_resume_bit_exact(c);
-}
-
-TEST(Train, StopAndResumeIsBitExactInFp8WithItsScales) {
-  TrainConfig c = tiny("");
-  c.precision = "fp8";
-  expect_stop_and_resume_bit_exact(c);
-}
-
+TEST(Train, StopAndResumeIsBitExactInBfloat16) { expect_stop_and_resume_bit_exact(tiny_in("bf16")); }
+// A skipped step before the stop: the scaler's backoff must be in the checkpoint.
+TEST(Train, StopAndResumeIsBitExactInFloat16WithTheLossScalersState) { expect_stop_and_resume_bit_exact(tiny_in("fp16", 3)); }
+TEST(Train, StopAndResumeIsBitExactInFp8WithItsScales) { expect_stop_and_resume_bit_exact(tiny_in("fp8")); }
 TEST(Train, StopAndResumeIsBitExactWithBfloat16ParametersAndStochasticRounding) {
-  TrainConfig c = tiny("");
-  c.precision = "bf16-params";
-  expect_stop_and_resume_bit_exact(c);
+  expect_stop_and_resume_bit_exact(tiny_in("bf16-params"));
 }
 
 TEST(Train, Float16SkipsAStepWithAnInjectedInf) {

@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "cli/report/format.h"
@@ -17,7 +16,6 @@ namespace tally::cli::report {
 using json = nlohmann::ordered_json;
 
 namespace {
-
 
 std::string ratio_text(double measured, double predicted) {
   if (std::isnan(measured) || std::isnan(predicted) || predicted == 0) return missing_value();

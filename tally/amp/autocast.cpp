@@ -50,9 +50,7 @@ std::vector<std::string_view> autocast_ops(CastPolicy policy) {
 
 std::optional<Dtype> autocast_dtype() {
   // The hook in place is the innermost guard's (a disabled one removes it).
-  ops::AutocastHook* hook = ops::set_autocast_hook(nullptr);
-  ops::set_autocast_hook(hook);
-  if (const auto* guard = dynamic_cast<const AutocastGuard*>(hook)) return guard->dtype();
+  if (const auto* guard = dynamic_cast<const AutocastGuard*>(ops::detail::tls_autocast)) return guard->dtype();
   return std::nullopt;
 }
 

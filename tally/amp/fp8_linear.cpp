@@ -45,9 +45,6 @@ struct Fp8Matmul {
 /// A layer's key in fp8_state_dict: "<layer path>.<key>" ("<key>" for the module itself).
 std::string state_key(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
-/// The dtypes an FP8 product may return.
-bool product_dtype(Dtype d) { return d == kFloat32 || d == kBFloat16 || d == kFloat16; }
-
 }  // namespace
 
 Fp8LinearState::Fp8LinearState(DelayedScalingOptions options)
@@ -72,9 +69,7 @@ void Fp8LinearState::load_state_dict(const StateDict& state) {
 Tensor fp8_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Fp8LinearState& state) {
   TALLY_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "fp8_linear: input of shape ", x.sizes(),
               " does not fit weight of shape ", weight.sizes(), " (expected input [..., ", weight.dim() == 2 ? weight.size(1) : -1, "])");
-  const std::optional<Dtype> autocast = autocast_dtype();
-  const Dtype out = autocast.value_or(x.dtype());
-  TALLY_CHECK_TYPE_ERROR(product_dtype(out), "fp8_linear: expected a float32, bfloat16 or float16 input, got ", dtype_name(x.dtype()));
+  const Dtype out = autocast_dtype().value_or(x.dtype());  // scaled_mm refuses what it cannot return
   const ops::AutocastRegion region("fp8_linear", {});  // the casts below are this layer's own
   if (state.forwards++ > 0) {
     state.input.update();

@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "tally/einops/einsum_plan.h"
-#include "tally/ops/apply.h"
 #include "tally/einops/pattern.h"
 #include "tally/einops/permute_if_needed.h"
+#include "tally/ops/apply.h"
 #include "tally/ops/matmul.h"
 #include "tally/ops/reduce.h"
 

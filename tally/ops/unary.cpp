@@ -32,6 +32,13 @@ struct UnaryReads {
 
 template <class C> C sigmoid_of(C x) { return C(1) / (C(1) + std::exp(-x)); }
 
+/// Φ(x) = ½(1 + erf(x/√2)), the standard normal CDF (exact GELU is x·Φ(x)), in scalar and Vec16f form.
+template <class C> C normal_cdf(C x) { return C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2))); }
+inline kernels::Vec16f normal_cdf(kernels::Vec16f x) {
+  using namespace kernels;
+  return mul(splat(0.5f), add(splat(1.0f), erf(mul(x, splat(static_cast<float>(M_SQRT1_2))))));
+}
+
 struct NegDef {
   static constexpr std::string_view name = "neg";
   static constexpr std::string_view reference = "torch.neg";
@@ -231,15 +238,11 @@ struct GeluBackward {
         kernels::detail::unknown_kernel_dtype(dt);
       } else {
         struct F {
-          C operator()(C g, C x) const {
-            const C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
-            return g * (cdf + x * std::exp(C(-0.5) * x * x) * C(0.3989422804014327));
-          }
+          C operator()(C g, C x) const { return g * (normal_cdf(x) + x * std::exp(C(-0.5) * x * x) * C(0.3989422804014327)); }
           kernels::Vec16f vec(kernels::Vec16f g, kernels::Vec16f x) const {
             using namespace kernels;
-            const Vec16f cdf = mul(splat(0.5f), add(splat(1.0f), erf(mul(x, splat(static_cast<float>(M_SQRT1_2))))));
             const Vec16f pdf = mul(kernels::exp(mul(splat(-0.5f), mul(x, x))), splat(0.3989422804014327f));
-            return mul(g, add(cdf, mul(x, pdf)));
+            return mul(g, add(normal_cdf(x), mul(x, pdf)));
           }
         };
         kernels::binary_kernel<T, T>(loop, F{});
@@ -255,11 +258,8 @@ struct GeluErfDef {
   static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluErf;
   static constexpr int64_t flops = 5;  // x/√2, erf, +1, ×x, ×0.5
   static constexpr InputRule input = InputRule::FloatOnly;
-  template <class C> static C f(C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); }
-  static kernels::Vec16f vec(kernels::Vec16f x) {
-    using namespace kernels;
-    return mul(mul(splat(0.5f), x), add(splat(1.0f), erf(mul(x, splat(static_cast<float>(M_SQRT1_2))))));
-  }
+  template <class C> static C f(C x) { return x * normal_cdf(x); }
+  static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, normal_cdf(x)); }
   // d x·Φ(x) = Φ(x) + x·φ(x): one fused pass on the CPU (gelu_backward below); elsewhere
   // composed of ops, about ten passes over memory.
   static constexpr UnaryReads reads{.x = true, .out = false};

@@ -61,7 +61,7 @@ ops::Cost Adagrad::update(Tensor& param, const Tensor& grad, OptimizerParamState
   const bool decay = o.weight_decay() != 0;
   const double clr = o.lr() / (1 + static_cast<double>(state.step - 1) * o.lr_decay());
   const AdagradScalars scalars{o.weight_decay(), o.eps(), clr, decay};
-  detail::fused_update("adagrad_step", param, grad, {state.tensors.at("sum")},
+  detail::fused_update("adagrad_step", param, grad, state, {"sum"},
                        [&](const detail::FusedArrays& a) { cpu_kernels().run<&adagrad_kernel>(scalars, a); });
   // FLOPs per element: weight decay 2 (mul, add); sum 2 (mul, add); denominator 2 (sqrt, add);
   // the step 3 (mul, div, add). Bytes: read p, g, sum; write p, sum.

@@ -63,12 +63,11 @@ ops::Cost adam_update(std::string_view op, const Tensor& param, const Tensor& gr
   const bool l2 = !h.decoupled && h.weight_decay != 0;
   const AdamScalars scalars{1 - h.lr * h.weight_decay, h.weight_decay, h.beta1, h.beta2, std::sqrt(bias_correction2), h.eps,
                             -(h.lr / bias_correction1), l2, h.decoupled};
-  StateDict& s = state.tensors;
   if (h.amsgrad) {
-    detail::fused_update(op, param, grad, {s.at("exp_avg"), s.at("exp_avg_sq"), s.at("max_exp_avg_sq")},
+    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
                          [&](const detail::FusedArrays& a) { cpu_kernels().run<&adam_kernel<3>>(scalars, a); });
   } else {
-    detail::fused_update(op, param, grad, {s.at("exp_avg"), s.at("exp_avg_sq")},
+    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq"},
                          [&](const detail::FusedArrays& a) { cpu_kernels().run<&adam_kernel<2>>(scalars, a); });
   }
   // FLOPs per element: AdamW's decay 1 (mul) or Adam's weight decay 2 (mul, add), none when

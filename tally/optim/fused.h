@@ -39,6 +39,7 @@
 #include "tally/dtype/half.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/ops/cost.h"
+#include "tally/optim/optimizer.h"
 
 namespace tally::optim::detail {
 
@@ -62,7 +63,6 @@ inline uint64_t rounding_key(uint64_t param_index, int64_t step) {
   return z ^ (z >> 31);
 }
 
-
 inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
 /// `x` rounded to bfloat16 bits stochastically with 16 random bits from (key, i): the bits below
 /// bfloat16's mantissa decide, with their weight, whether it rounds up; a NaN stays a quiet NaN.
@@ -77,7 +77,6 @@ inline uint16_t stochastic_round_bf16(float x, uint64_t key, int64_t i) {
   bits += static_cast<uint32_t>(h & 0xFFFFu);
   return static_cast<uint16_t>(bits >> 16);
 }
-
 
 /// Calls f(p[i], g[i], s[i]...) for every i in [0, n), split over the cores.
 template <class T, class F, class... S>
@@ -134,33 +133,19 @@ void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad)
 /// Writes `updated` back into `param` when the update ran on a copy.
 void finish_update(const Tensor& param, const Tensor& updated);
 
-/// Checks `param` and `grad`, then calls `kernel(arrays)` once over them and `states` (contiguous,
-/// as the optimizer made them), on a contiguous copy of the parameter where it is not (Note
-/// [Fused update]). `kernel` runs the optimizer's kernel through its file's cpu_kernels().
-/// The parameter being updated's rounding key, set by Optimizer::step around each update (Note
-/// [Stochastic rounding]); 0 outside a step.
-uint64_t current_rounding_key();
-/// Sets current_rounding_key() while it lives.
-class RoundingKeyScope {
- public:
-  explicit RoundingKeyScope(uint64_t key);
-  ~RoundingKeyScope();
-  RoundingKeyScope(const RoundingKeyScope&) = delete;
-  RoundingKeyScope& operator=(const RoundingKeyScope&) = delete;
-
- private:
-  uint64_t previous_;
-};
-
+/// Checks `param` and `grad`, then calls `kernel(arrays)` once over them and the state tensors
+/// `names` of `state` (contiguous, as the optimizer made them), with its rounding key, on a
+/// contiguous copy of the parameter where it is not (Note [Fused update]). `kernel` runs the
+/// optimizer's kernel through its file's cpu_kernels().
 template <class Kernel>
-void fused_update(std::string_view op, const Tensor& param, const Tensor& grad, std::initializer_list<Tensor> states,
-                  const Kernel& kernel) {
+void fused_update(std::string_view op, const Tensor& param, const Tensor& grad, const OptimizerParamState& state,
+                  std::initializer_list<const char*> names, const Kernel& kernel) {
   check_fusable(op, param, grad);
   if (param.device().is_meta() || param.numel() == 0) return;  // a meta run counts, computes nothing
   const Tensor p = param.contiguous(), g = grad.contiguous();
-  FusedArrays arrays{param.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), {}, current_rounding_key()};
+  FusedArrays arrays{param.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), {}, state.rounding_key};
   size_t i = 0;
-  for (const Tensor& s : states) arrays.state.at(i++) = s.data_ptr();
+  for (const char* name : names) arrays.state.at(i++) = state.tensors.at(name).data_ptr();
   kernel(arrays);
   finish_update(param, p);
 }

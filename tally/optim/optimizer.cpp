@@ -127,7 +127,7 @@ Tensor Optimizer::step(const LossClosure& closure) {
       if (!p.grad().defined()) continue;  // as PyTorch: a parameter without a gradient keeps its state
       OptimizerParamState& state = state_for(p, group.options());
       ++state.step;
-      const detail::RoundingKeyScope key(detail::rounding_key(index, state.step));
+      state.rounding_key = detail::rounding_key(index, state.step);
       cost += update(p, p.grad(), state, group.options());
       // Writes inside the step are nested ops, which leave versions alone: count the step's one.
       if (p.storage()) p.storage()->bump_version();
@@ -229,14 +229,6 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
 namespace detail {
 
 void check_hyper(bool ok, std::string_view what, double value) { TALLY_CHECK(ok, "Invalid ", what, ": ", value); }
-
-namespace {
-thread_local uint64_t tls_rounding_key = 0;
-}  // namespace
-
-uint64_t current_rounding_key() { return tls_rounding_key; }
-RoundingKeyScope::RoundingKeyScope(uint64_t key) : previous_(tls_rounding_key) { tls_rounding_key = key; }
-RoundingKeyScope::~RoundingKeyScope() { tls_rounding_key = previous_; }
 
 void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad) {
   TALLY_CHECK_TYPE_ERROR(param.dtype() == kFloat32 || param.dtype() == kFloat64 || param.dtype() == kBFloat16, op,

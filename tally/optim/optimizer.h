@@ -72,6 +72,9 @@ class OptimizerCloneableOptions : public OptimizerOptions {
 struct OptimizerParamState {
   int64_t step = 0;
   StateDict tensors{"optimizer state"};
+  /// This step's key for stochastic rounding of a bfloat16 parameter, from its index in the
+  /// optimizer and `step`; set by Optimizer::step (Note [Stochastic rounding] in optim/fused.h).
+  uint64_t rounding_key = 0;
 };
 
 /// Parameters that share options (libtorch's OptimizerParamGroup); without options of its own,

@@ -88,18 +88,17 @@ ops::Cost RMSprop::update(Tensor& param, const Tensor& grad, OptimizerParamState
   const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0, momentum = o.momentum() > 0, centered = o.centered();
   const RmspropScalars scalars{o.weight_decay(), o.alpha(), o.eps(), o.momentum(), o.lr(), decay, momentum};
-  StateDict& s = state.tensors;
   auto kernel = [&]<size_t kStates>() {
     return [&](const detail::FusedArrays& a) { cpu_kernels().run<&rmsprop_kernel<kStates>>(scalars, a); };
   };
   if (momentum && centered) {
-    detail::fused_update("rmsprop_step", param, grad, {s.at("square_avg"), s.at("momentum_buffer"), s.at("grad_avg")},
+    detail::fused_update("rmsprop_step", param, grad, state, {"square_avg", "momentum_buffer", "grad_avg"},
                          kernel.template operator()<3>());
   } else if (momentum || centered) {
-    detail::fused_update("rmsprop_step", param, grad, {s.at("square_avg"), s.at(momentum ? "momentum_buffer" : "grad_avg")},
+    detail::fused_update("rmsprop_step", param, grad, state, {"square_avg", momentum ? "momentum_buffer" : "grad_avg"},
                          kernel.template operator()<2>());
   } else {
-    detail::fused_update("rmsprop_step", param, grad, {s.at("square_avg")}, kernel.template operator()<1>());
+    detail::fused_update("rmsprop_step", param, grad, state, {"square_avg"}, kernel.template operator()<1>());
   }
   // FLOPs per element: weight decay 2 (mul, add); square_avg 4 (mul, mul, mul, add); centered
   // 5 (grad_avg: mul, mul, add; sq − ga²: mul, sub); avg 2 (sqrt, add); the step 3 (momentum:

@@ -62,10 +62,10 @@ ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& st
   const bool decay = o.weight_decay() != 0, momentum = o.momentum() != 0, first = state.step == 1;
   const SgdScalars scalars{o.weight_decay(), o.momentum(), o.dampening(), o.lr(), decay, o.nesterov(), first};
   if (momentum) {
-    detail::fused_update("sgd_step", param, grad, {state.tensors.at("momentum_buffer")},
+    detail::fused_update("sgd_step", param, grad, state, {"momentum_buffer"},
                          [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<1>>(scalars, a); });
   } else {
-    detail::fused_update("sgd_step", param, grad, {}, [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<0>>(scalars, a); });
+    detail::fused_update("sgd_step", param, grad, state, {}, [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<0>>(scalars, a); });
   }
   // FLOPs per element: weight decay 2 (mul, add); momentum 3 (mul, mul, add; 0 on the first
   // step, a copy); Nesterov 2 (mul, add); the step 2 (mul, add). Bytes: read p, g (+ buf after

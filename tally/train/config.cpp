@@ -256,7 +256,6 @@ std::vector<std::string> incompatible_fields(const json& checkpoint_config, cons
     if (!f.resume_must_match) continue;
     if (!checkpoint_config.contains(f.name)) {
       if (now[f.name] == defaults[f.name]) continue;  // a field newer than the checkpoint: it ran with the default
-
       out.push_back(std::string(f.name) + ": missing from the checkpoint, config " + now[f.name].dump());
     } else if (checkpoint_config[f.name] != now[f.name]) {
       out.push_back(std::string(f.name) + ": checkpoint " + checkpoint_config[f.name].dump() + ", config " + now[f.name].dump());

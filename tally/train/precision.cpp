@@ -1,7 +1,11 @@
 #include "tally/train/precision.h"
 
+#include <cmath>
+#include <limits>
+
 #include "tally/amp/fp8_linear.h"
 #include "tally/error/error.h"
+#include "tally/optim/clip_grad.h"
 
 namespace tally::train {
 
@@ -22,18 +26,24 @@ StepPrecision::StepPrecision(const TrainConfig& config, nn::Module& model) : mod
   TALLY_CHECK(p == "fp32" || autocast_, "unknown precision '", p, "' (expected fp32, bf16, bf16-params, fp16 or fp8)");
 }
 
-void StepPrecision::unscale(optim::Optimizer& optimizer) {
-  if (scaler_) scaler_->unscale_(optimizer);
-}
-
-bool StepPrecision::step(optim::Optimizer& optimizer) {
-  if (!scaler_) {
+StepPrecision::StepResult StepPrecision::run(const std::function<Tensor()>& loss_fn, optim::Optimizer& optimizer, double grad_clip,
+                                              bool inject_inf) {
+  StepResult r;
+  r.loss = forward(loss_fn);
+  (scaler_ ? scaler_->scale(r.loss) : r.loss).backward();
+  const std::vector<Tensor> params = optimizer.parameters();
+  if (inject_inf) params.at(0).grad().view({-1}).narrow(0, 0, 1).fill_(INFINITY);
+  if (scaler_) scaler_->unscale_(optimizer);  // clipping sees the true gradients
+  r.grad_norm = nn::utils::clip_grad_norm_(params, grad_clip > 0 ? grad_clip : std::numeric_limits<double>::infinity());
+  if (scaler_) {
+    r.stepped = scaler_->step(optimizer);
+    scaler_->update();
+  } else {
     optimizer.step();
-    return true;
+    r.stepped = true;
   }
-  const bool stepped = scaler_->step(optimizer);
-  scaler_->update();
-  return stepped;
+  optimizer.zero_grad();
+  return r;
 }
 
 std::optional<double> StepPrecision::loss_scale() const {

@@ -12,6 +12,7 @@
 //         AdamW state float32, and each update is written back with stochastic rounding; the
 //         forward under the same autocast as bf16.
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -37,13 +38,18 @@ class StepPrecision {
     if (autocast_) autocast.emplace(*autocast_);
     return f();
   }
-  /// The loss to call backward() on: scaled when a loss scaler runs.
-  Tensor for_backward(const Tensor& loss) const { return scaler_ ? scaler_->scale(loss) : loss; }
-  /// Divide the gradients by the loss scale (fp16), so that clipping sees the true ones.
-  void unscale(optim::Optimizer& optimizer);
-  /// optimizer.step(), unless the loss scaler finds an inf or NaN gradient; then the scaler's
-  /// update. Returns whether the optimizer stepped.
-  bool step(optim::Optimizer& optimizer);
+  /// What one training step did.
+  struct StepResult {
+    Tensor loss;       ///< the forward's loss (unscaled)
+    double grad_norm;  ///< the total gradient norm before clipping (of the unscaled gradients)
+    bool stepped;      ///< false: the loss scaler skipped the update (inf or NaN gradients)
+  };
+  /// One training step, the same for the run and for anything timed against it: `loss_fn` (the
+  /// forward) under the precision's autocast; backward on the loss, scaled where a loss scaler
+  /// runs; with `inject_inf`, an inf in the first gradient (testing the scaler); the gradients
+  /// unscaled and clipped to total norm `grad_clip` (0: not clipped); the optimizer step unless
+  /// the scaler skips it, then the scaler's update; zero_grad.
+  StepResult run(const std::function<Tensor()>& loss_fn, optim::Optimizer& optimizer, double grad_clip, bool inject_inf = false);
   /// The loss scale the step ran with (fp16), else nullopt.
   std::optional<double> loss_scale() const;
   /// The low-precision dtype of the forward, if any.

@@ -33,7 +33,6 @@
 #include "tally/machine/cpu_info.h"
 #include "tally/machine/device_specs.h"
 #include "tally/machine/peak_probe.h"
-#include "tally/optim/clip_grad.h"
 #include "tally/train/checkpoint.h"
 #include "tally/train/corpus.h"
 #include "tally/train/model_setup.h"
@@ -200,7 +199,6 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
                                     .context_length = config.context_length,
                                     .sampling = data::Sampling::Random,
                                     .seed = static_cast<uint64_t>(config.seed) + 1});  // check_tokens checked every id once
-  const std::vector<Tensor> params = model.parameters();
 
   // Resume (Note [Bit-exact resume]).
   int64_t step = 0, tokens_seen = 0;
@@ -295,14 +293,8 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     last_batch = {x, y};
     const double lr = optimizer.param_groups()[0].options().get_lr();
     const std::optional<double> loss_scale = precision.loss_scale();
-    Tensor loss = precision.forward([&] { return model.loss(x, y); });
-    precision.for_backward(loss).backward();
-    if (step == config.inject_inf_step) params[0].grad().view({-1}).narrow(0, 0, 1).fill_(INFINITY);
-    precision.unscale(optimizer);
-    const double grad_norm =
-        nn::utils::clip_grad_norm_(params, config.grad_clip > 0 ? config.grad_clip : std::numeric_limits<double>::infinity());
-    const bool stepped = precision.step(optimizer);
-    optimizer.zero_grad();
+    const auto [loss, grad_norm, stepped] =
+        precision.run([&] { return model.loss(x, y); }, optimizer, config.grad_clip, step == config.inject_inf_step);
     if (stepped) schedule.step();  // a skipped step moves neither the optimizer's counts nor the schedule
     if (!stepped) {
       ++skipped_steps;

@@ -3,8 +3,9 @@
 //   cruncher  the lecture's Cruncher, D 1024, 4 layers, B 1024, MSE, AdamW, float32
 //   gpt       a small GPT: vocab 256, d_model 256, 4 layers, 4 heads, T 256, B 16, AdamW, float32
 // in fp32, or in bf16: the forward under amp::AutocastGuard(bfloat16) (float32 master weights).
-// Usage: train_step cruncher|gpt [steps] [fp32|bf16]. Prints one JSON line: steps/s, tokens/s, the FLOPs of
-// one step read off the ledger, the measured float32 FMA peak, and the process's peak RSS.
+// Usage: train_step cruncher|gpt [steps] [fp32|bf16] [table]. Prints one JSON line: steps/s, tokens/s, the FLOPs of
+// one step read off the ledger, the measured float32 FMA peak, and the process's peak RSS; with "table",
+// the ledger's per-op table of one step on stderr first, to see where a step's time goes.
 
 #include <sys/resource.h>
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "cruncher";
   const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
   const std::string precision = argc > 3 ? argv[3] : "fp32";
+  const bool table = argc > 4 && std::string(argv[4]) == "table";
   if (precision != "fp32" && precision != "bf16") {
     std::fprintf(stderr, "train_step: precision must be fp32 or bf16, got %s\n", precision.c_str());
     return 2;
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
     accounting::FlopCounter counter;
     w.step();
     flops = counter.total_flops();
+    if (table) std::fprintf(stderr, "%s\n", counter.table().c_str());
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) w.step();

@@ -22,6 +22,7 @@
 #include "tally/ops/join.h"
 #include "tally/ops/loss.h"
 #include "tally/ops/matmul.h"
+#include "tally/ops/normalization.h"
 #include "tally/ops/random.h"
 #include "tally/ops/reduce.h"
 #include "tally/ops/softmax.h"

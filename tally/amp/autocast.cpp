@@ -13,10 +13,13 @@ namespace {
 
 // The table (Note in autocast.h). Names are those the ledger shows: ops, and the composites that
 // ask for themselves with ops::AutocastRegion.
-constexpr std::array<std::pair<std::string_view, CastPolicy>, 14> kTable{{
-    {"matmul", CastPolicy::LowerPrecision},   // mm, bmm and every product inside attention
+constexpr std::array<std::pair<std::string_view, CastPolicy>, 15> kTable{{
+    {"matmul", CastPolicy::LowerPrecision},   // mm, bmm
     {"linear", CastPolicy::LowerPrecision},   // x·Wᵀ + b: the bias joins in the low precision
     {"einsum", CastPolicy::LowerPrecision},
+    // Attention as one operation, as in PyTorch 2's lists: its products in the low precision and
+    // its softmax computed in float32 inside the row pass, its probabilities rounded once.
+    {"scaled_dot_product_attention", CastPolicy::LowerPrecision},
     {"softmax", CastPolicy::Float32},
     {"layer_norm", CastPolicy::Float32},
     {"rms_norm", CastPolicy::Float32},

@@ -81,7 +81,7 @@ struct OutputSpec {
 // arguments, the hook may name a dtype for the op's floating-point tensor inputs; apply casts
 // them through the hook's cast() (each cast is an op of its own, recorded and differentiable;
 // the hook may hand back a copy it made before, as amp::AutocastGuard does for weights) and runs
-// the op on the casts. A composite that is one operation to the user (linear, layer_norm, einsum)
+// the op on the casts. A composite that is one operation to the user (linear, einsum, attention)
 // asks the hook once under its own name with an AutocastRegion, so that its parts run as one:
 // linear's bias joins its product in bfloat16 instead of promoting it back to float32.
 class AutocastHook {

@@ -1,16 +1,21 @@
 // softmax / log_softmax along one dim, fused: each row is read from memory once and written
-// once (max, exp-sum and scale passes run on the row while it sits in cache). Declared cost:
-// 5 FLOPs per element (max, subtract, exp, sum, divide or log-subtract), input read once,
-// output written once.
+// once (max, exp-sum and scale passes run on the row while it sits in cache), in float32 for the
+// 16-bit floats (float64 for float64) and rounded once. Declared cost: 5 FLOPs per element (max,
+// subtract, exp, sum, divide or log-subtract), input read once, output written once. Attention's
+// probabilities are the same op with a scale and a causal mask applied inside the row pass, and
+// softmax's backward is one more row op, so neither the scaled scores, the mask nor the
+// backward's products are ever written to memory.
 
 #include "tally/ops/softmax.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
-#include <vector>
 
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/parallel.h"
+#include "tally/kernels/cpu/rows.h"
 #include "tally/kernels/cpu/vec_math.h"
 #include "tally/kernels/cuda/kernels.h"
 #include "tally/ops/apply.h"
@@ -25,135 +30,198 @@ namespace {
 /// Outputs above this size are written with streaming stores (bigger than this CPU's caches).
 constexpr int64_t kStreamingBytes = int64_t{64} << 20;
 
-/// One contiguous float32 row, three passes while the row sits in cache: max; exp(x - max) into
-/// a per-thread scratch row with its sum; then y = scratch / sum (or x - max - log sum). y is
-/// written once and never read, so with `stream` set its stores bypass the cache and save the
-/// read-for-ownership of every output line.
-/// A thread's scratch row. A type of this file's own, not std::vector<float>: a kernel pass must
-/// not emit code under a name the other passes share (Note [CPU kernel dispatch]).
-struct Scratch {
-  float* data = nullptr;
-  int64_t size = 0;
-  float* reserve(int64_t n) {
-    if (size < n) {
-      delete[] data;
-      data = new float[static_cast<size_t>(n)];
-      size = n;
-    }
-    return data;
-  }
-  ~Scratch() { delete[] data; }
+/// What the row kernels are told: `rows` contiguous rows of n elements, softmax of scale·x, and
+/// with `causal_rows` set, a causal mask over each block of that many rows (row r sees the
+/// columns up to r mod causal_rows, as PyTorch's is_causal: the upper-left triangle).
+struct SoftmaxRows {
+  int64_t rows = 0;
+  int64_t n = 0;
+  int64_t causal_rows = 0;
+  double scale = 1;
+  bool log = false;
+  /// y is larger than the caches: its float32 stores bypass them, saving the read-for-ownership
+  /// of every output line (y is written once and not read here).
+  bool stream = false;
 };
 
-void softmax_row_f32(const float* x, float* y, int64_t n, bool log, bool stream) {
+/// Columns of row `row` the mask lets through.
+int64_t visible(const SoftmaxRows& r, int64_t row) { return r.causal_rows ? std::min(r.n, row % r.causal_rows + 1) : r.n; }
+
+/// One row, in its compute type, three passes while the row sits in cache: the max; exp(s·x − m)
+/// into a scratch row, with its sum; then y = scratch / sum (or s·x − m − log sum). Masked
+/// columns get 0 (−inf for log_softmax).
+template <class T>
+void softmax_row(const T* x, T* y, int64_t row, const SoftmaxRows& r, kernels::RowScratch<compute_t<T>>& in,
+                 kernels::RowScratch<compute_t<T>>& tmp) {
+  using C = compute_t<T>;
+  using L = kernels::RowLanes<C>;
   using namespace kernels;
-  thread_local Scratch scratch;
-  float* e = scratch.reserve(n);
-  int64_t i = 0;
-  Vec16f vmax = splat(-std::numeric_limits<float>::infinity());
-  for (; i + 16 <= n; i += 16) vmax = kernels::max(vmax, load(x + i));
-  float m = reduce_max(vmax);
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  if (std::isinf(m) && m < 0) m = 0;  // an all -inf row gives NaN as in PyTorch (0/0), not a crash
-  const Vec16f vm = splat(m);
-  Vec16f vsum = splat(0.0f);
-  for (i = 0; i + 16 <= n; i += 16) {
-    // Fetch the next row while this one is computed, so its max pass does not wait on memory.
-    // (rw 0, locality 3: the prefetcht0 of _mm_prefetch(p, _MM_HINT_T0), without needing x86 headers.)
-    __builtin_prefetch(x + n + i, 0, 3);
-    const Vec16f v = kernels::exp(sub(load(x + i), vm));
-    store(e + i, v);
-    vsum = add(vsum, v);
-  }
-  double s = reduce_add(vsum);
-  for (; i < n; ++i) s += (e[i] = std::exp(x[i] - m));
-  const float shift = m + static_cast<float>(std::log(s));
-  const float inv = static_cast<float>(1.0 / s);
-  const Vec16f vshift = splat(shift), vinv = splat(inv);
-  auto value = [&](int64_t k) { return log ? sub(load(x + k), vshift) : mul(load(e + k), vinv); };
-  i = 0;
-  // Streaming stores need 64-byte aligned addresses: do the unaligned head with plain stores.
-  const int64_t head = stream ? std::min<int64_t>(n, ((64 - reinterpret_cast<uintptr_t>(y) % 64) % 64) / 4) : 0;
-  for (; i < head; ++i) y[i] = log ? x[i] - shift : e[i] * inv;
-  if (stream && reinterpret_cast<uintptr_t>(y + i) % 64 == 0) {
-    for (; i + 16 <= n; i += 16) kernels::stream(y + i, value(i));
-  } else {
-    for (; i + 16 <= n; i += 16) store(y + i, value(i));
-  }
-  for (; i < n; ++i) y[i] = log ? x[i] - shift : e[i] * inv;
+  const int64_t v = visible(r, row);
+  const C* xr = widen_row(x, in.reserve(r.n), v);
+  C* e = tmp.reserve(r.n);
+  const C scale = static_cast<C>(r.scale);
+  C m = row_max(xr, v) * scale;  // scale > 0 (meta): the max of s·x is s times the max of x
+  if (std::isinf(m) && m < 0) m = 0;  // an all −inf row gives NaN as in PyTorch (0/0), not a crash
+  const auto vs = L::splat(scale), vm = L::splat(m);
+  const C sum = row_sum<C>(v, [&](int64_t i, int64_t k) {
+    const auto ex = L::exp(sub(mul(L::load(xr + i, k), vs), vm));
+    L::store(e + i, ex, k);
+    return ex;
+  });
+  const auto vshift = L::splat(static_cast<C>(m + std::log(sum))), vinv = L::splat(static_cast<C>(1 / static_cast<double>(sum)));
+  C* out = out_row(y, e);  // a 16-bit row is rounded from the scratch row, which y's values overwrite in place
+  for_blocks<C>(v, [&](int64_t i, int64_t k) {
+    const auto val = r.log ? sub(mul(L::load(xr + i, k), vs), vshift) : mul(L::load(e + i, k), vinv);
+    if constexpr (std::is_same_v<T, float>) {
+      if (r.stream && k == 16 && reinterpret_cast<uintptr_t>(out + i) % 64 == 0) {
+        kernels::stream(out + i, val);
+        return;
+      }
+    }
+    L::store(out + i, val, k);
+  });
+  const C masked = r.log ? -std::numeric_limits<C>::infinity() : C(0);
+  for (int64_t i = v; i < r.n; ++i) out[i] = masked;
+  narrow_row(out, y, r.n);
 }
 
-/// One contiguous row of any floating type, computed in double.
+/// One row of softmax's gradient: dx = s·y·(g − Σ g·y).
 template <class T>
-void softmax_row(const T* x, T* y, int64_t n, bool log) {
-  double m = -std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = std::max<double>(m, static_cast<double>(static_cast<compute_t<T>>(x[i])));
-  if (std::isinf(m) && m < 0) m = 0;
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(static_cast<compute_t<T>>(x[i])) - m);
-  const double shift = m + std::log(s);
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = static_cast<double>(static_cast<compute_t<T>>(x[i]));
-    y[i] = cast_to<T>(log ? v - shift : std::exp(v - m) / s);
-  }
+void softmax_backward_row(const T* g, const T* y, T* dx, int64_t n, double scale, kernels::RowScratch<compute_t<T>>& gin,
+                          kernels::RowScratch<compute_t<T>>& yin, kernels::RowScratch<compute_t<T>>& res) {
+  using C = compute_t<T>;
+  using L = kernels::RowLanes<C>;
+  using namespace kernels;
+  const C* gr = widen_row(g, gin.reserve(n), n);
+  const C* yr = widen_row(y, yin.reserve(n), n);
+  C* out = out_row(dx, res.reserve(n));
+  const auto vdot = L::splat(row_sum<C>(n, [&](int64_t i, int64_t k) { return mul(L::load(gr + i, k), L::load(yr + i, k)); }));
+  const auto vs = L::splat(static_cast<C>(scale));
+  for_blocks<C>(n, [&](int64_t i, int64_t k) { L::store(out + i, mul(vs, mul(L::load(yr + i, k), sub(L::load(gr + i, k), vdot))), k); });
+  narrow_row(out, dx, n);
 }
+
+/// x with `dim` last and its rows contiguous (a view when they already are).
+Tensor rows_last(const Tensor& x, int64_t dim) { return x.dim() == 0 ? x.reshape({1}) : x.transpose(dim, -1).contiguous(); }
+
+/// Fill `out` through rows laid out as rows_last(out, dim): directly when out's rows are
+/// contiguous that way, else through a temporary copied back.
+template <class Fill>
+void write_rows(const Tensor& out, int64_t dim, Fill fill) {
+  Tensor dst = out.dim() == 0 ? out.view({1}) : out.transpose(dim, -1);
+  Tensor rows = dst.is_contiguous() ? dst : empty(dst.sizes(), TensorOptions(out.dtype()).device(out.device()));
+  fill(rows);
+  if (!rows.is_same(dst)) dst.copy_(rows);
+}
+
+struct SoftmaxBackward;
 
 struct Softmax {
   static constexpr std::string_view name = "softmax";
   static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& x, int64_t dim, bool log) {
+  static ops::OutputSpec meta(const Tensor& x, int64_t dim, bool log, double scale, bool causal) {
     TALLY_CHECK_TYPE_ERROR(x.is_floating_point() && !is_float8(x.dtype()), log ? "\"log_softmax_lastdim_kernel_impl\"" : "\"softmax_lastdim_kernel_impl\"",
                            " not implemented for '", dtype_name(x.dtype()), "'");
     maybe_wrap_dim(dim, x.dim() == 0 ? 1 : x.dim());
+    TALLY_CHECK(scale > 0 && std::isfinite(scale), "softmax: the scale of the scores must be positive and finite, got ", scale);
+    TALLY_CHECK(!causal || (x.dim() >= 2 && maybe_wrap_dim(dim, x.dim()) == x.dim() - 1), "softmax: a causal mask needs [..., L, S] scores ",
+                "and the last dim, got scores of shape ", x.sizes(), " and dim ", dim);
     return {DimVector(x.sizes()), x.dtype()};
   }
-  static void compute(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
-    // Bring `dim` last and make rows contiguous (a view when it already is).
+  static void compute(const Tensor& out, const Tensor& x, int64_t dim, bool log, double scale, bool causal) {
     if (x.dim() > 0) dim = maybe_wrap_dim(dim, x.dim());
-    Tensor src = x.dim() == 0 ? x.reshape({1}) : x.transpose(dim, -1).contiguous();
-    Tensor dst = x.dim() == 0 ? out.view({1}) : out.transpose(dim, -1);
-    Tensor rows_out = dst.is_contiguous() ? dst : empty(src.sizes(), TensorOptions(out.dtype()).device(out.device()));
-    const int64_t n = src.size(-1);
-    const int64_t rows = n == 0 ? 0 : src.numel() / n;
     if (out.is_cuda()) {
-      if (rows > 0) kernels::cuda::softmax_rows(static_cast<uint8_t>(x.dtype()), src.data_ptr(), rows_out.data_ptr(), rows, n, log);
-    } else {
-      // Outputs larger than the last-level cache go straight to memory (Note in softmax_row_f32).
-      const bool stream = rows_out.nbytes() > kStreamingBytes;
-      cpu_kernels().run<&Softmax::kernel>(src.data_ptr(), rows_out.data_ptr(), rows, n, x.dtype(), log, stream);
+      // The GPU kernel takes plain rows: scale and mask first, as ops of their own.
+      Tensor s = scale == 1 ? x : x * scale;
+      if (causal) s = s.masked_fill(ones({x.size(-2), x.size(-1)}, TensorOptions(kBool).device(x.device())).triu(1), -INFINITY);
+      const Tensor src = rows_last(s, dim);
+      const int64_t n = src.size(-1), rows = n == 0 ? 0 : src.numel() / n;
+      write_rows(out, dim, [&](const Tensor& dst) {
+        if (rows > 0) kernels::cuda::softmax_rows(static_cast<uint8_t>(x.dtype()), src.data_ptr(), dst.data_ptr(), rows, n, log);
+      });
+      return;
     }
-    if (!rows_out.is_same(dst)) dst.copy_(rows_out);
+    const Tensor src = rows_last(x, dim);
+    const int64_t n = src.size(-1);
+    // Outputs larger than the last-level cache go straight to memory (SoftmaxRows::stream).
+    const SoftmaxRows r{n == 0 ? 0 : src.numel() / n, n, causal ? x.size(-2) : 0, scale, log, out.nbytes() > kStreamingBytes};
+    write_rows(out, dim, [&](const Tensor& dst) { cpu_kernels().run<&Softmax::kernel>(src.data_ptr(), dst.data_ptr(), r, x.dtype()); });
   }
-  /// `rows` contiguous rows of n elements from x into y; built once per target (Note [CPU kernel dispatch]).
-  static void kernel(const void* x, void* y, int64_t rows, int64_t n, Dtype dt, bool log, bool stream) {
+  /// The rows of x into y; built once per target (Note [CPU kernel dispatch]).
+  static void kernel(const void* x, void* y, SoftmaxRows r, Dtype dt) {
     dispatch(dt, "softmax", [&]<class T>() {
-      const T* px = static_cast<const T*>(x);
-      T* py = static_cast<T*>(y);
-      kernels::parallel_for(rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)),
-                            [&](int64_t b, int64_t e) {
-                              for (int64_t r = b; r < e; ++r) {
-                                if constexpr (std::is_same_v<T, float>) softmax_row_f32(px + r * n, py + r * n, n, log, stream);
-                                else softmax_row(px + r * n, py + r * n, n, log);
-                              }
-                              if (stream) kernels::stream_fence();  // streamed stores visible before the op returns
-                            });
+      if constexpr (!kernels::kRowDtype<T>) {
+        kernels::detail::unknown_kernel_dtype(dt);
+      } else {
+        const T* px = static_cast<const T*>(x);
+        T* py = static_cast<T*>(y);
+        kernels::parallel_for(r.rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.n, 1)), [&](int64_t b, int64_t e) {
+          kernels::RowScratch<compute_t<T>> in, tmp;
+          for (int64_t row = b; row < e; ++row) softmax_row(px + row * r.n, py + row * r.n, row, r, in, tmp);
+          if (r.stream) kernels::stream_fence();  // streamed stores visible before the op returns
+        });
+      }
     });
   }
-  static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {5 * x.numel(), x.nbytes(), out.nbytes()}; }
-  // softmax: dx = y·(g - Σ g·y); log_softmax: dx = g - softmax(x)·Σ g = g - exp(y)·Σ g: both read
-  // the output only.
+  // max, subtract, exp, sum, divide (or log-subtract); and the scale's multiply where it is not 1.
+  static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool, double scale, bool) {
+    return {(scale == 1 ? 5 : 6) * x.numel(), x.nbytes(), out.nbytes()};
+  }
+  // softmax: dx = s·y·(g − Σ g·y); log_softmax: dx = g − softmax(x)·Σ g = g − exp(y)·Σ g: both
+  // read the output only.
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{false}, true}; }
-  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, bool log) {
-    if (log) return {c.grad - exp(c.out) * sum(c.grad, {dim}, true)};
-    return {c.out * (c.grad - sum(c.grad * c.out, {dim}, true))};
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, bool log, double scale, bool) {
+    if (log) return {scale * (c.grad - exp(c.out) * sum(c.grad, {dim}, true))};
+    return {ops::apply<SoftmaxBackward>(c.grad.to(c.out.dtype()), c.out, x.dim() == 0 ? 0 : maybe_wrap_dim(dim, x.dim()), scale)};
+  }
+};
+
+/// softmax's gradient from its output: dx = s·y·(g − Σ g·y) along dim, one pass per row.
+struct SoftmaxBackward {
+  static constexpr std::string_view name = "softmax_backward";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& g, const Tensor& y, int64_t, double) {
+    TALLY_CHECK(g.sizes() == y.sizes() && g.dtype() == y.dtype(), "softmax_backward: gradient ", g.sizes(), " ", dtype_name(g.dtype()),
+                " for an output ", y.sizes(), " ", dtype_name(y.dtype()));
+    return {DimVector(y.sizes()), y.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& g, const Tensor& y, int64_t dim, double scale) {
+    if (out.is_cuda()) {
+      Tensor(out).copy_(scale * y * (g - sum(g * y, {dim}, true)));
+      return;
+    }
+    const Tensor gr = rows_last(g, dim), yr = rows_last(y, dim);
+    const int64_t n = yr.size(-1), rows = n == 0 ? 0 : yr.numel() / n;
+    write_rows(out, dim, [&](const Tensor& dst) {
+      cpu_kernels().run<&SoftmaxBackward::kernel>(gr.data_ptr(), yr.data_ptr(), dst.data_ptr(), rows, n, scale, y.dtype());
+    });
+  }
+  static void kernel(const void* g, const void* y, void* dx, int64_t rows, int64_t n, double scale, Dtype dt) {
+    dispatch(dt, name, [&]<class T>() {
+      if constexpr (!kernels::kRowDtype<T>) {
+        kernels::detail::unknown_kernel_dtype(dt);
+      } else {
+        kernels::parallel_for(rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+          kernels::RowScratch<compute_t<T>> gin, yin, res;
+          for (int64_t row = b; row < e; ++row)
+            softmax_backward_row(static_cast<const T*>(g) + row * n, static_cast<const T*>(y) + row * n, static_cast<T*>(dx) + row * n, n,
+                                 scale, gin, yin, res);
+        });
+      }
+    });
+  }
+  // g·y, its sum, g − Σ, ×y (4), and ×s where it is not 1.
+  static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& y, int64_t, double scale) {
+    return {(scale == 1 ? 4 : 5) * y.numel(), g.nbytes() + y.nbytes(), out.nbytes()};
   }
 };
 
 }  // namespace
 
 #if TALLY_PRIMARY_PASS
-Tensor softmax(const Tensor& x, int64_t dim) { return ops::apply<Softmax>(x, dim, false); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return ops::apply<Softmax>(x, dim, true); }
+Tensor softmax(const Tensor& x, int64_t dim) { return ops::apply<Softmax>(x, dim, false, 1.0, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return ops::apply<Softmax>(x, dim, true, 1.0, false); }
+Tensor attention_softmax(const Tensor& scores, double scale, bool is_causal) { return ops::apply<Softmax>(scores, int64_t{-1}, false, scale, is_causal); }
 Tensor Tensor::softmax(int64_t dim) const { return tally::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return tally::log_softmax(*this, dim); }
 
@@ -161,4 +229,4 @@ Tensor Tensor::log_softmax(int64_t dim) const { return tally::log_softmax(*this,
 
 }  // namespace tally
 
-TALLY_CPU_KERNELS(softmax, &Softmax::kernel)
+TALLY_CPU_KERNELS(softmax, &Softmax::kernel, &SoftmaxBackward::kernel)

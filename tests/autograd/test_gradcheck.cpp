@@ -80,6 +80,13 @@ std::multimap<std::string, Case> cases() {
   add("amin", "all", [](const TensorList& v) { return amin(v[0]); }, {leaf({3, 4})});
   add("softmax", "dim 0", [](const TensorList& v) { return softmax(v[0], 0); }, {leaf({3, 4}, "t")});
   add("softmax", "log", [](const TensorList& v) { return log_softmax(v[0], -1); }, {leaf({3, 4}, "s")});
+  add("softmax", "attention: scaled, causal", [](const TensorList& v) { return attention_softmax(v[0], 0.7, true); }, {leaf({2, 3, 4}, "t")});
+  add("layer_norm", "weight and bias, transposed", [](const TensorList& v) { return layer_norm(v[0], {3}, v[1], v[2], 1e-3); },
+      {leaf({4, 3}, "t"), leaf({3}), leaf({3})});
+  add("layer_norm", "two dims, no affine", [](const TensorList& v) { return layer_norm(v[0], {3, 4}); }, {leaf({2, 3, 4}, "s")});
+  add("layer_norm", "bias only", [](const TensorList& v) { return layer_norm(v[0], {4}, Tensor(), v[1]); }, {leaf({3, 4}), leaf({4})});
+  add("rms_norm", "weight, sliced", [](const TensorList& v) { return rms_norm(v[0], {4}, v[1], 1e-3); }, {leaf({3, 4}, "s"), leaf({4})});
+  add("rms_norm", "two dims, default eps", [](const TensorList& v) { return rms_norm(v[0], {3, 4}); }, {leaf({2, 3, 4}, "t")});
   add("addcmul", "broadcast", [](const TensorList& v) { return addcmul(v[0], v[1], v[2], 0.5); },
       {leaf({3, 4}), leaf({3, 4}, "t"), leaf({4})});
   add("addcdiv", "", [](const TensorList& v) { return addcdiv(v[0], v[1], v[2], -2); },

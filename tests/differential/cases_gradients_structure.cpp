@@ -80,6 +80,43 @@ void add_softmax(std::vector<Case>& cases) {
   }
 }
 
+// layer_norm and rms_norm with and without their affine parameters, over one and two dims, on
+// every layout; wide rows for the parallel kernels (and the weight gradient's partial sums);
+// bfloat16 against float32 arithmetic rounded once, which is how tally computes it.
+void add_norms(std::vector<Case>& cases) {
+  for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
+    const auto add = [&](Case c) {
+      c.float32_reference = dt == kBFloat16;
+      cases.push_back(std::move(c));
+    };
+    for (const InputSpec& spec : four_layouts(dt, "normal")) {
+      add(grad_case(kFamily, "layer_norm", {spec, in({5}, dt), in({5}, dt)}, {{"dims", 1}, {"eps", 1e-5}}));
+      add(grad_case(kFamily, "rms_norm", {spec, in({5}, dt)}, {{"dims", 1}, {"eps", 1e-6}}));
+      add(grad_case(kFamily, "layer_norm", {spec}, {{"dims", 2}, {"eps", 1e-3}}));
+      add(grad_case(kFamily, "rms_norm", {spec}, {{"dims", 2}, {"eps", 1e-3}}));
+    }
+    add(grad_case(kFamily, "layer_norm", {in({300, 301}, dt, "wide", Layout::Transposed), in({301}, dt), in({301}, dt)}, {{"dims", 1}, {"eps", 1e-5}}));
+    add(grad_case(kFamily, "rms_norm", {in({300, 301}, dt, "wide"), in({301}, dt, "normal", Layout::Sliced)}, {{"dims", 1}, {"eps", 1e-5}}));
+  }
+}
+
+// Attention's probabilities: scaled, with and without the causal mask, square and not (more
+// queries than keys, and fewer), in every layout.
+void add_attention_softmax(std::vector<Case>& cases) {
+  for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
+    const auto add = [&](InputSpec spec, double scale, bool causal) {
+      Case c = grad_case(kFamily, "attention_softmax", {std::move(spec)}, {{"scale", scale}, {"causal", causal}});
+      c.float32_reference = dt == kBFloat16;
+      cases.push_back(std::move(c));
+    };
+    for (const InputSpec& spec : four_layouts(dt, "normal")) add(spec, 0.125, true);
+    add(in({2, 6, 6}, dt), 2.0, false);
+    add(in({2, 7, 5}, dt, "normal", Layout::Transposed), 0.5, true);
+    add(in({2, 4, 9}, dt, "normal", Layout::Sliced), 0.5, true);
+    add(in({16, 64, 64}, dt, "wide"), 0.125, true);  // rows enough for both threads
+  }
+}
+
 void add_joins(std::vector<Case>& cases) {
   for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
     cases.push_back(grad_case(kFamily, "cat", {in({2, 4, 5}, dt, "normal", Layout::Transposed), in({3, 4, 5}, dt, "normal", Layout::Sliced)},
@@ -174,6 +211,8 @@ std::vector<Case> gradient_structure_cases() {
   std::vector<Case> cases;
   add_reductions(cases);
   add_softmax(cases);
+  add_norms(cases);
+  add_attention_softmax(cases);
   add_joins(cases);
   add_matmul(cases);
   add_triangles(cases);

@@ -189,6 +189,16 @@ const std::map<std::string, OpFn>& table() {
        }},
       {"softmax", [](auto& v, auto&, const Json& a) -> Outs { return {softmax(v[0], a["dim"].get<int64_t>())}; }},
       {"log_softmax", [](auto& v, auto&, const Json& a) -> Outs { return {log_softmax(v[0], a["dim"].get<int64_t>())}; }},
+      {"attention_softmax",
+       [](auto& v, auto&, const Json& a) -> Outs { return {attention_softmax(v[0], a["scale"].get<double>(), a["causal"].get<bool>())}; }},
+      // A norm's inputs: x, then the weight and the bias where the case has them.
+      {"layer_norm", [](auto& v, auto&, const Json& a) -> Outs {
+         return {nn::F::layer_norm(v[0], a["dims"].get<int64_t>(), v.size() > 1 ? v[1] : Tensor(), v.size() > 2 ? v[2] : Tensor(),
+                                   a["eps"].get<double>())};
+       }},
+      {"rms_norm", [](auto& v, auto&, const Json& a) -> Outs {
+         return {nn::F::rms_norm(v[0], a["dims"].get<int64_t>(), v.size() > 1 ? v[1] : Tensor(), a["eps"].get<double>())};
+       }},
       // structure
       {"cat", [](auto& v, auto&, const Json& a) -> Outs { return {cat(v, a["dim"].get<int64_t>())}; }},
       {"stack", [](auto& v, auto&, const Json& a) -> Outs { return {stack(v, a["dim"].get<int64_t>())}; }},

@@ -258,6 +258,9 @@ OPS = {
     "min_dim": pair("min"),
     "softmax": lambda v, b, a: [torch.softmax(v[0], a["dim"])],
     "log_softmax": lambda v, b, a: [torch.log_softmax(v[0], a["dim"])],
+    "attention_softmax": lambda v, b, a: [attention_softmax(v[0], a["scale"], a["causal"])],
+    "layer_norm": lambda v, b, a: [F.layer_norm(v[0], v[0].shape[-a["dims"]:], *v[1:], eps=a["eps"])],
+    "rms_norm": lambda v, b, a: [rms_norm(v[0], a["dims"], v[1] if len(v) > 1 else None, a["eps"])],
     # structure
     "cat": lambda v, b, a: [torch.cat(v, a["dim"])],
     "stack": lambda v, b, a: [torch.stack(v, a["dim"])],
@@ -289,6 +292,20 @@ def save(path, t):
     else:
         arr = t.numpy()
     np.save(path, arr)
+
+
+def attention_softmax(x, scale, causal):
+    """softmax(scale·x) over the last dim, with PyTorch's is_causal mask (upper-left triangle)."""
+    s = x * scale
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, -1)
+
+
+def rms_norm(x, dims, weight, eps):
+    """torch.nn.functional.rms_norm, which torch 1.13 lacks."""
+    y = x * torch.rsqrt(x.pow(2).mean(tuple(range(-dims, 0)), keepdim=True) + eps)
+    return y * weight if weight is not None else y
 
 
 def upcast_dtype(views, error):

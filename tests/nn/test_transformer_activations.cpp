@@ -19,20 +19,19 @@ TEST(TransformerActivations, EqualTheFormulaFromTheShapes) {
   Tensor loss = model.loss(ids, targets);
 
   // What each rule reads (Note [Saved tensors] in ops/apply.h), in float32 elements:
-  // LayerNorm (composite): the centered input [N, d], 1/√(var + eps) [N, 1], the normalised
-  //   input [N, d] (for the weight's gradient) and the two 1/d scalars its means divide by.
-  const int64_t layer_norm = 2 * N * d + N + 2;
+  // LayerNorm (one op): its input [N, d], from which backward recomputes mean and 1/σ.
+  const int64_t layer_norm = N * d;
   // A block: LayerNorm; the qkv input [N, d]; the packed q, k, v [N, 3d] (the score and value
-  // matmuls read them); the 1/√d_head scalar; the softmax output [b, h, T, T]; the heads'
-  // output re-laid as [N, d] (the projection's input); LayerNorm; the MLP input [N, d], the GELU
-  // input [N, 4d] and the GELU output [N, 4d] (the second layer's input).
-  const int64_t block = layer_norm + N * d + 3 * N * d + 1 + b * h * T * T + N * d + layer_norm + N * d + 4 * N * d + 4 * N * d;
+  // matmuls read them); the attention probabilities [b, h, T, T] (scale and causal mask are
+  // applied inside their softmax, so nothing else); the heads' output re-laid as [N, d] (the
+  // projection's input); LayerNorm; the MLP input [N, d], the GELU input [N, 4d] and the GELU
+  // output [N, 4d] (the second layer's input).
+  const int64_t block = layer_norm + N * d + 3 * N * d + b * h * T * T + N * d + layer_norm + N * d + 4 * N * d + 4 * N * d;
   // The head: the final LayerNorm, the lm_head matmul's input [N, d] (the tied embedding needs its
   // gradient) and the logits [N, V] cross-entropy recomputes its softmax from.
   const int64_t head = layer_norm + N * d + N * V;
-  // Besides the floats: each block's causal mask [T, T] (bool, read by masked_fill) and the token
-  // ids and targets (int64, read by the embedding's and the loss's rules).
-  const int64_t bytes = 4 * (L * block + head) + L * T * T + 8 * N + 8 * N;
+  // Besides the floats: the token ids and targets (int64, read by the embedding's and the loss's rules).
+  const int64_t bytes = 4 * (L * block + head) + 8 * N + 8 * N;
   EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::Activations), bytes);
   EXPECT_EQ(tracker.peak_allocated_bytes(MemoryCategory::Activations), bytes);
   loss.backward();

@@ -1,0 +1,352 @@
+// layer_norm and rms_norm as one op each over rows of the normalized size n, with their
+// backward as two more ops (the input's gradient; the weight's). Each kernel reads a row once
+// from memory and does its passes (mean, squared deviations, output) while the row sits in
+// cache, where the same maths composed of elementwise ops makes about ten passes forward and
+// twenty backward. Nothing but the input is kept for backward: mean and 1/σ are recomputed per
+// row there, which costs a pass over a row in cache instead of two tensors of activations.
+//
+// Per row, with x̂ = (x − μ)·r, r = 1/√(σ² + ε) (μ = 0 for rms_norm), y = x̂·w + b,
+// and gw = g·w:
+//   ∂x = r·(gw − mean(gw) − x̂·mean(gw·x̂))      (rms_norm: without the mean(gw) term)
+//   ∂w = Σ_rows g·x̂,   ∂b = Σ_rows g.
+// On the GPU, where no fused kernel is written yet, the same rules run as elementwise ops.
+
+#include "tally/ops/normalization.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tally/dtype/finfo.h"
+#include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cpu/parallel.h"
+#include "tally/kernels/cpu/rows.h"
+#include "tally/ops/apply.h"
+#include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+#include "tally/ops/reduce.h"
+
+namespace tally {
+
+namespace {
+
+/// What a kernel is told: `rows` contiguous rows of n elements, and ε.
+struct NormRows {
+  int64_t rows = 0;
+  int64_t n = 0;
+  double eps = 0;
+};
+
+/// A row's mean (0 without centering) and 1/√(σ² + ε), in its compute type.
+template <class C>
+struct RowStats {
+  C mean;
+  C rstd;
+};
+
+template <bool kCenter, class C>
+RowStats<C> row_stats(const C* x, const NormRows& r) {
+  using L = kernels::RowLanes<C>;
+  using namespace kernels;
+  const C mean = kCenter ? row_sum<C>(r.n, [&](int64_t i, int64_t m) { return L::load(x + i, m); }) / static_cast<C>(r.n) : C(0);
+  // Deviations from the mean, not E[x²] − μ²: no cancellation on rows far from zero.
+  const auto vmean = L::splat(mean);
+  const C var = row_sum<C>(r.n, [&](int64_t i, int64_t m) {
+                  const auto d = sub(L::load(x + i, m), vmean);
+                  return mul(d, d);
+                }) /
+                static_cast<C>(r.n);
+  return {mean, static_cast<C>(1.0 / std::sqrt(static_cast<double>(var) + r.eps))};
+}
+
+/// Rows per parallel piece: about one elementwise grain of elements.
+int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)); }
+
+/// The last `dims` sizes of x: a norm's normalized shape.
+IntArrayRef trailing(const Tensor& x, int64_t dims) { return {x.sizes().data() + (x.dim() - dims), static_cast<size_t>(dims)}; }
+
+/// A norm's sizes: the last `dims` dims of x are a row.
+NormRows rows_of(const Tensor& x, int64_t dims, std::optional<double> eps) {
+  int64_t n = 1;
+  for (int64_t d = x.dim() - dims; d < x.dim(); ++d) n *= x.size(d);
+  return {n == 0 ? 0 : x.numel() / n, n, eps.value_or(finfo(x.dtype()).eps)};
+}
+
+/// The dims before the normalized ones.
+DimVector leading_dims(const Tensor& x, int64_t dims) {
+  DimVector lead;
+  for (int64_t d = 0; d < x.dim() - dims; ++d) lead.push_back(d);
+  return lead;
+}
+
+/// A weight or bias in the kernels' compute type (float64 for float64, float32 otherwise), contiguous.
+Tensor in_compute_type(const Tensor& t) {
+  if (!t.defined()) return t;
+  return t.to(t.dtype() == kFloat64 ? kFloat64 : kFloat32).contiguous();
+}
+const void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+
+/// The rules above as elementwise ops, for devices without the fused kernels: x̂, and the mean
+/// and 1/σ it came from.
+struct Composed {
+  Tensor xhat, rstd;
+  Composed(const Tensor& x, int64_t dims, double eps, bool center) {
+    const DimVector d = last(x, dims);
+    const Tensor centered = center ? x - x.mean(d, true) : x;
+    rstd = rsqrt(square(centered).mean(d, true) + eps);
+    xhat = centered * rstd;
+  }
+  static DimVector last(const Tensor& x, int64_t dims) {
+    DimVector d;
+    for (int64_t i = x.dim() - dims; i < x.dim(); ++i) d.push_back(i);
+    return d;
+  }
+};
+
+template <bool kRms>
+struct NormBackward;
+template <bool kRms>
+struct NormWeightGrad;
+
+/// layer_norm (kRms false) or rms_norm (true) over the last `dims` dims.
+template <bool kRms>
+struct Norm {
+  static constexpr std::string_view name = kRms ? "rms_norm" : "layer_norm";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t dims, std::optional<double>) {
+    TALLY_CHECK_TYPE_ERROR(x.is_floating_point() && !is_float8(x.dtype()), "\"", name, "\" not implemented for '", dtype_name(x.dtype()), "'");
+    TALLY_CHECK(dims >= 1 && dims <= x.dim(), name, ": cannot normalise over the last ", dims, " dims of a tensor of shape ", x.sizes());
+    for (const Tensor* p : {&weight, &bias}) {
+      if (!p->defined()) continue;
+      TALLY_CHECK(p->dim() == dims && p->sizes() == trailing(x, dims), name, ": ",
+                  p == &weight ? "weight" : "bias", " of shape ", p->sizes(), " does not match the normalized shape of input ", x.sizes());
+      TALLY_CHECK_TYPE_ERROR(p->dtype() == x.dtype(), name, ": expected ", p == &weight ? "weight" : "bias", " of dtype ",
+                             dtype_name(x.dtype()), " like the input, got ", dtype_name(p->dtype()));
+    }
+    return {DimVector(x.sizes()), x.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t dims, std::optional<double> eps) {
+    const NormRows r = rows_of(x, dims, eps);
+    if (!out.is_cpu()) {
+      const Composed c(x, dims, r.eps, !kRms);
+      Tensor y = weight.defined() ? c.xhat * weight : c.xhat;
+      Tensor(out).copy_(bias.defined() ? y + bias : y);
+      return;
+    }
+    const Tensor xc = x.contiguous(), w = in_compute_type(weight), b = in_compute_type(bias);
+    cpu_kernels().run<&Norm::kernel>(xc.data_ptr(), ptr_or_null(w), ptr_or_null(b), out.data_ptr(), r, x.dtype());
+  }
+  /// y for `r.rows` contiguous rows; w and b in the compute type, or null. Built once per target
+  /// (Note [CPU kernel dispatch]).
+  static void kernel(const void* x, const void* w, const void* b, void* y, NormRows r, Dtype dt) {
+    dispatch(dt, name, [&]<class T>() {
+      if constexpr (!kernels::kRowDtype<T>) {
+        kernels::detail::unknown_kernel_dtype(dt);
+      } else {
+        using C = compute_t<T>;
+        using L = kernels::RowLanes<C>;
+        using namespace kernels;
+        const C* pw = static_cast<const C*>(w);
+        const C* pb = static_cast<const C*>(b);
+        parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
+          RowScratch<C> in, res;
+          for (int64_t row = begin; row < end; ++row) {
+            const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, in.reserve(r.n), r.n);
+            T* yrow = static_cast<T*>(y) + row * r.n;
+            C* yr = out_row(yrow, res.reserve(r.n));
+            const RowStats<C> s = row_stats<!kRms>(xr, r);
+            const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
+            for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
+              auto v = mul(sub(L::load(xr + i, m), vmean), vrstd);
+              if (pw) v = mul(v, L::load(pw + i, m));
+              if (pb) v = add(v, L::load(pb + i, m));
+              L::store(yr + i, v, m);
+            });
+            narrow_row(yr, yrow, r.n);
+          }
+        });
+      }
+    });
+  }
+  // Per element: layer_norm Σx, x − μ, (x − μ)², Σ, ×r (5); rms_norm x², Σ, ×r (3); then ×w, +b.
+  static ops::Cost cost(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t, std::optional<double>) {
+    const int64_t per = (kRms ? 3 : 5) + (weight.defined() ? 1 : 0) + (bias.defined() ? 1 : 0);
+    return {per * x.numel(), x.nbytes() + (weight.defined() ? weight.nbytes() : 0) + (bias.defined() ? bias.nbytes() : 0), out.nbytes()};
+  }
+  // Backward recomputes the statistics from the input: it keeps x (and w for ∂x), never y or b.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) {
+    const bool dx = needs.size() > 0 && needs[0], dw = needs.size() > 1 && needs[1];
+    return {{dx || dw, dx, false}, false};
+  }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, const Tensor& weight, const Tensor&, int64_t dims,
+                             std::optional<double> eps) {
+    const Tensor g = c.grad.to(x.dtype());
+    TensorList grads(3);
+    if (c.needs_grad(0)) grads[0] = ops::apply<NormBackward<kRms>>(g, x, weight, dims, eps);
+    if (c.needs_grad(1)) grads[1] = ops::apply<NormWeightGrad<kRms>>(g, x, dims, eps);
+    if (c.needs_grad(2)) {
+      const DimVector lead = leading_dims(x, dims);
+      grads[2] = lead.empty() ? g : sum(g, lead);
+    }
+    return grads;
+  }
+};
+
+/// ∂x of a norm, for the incoming gradient g.
+template <bool kRms>
+struct NormBackward {
+  static constexpr std::string_view name = kRms ? "rms_norm_backward" : "layer_norm_backward";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& g, const Tensor& x, const Tensor&, int64_t, std::optional<double>) {
+    TALLY_CHECK(g.sizes() == x.sizes() && g.dtype() == x.dtype(), name, ": gradient ", g.sizes(), " ", dtype_name(g.dtype()),
+                " for an input ", x.sizes(), " ", dtype_name(x.dtype()));
+    return {DimVector(x.sizes()), x.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t dims, std::optional<double> eps) {
+    const NormRows r = rows_of(x, dims, eps);
+    if (!out.is_cpu()) {
+      const Composed c(x, dims, r.eps, !kRms);
+      const DimVector d = Composed::last(x, dims);
+      const Tensor gw = weight.defined() ? g * weight : g;
+      Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
+      if (!kRms) inner = inner - gw.mean(d, true);
+      Tensor(out).copy_(c.rstd * inner);
+      return;
+    }
+    const Tensor gc = g.contiguous(), xc = x.contiguous(), w = in_compute_type(weight);
+    cpu_kernels().run<&NormBackward::kernel>(gc.data_ptr(), xc.data_ptr(), ptr_or_null(w), out.data_ptr(), r, x.dtype());
+  }
+  static void kernel(const void* g, const void* x, const void* w, void* dx, NormRows r, Dtype dt) {
+    dispatch(dt, name, [&]<class T>() {
+      if constexpr (!kernels::kRowDtype<T>) {
+        kernels::detail::unknown_kernel_dtype(dt);
+      } else {
+        using C = compute_t<T>;
+        using L = kernels::RowLanes<C>;
+        using namespace kernels;
+        const C* pw = static_cast<const C*>(w);
+        parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
+          RowScratch<C> xin, gin, res;
+          for (int64_t row = begin; row < end; ++row) {
+            const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin.reserve(r.n), r.n);
+            const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin.reserve(r.n), r.n);
+            T* dxrow = static_cast<T*>(dx) + row * r.n;
+            C* dr = out_row(dxrow, res.reserve(r.n));
+            const RowStats<C> s = row_stats<!kRms>(xr, r);
+            const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
+            auto xhat = [&](int64_t i, int64_t m) { return mul(sub(L::load(xr + i, m), vmean), vrstd); };
+            auto gw = [&](int64_t i, int64_t m) { return pw ? mul(L::load(gr + i, m), L::load(pw + i, m)) : L::load(gr + i, m); };
+            const C inv_n = C(1) / static_cast<C>(r.n);
+            const C a = kRms ? C(0) : row_sum<C>(r.n, gw) * inv_n;
+            const C b = row_sum<C>(r.n, [&](int64_t i, int64_t m) { return mul(gw(i, m), xhat(i, m)); }) * inv_n;
+            const auto va = L::splat(a), vb = L::splat(b);
+            for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(dr + i, mul(vrstd, sub(sub(gw(i, m), va), mul(xhat(i, m), vb))), m); });
+            narrow_row(dr, dxrow, r.n);
+          }
+        });
+      }
+    });
+  }
+  // The statistics again (layer_norm 4, rms_norm 2), x̂ (2 or 1), g·w, Σgw (layer_norm), gw·x̂
+  // and its Σ (2), then r·(gw − a − x̂·b) (4, rms_norm 3).
+  static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t, std::optional<double>) {
+    const int64_t per = (kRms ? 8 : 13) + (weight.defined() ? 1 : 0);
+    return {per * x.numel(), g.nbytes() + x.nbytes() + (weight.defined() ? weight.nbytes() : 0), out.nbytes()};
+  }
+};
+
+/// ∂w of a norm: Σ over rows of g·x̂, in the input's dtype.
+template <bool kRms>
+struct NormWeightGrad {
+  static constexpr std::string_view name = kRms ? "rms_norm_backward_weight" : "layer_norm_backward_weight";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& g, const Tensor& x, int64_t dims, std::optional<double>) {
+    TALLY_CHECK(g.sizes() == x.sizes() && g.dtype() == x.dtype(), name, ": gradient ", g.sizes(), " ", dtype_name(g.dtype()),
+                " for an input ", x.sizes(), " ", dtype_name(x.dtype()));
+    return {DimVector(trailing(x, dims)), x.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& g, const Tensor& x, int64_t dims, std::optional<double> eps) {
+    const NormRows r = rows_of(x, dims, eps);
+    const DimVector lead = leading_dims(x, dims);
+    if (!out.is_cpu()) {
+      const Tensor gx = g * Composed(x, dims, r.eps, !kRms).xhat;
+      Tensor(out).copy_(lead.empty() ? gx : sum(gx, lead));
+      return;
+    }
+    // Each piece of rows sums into its own row of partial sums, in the compute type; the pieces'
+    // rows are added at the end, so the result does not depend on which thread ran which rows.
+    const int64_t pieces = std::clamp<int64_t>(r.rows * r.n / kernels::kElementwiseGrain, 1, std::min<int64_t>(r.rows, 2 * kernels::num_threads()));
+    const Tensor partial = empty({pieces, r.n}, TensorOptions(x.dtype() == kFloat64 ? kFloat64 : kFloat32));
+    const Tensor gc = g.contiguous(), xc = x.contiguous();
+    cpu_kernels().run<&NormWeightGrad::kernel>(gc.data_ptr(), xc.data_ptr(), partial.data_ptr(), pieces, r, x.dtype());
+    Tensor(out).copy_(partial.sum({0}).view(out.sizes()));
+  }
+  static void kernel(const void* g, const void* x, void* partial, int64_t pieces, NormRows r, Dtype dt) {
+    dispatch(dt, name, [&]<class T>() {
+      if constexpr (!kernels::kRowDtype<T>) {
+        kernels::detail::unknown_kernel_dtype(dt);
+      } else {
+        using C = compute_t<T>;
+        using L = kernels::RowLanes<C>;
+        using namespace kernels;
+        parallel_for(pieces, 1, [&](int64_t begin, int64_t end) {
+          RowScratch<C> xin, gin;
+          for (int64_t p = begin; p < end; ++p) {
+            C* acc = static_cast<C*>(partial) + p * r.n;
+            for (int64_t i = 0; i < r.n; ++i) acc[i] = C(0);
+            for (int64_t row = r.rows * p / pieces; row < r.rows * (p + 1) / pieces; ++row) {
+              const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin.reserve(r.n), r.n);
+              const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin.reserve(r.n), r.n);
+              const RowStats<C> s = row_stats<!kRms>(xr, r);
+              const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
+              for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
+                L::store(acc + i, add(L::load(acc + i, m), mul(L::load(gr + i, m), mul(sub(L::load(xr + i, m), vmean), vrstd))), m);
+              });
+            }
+          }
+        });
+      }
+    });
+  }
+  // The statistics again (layer_norm 4, rms_norm 2), x̂ (2 or 1), g·x̂ and its sum over rows (2).
+  static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& x, int64_t, std::optional<double>) {
+    return {(kRms ? 5 : 8) * x.numel(), g.nbytes() + x.nbytes(), out.nbytes()};
+  }
+};
+
+/// The dtype a norm runs in: its defined tensors' promoted dtype, as the elementwise ops would give.
+Dtype norm_dtype(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  Dtype d = x.dtype();
+  for (const Tensor* p : {&weight, &bias})
+    if (p->defined()) d = promote_types(d, p->dtype());
+  return d;
+}
+Tensor as(const Tensor& t, Dtype d) { return t.defined() && t.dtype() != d ? t.to(d) : t; }
+
+/// PyTorch's check that normalized_shape is the input's trailing shape; returns its length.
+int64_t normalized_dims(const char* op, const Tensor& x, IntArrayRef shape) {
+  const auto n = static_cast<int64_t>(shape.size());
+  TALLY_CHECK(n >= 1 && n <= x.dim() && trailing(x, n) == shape, op, ": given normalized_shape=", shape,
+              ", expected input with shape [*, ", shape, "], but got input of size ", x.sizes());
+  return n;
+}
+
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  const int64_t dims = normalized_dims("layer_norm", input, normalized_shape);
+  const Dtype d = norm_dtype(input, weight, bias);
+  return ops::apply<Norm<false>>(as(input, d), as(weight, d), as(bias, d), dims, std::optional<double>(eps));
+}
+
+Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, std::optional<double> eps) {
+  const int64_t dims = normalized_dims("rms_norm", input, normalized_shape);
+  const Dtype d = norm_dtype(input, weight, Tensor());
+  return ops::apply<Norm<true>>(as(input, d), as(weight, d), Tensor(), dims, eps);
+}
+#endif  // TALLY_PRIMARY_PASS
+
+}  // namespace tally
+
+TALLY_CPU_KERNELS(normalization, &Norm<false>::kernel, &Norm<true>::kernel, &NormBackward<false>::kernel, &NormBackward<true>::kernel,
+                  &NormWeightGrad<false>::kernel, &NormWeightGrad<true>::kernel)

@@ -22,6 +22,17 @@ void convert_kernel(const kernels::StridedLoop<2>& loop, Dtype to, Dtype from) {
     dispatch(from, "copy_", [&]<class TI>() {
       loop.for_each([&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
         int64_t i = 0;
+        if constexpr (std::is_same_v<TO, TI>) {
+          // Re-striding without conversion (contiguous() of a view): the bits move as they are,
+          // a run at a time where both sides are dense.
+          using Bits = kernels::BitsOf<TO>;
+          if (s[0] == sizeof(TO) && s[1] == sizeof(TI)) {
+            std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(TO));
+          } else {
+            for (; i < n; ++i) *reinterpret_cast<Bits*>(p[0] + i * s[0]) = *reinterpret_cast<const Bits*>(p[1] + i * s[1]);
+          }
+          return;
+        }
         if (s[0] == sizeof(TO) && s[1] == sizeof(TI)) {
           // The casts mixed precision makes all the time (float32 to and from bfloat16 or float16),
           // 16 lanes at a time; rounding as the scalar conversion's.
@@ -128,10 +139,16 @@ struct Fill {
         kernels::cuda::fill(ops::cuda_launch<1>(out, {}), bytes);
         return;
       }
+      // The value's bits, filled as an unsigned integer of its size: a plain store the compiler
+      // vectorises (a 16-bit float's assignment is not), and a memset for zeros.
+      using Bits = kernels::BitsOf<T>;
+      Bits bits;
+      std::memcpy(&bits, &v, sizeof(T));
       kernels::StridedLoop<1> loop(out.sizes(), {static_cast<char*>(out.data_ptr())}, {out.strides()}, {out.element_size()});
       loop.for_each([&](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
-        if (s[0] == sizeof(T)) std::fill_n(reinterpret_cast<T*>(p[0]), n, v);
-        else for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = v;
+        if (s[0] == sizeof(T) && bits == 0) std::memset(p[0], 0, static_cast<size_t>(n) * sizeof(T));
+        else if (s[0] == sizeof(T)) std::fill_n(reinterpret_cast<Bits*>(p[0]), n, bits);
+        else for (int64_t i = 0; i < n; ++i) *reinterpret_cast<Bits*>(p[0] + i * s[0]) = bits;
       });
     });
   }

@@ -50,6 +50,11 @@ kernels::cuda::Matrix cuda_operand(Tensor& t, int64_t& batch_stride, int64_t row
 /// Make `t`'s last two dims column-major (FP8 tensor cores read B that way).
 Tensor column_major(const Tensor& t) { return t.transpose(-1, -2).contiguous().transpose(-1, -2); }
 
+/// `t` with its batch dims packed, each matrix keeping its orientation: a column-major matrix
+/// (a transposed view, as kᵀ in attention's scores) is copied column-major, so the copy moves
+/// whole columns instead of transposing element by element, and the product reads it as it did.
+Tensor packed(const Tensor& t) { return t.stride(-1) != 1 && t.stride(-2) == 1 ? column_major(t) : t.contiguous(); }
+
 /// matmul's shape rule: vectors promoted to matrices, the batch dims broadcast.
 struct MatmulShape {
   int64_t n, k, m;
@@ -99,9 +104,9 @@ struct Matmul {
     Tensor x = (a.dim() == 1 ? a.unsqueeze(0) : a).expand(shape.with(n, k));
     Tensor y = (b.dim() == 1 ? b.unsqueeze(1) : b).expand(shape.with(k, m));
     auto xs = merged_batch_stride(x, nbatch);
-    if (!xs) { x = x.contiguous(); xs = n * k; }
+    if (!xs) { x = packed(x); xs = n * k; }
     auto ys = merged_batch_stride(y, nbatch);
-    if (!ys) { y = y.contiguous(); ys = k * m; }
+    if (!ys) { y = packed(y); ys = k * m; }
     const int64_t nb = geometry::numel(shape.batch);
     Tensor full = out.view(shape.with(n, m));
     if (out.is_cuda()) {

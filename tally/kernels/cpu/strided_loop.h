@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 
 #include "tally/core/int_array_ref.h"
@@ -17,6 +18,12 @@
 
 namespace tally::kernels {
 inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
+
+/// The unsigned integer with T's size: T's bits, moved or filled without T's own conversions.
+template <class T>
+using BitsOf = std::conditional_t<sizeof(T) == 1, uint8_t,
+                                  std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+static_assert(sizeof(BitsOf<double>) == 8);
 
 /// Operands of an N-operand loop, after dimension ordering and merging. Strides are in bytes.
 template <size_t N>

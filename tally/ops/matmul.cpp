@@ -107,14 +107,23 @@ struct Matmul {
     if (!xs) { x = packed(x); xs = n * k; }
     auto ys = merged_batch_stride(y, nbatch);
     if (!ys) { y = packed(y); ys = k * m; }
-    const int64_t nb = geometry::numel(shape.batch);
+    int64_t nb = geometry::numel(shape.batch), rows = n, row_stride = x.stride(-2);
+    // A batch of dense row-major x against one shared y (a layer's weight) is one product of
+    // nb·n rows: one large GEMM instead of nb small ones with the same right-hand side. (cuBLASLt
+    // is given the strided batch as it is.)
+    if (nb > 1 && !out.is_cuda() && *ys == 0 && x.stride(-1) == 1 && *xs == n * k && (n == 1 || x.stride(-2) == k)) {
+      rows = nb * n;
+      row_stride = k;
+      nb = 1;
+      xs = 0;
+    }
     Tensor full = out.view(shape.with(n, m));
     if (out.is_cuda()) {
       const kernels::cuda::Matrix ma = cuda_operand(x, *xs, n, k), mb = cuda_operand(y, *ys, k, m);
       kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(out.dtype()), nb, n, m, k, ma, mb,
                             full.data_ptr(), nullptr, nullptr, cuda::allow_tf32());
     } else {
-      kernels::matmul(a.dtype(), nb, n, m, k, {x.data_ptr(), *xs, x.stride(-2), x.stride(-1)},
+      kernels::matmul(a.dtype(), nb, rows, m, k, {x.data_ptr(), *xs, row_stride, x.stride(-1)},
                       {y.data_ptr(), *ys, y.stride(-2), y.stride(-1)}, full.data_ptr());
     }
   }
@@ -135,7 +144,15 @@ struct Matmul {
     Tensor g = c.grad.reshape(out_sizes);
     TensorList grads(2);
     if (c.needs_grad(0)) grads[0] = sum_to_size(matmul(g, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes());
-    if (c.needs_grad(1)) grads[1] = sum_to_size(matmul(a2.transpose(-1, -2), g), b2.sizes()).reshape(b.sizes());
+    if (c.needs_grad(1)) {
+      if (b2.dim() == 2 && a2.dim() > 2) {
+        // A weight shared by every matrix of the batch: its gradient is one product over all the
+        // batch's rows (K × nb·n by nb·n × N), not nb products summed afterwards.
+        grads[1] = matmul(a2.reshape({-1, a2.size(-1)}).transpose(0, 1), g.reshape({-1, g.size(-1)})).reshape(b.sizes());
+      } else {
+        grads[1] = sum_to_size(matmul(a2.transpose(-1, -2), g), b2.sizes()).reshape(b.sizes());
+      }
+    }
     return grads;
   }
 };

@@ -14,6 +14,7 @@
 
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/parallel.h"
+#include "tally/kernels/cpu/rows.h"
 #include "tally/kernels/cpu/vec_math.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/elementwise.h"
@@ -83,11 +84,6 @@ struct RowTargets {
   double smoothing;
 };
 
-/// The dtypes the row kernels take (dispatch_floating's, float8 excluded).
-template <class T>
-constexpr bool kRowElement = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
-                             std::is_same_v<T, BFloat16>;
-
 /// dst = scale·(exp(x − lse) − off) over a row: softmax minus the smoothing share, scaled.
 template <class T>
 void softmax_minus(const T* x, T* dst, int64_t n, double lse, double scale, double off) {
@@ -153,27 +149,23 @@ struct CrossEntropyBackward {
   /// dx for `r.n` contiguous rows; built once per target (Note [CPU kernel dispatch]).
   static void kernel(const void* x, void* out, Rows r, RowTargets rt, Dtype dt) {
     const double per_class = rt.smoothing / static_cast<double>(r.c);
-    dispatch(dt, name, [&]<class T>() {
-      if constexpr (!kRowElement<T>) {
-        kernels::detail::unknown_kernel_dtype(dt);
-      } else {
-        const T* px = static_cast<const T*>(x);
-        T* po = static_cast<T*>(out);
-        kernels::parallel_for(r.n, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.c, 1)), [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) {
-            const int64_t ti = rt.target[i];
-            T* dst = po + i * r.c;
-            if (ti == rt.ignore_index) {
-              for (int64_t c = 0; c < r.c; ++c) dst[c] = cast_to<T>(0.0f);
-              continue;
-            }
-            const double scale = rt.per_row ? rt.per_row[i] : rt.scale;
-            const T* row = px + i * r.c;
-            softmax_minus(row, dst, r.c, row_stats(row, r.c).lse, scale, per_class);
-            dst[ti] = cast_to<T>(static_cast<compute_t<T>>(dst[ti]) - static_cast<compute_t<T>>(scale * (1.0 - rt.smoothing)));
+    kernels::dispatch_rows(dt, name, [&]<class T>() {
+      const T* px = static_cast<const T*>(x);
+      T* po = static_cast<T*>(out);
+      kernels::parallel_for(r.n, kernels::row_grain(r.c), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const int64_t ti = rt.target[i];
+          T* dst = po + i * r.c;
+          if (ti == rt.ignore_index) {
+            for (int64_t c = 0; c < r.c; ++c) dst[c] = cast_to<T>(0.0f);
+            continue;
           }
-        });
-      }
+          const double scale = rt.per_row ? rt.per_row[i] : rt.scale;
+          const T* row = px + i * r.c;
+          softmax_minus(row, dst, r.c, row_stats(row, r.c).lse, scale, per_class);
+          dst[ti] = cast_to<T>(static_cast<compute_t<T>>(dst[ti]) - static_cast<compute_t<T>>(scale * (1.0 - rt.smoothing)));
+        }
+      });
     });
   }
   // Recompute the row's log-sum-exp (max, exp, add: 3), then exp(x − L) − ε/C scaled (sub, exp, sub, mul: 4).
@@ -212,22 +204,18 @@ struct CrossEntropy {
   }
   /// Each counted row's loss into `losses` (ignored rows are left alone); built once per target.
   static void kernel(const void* x, double* losses, Rows r, RowTargets rt, Dtype dt) {
-    dispatch(dt, name, [&]<class T>() {
-      if constexpr (!kRowElement<T>) {
-        kernels::detail::unknown_kernel_dtype(dt);
-      } else {
-        const T* px = static_cast<const T*>(x);
-        kernels::parallel_for(r.n, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.c, 1)), [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) {
-            const int64_t ti = rt.target[i];
-            if (ti == rt.ignore_index) continue;
-            const T* row = px + i * r.c;
-            const RowStats st = row_stats(row, r.c);
-            const double nll = st.lse - static_cast<double>(static_cast<compute_t<T>>(row[ti]));
-            losses[i] = (1.0 - rt.smoothing) * nll + rt.smoothing * (st.lse - st.sum / static_cast<double>(r.c));
-          }
-        });
-      }
+    kernels::dispatch_rows(dt, name, [&]<class T>() {
+      const T* px = static_cast<const T*>(x);
+      kernels::parallel_for(r.n, kernels::row_grain(r.c), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const int64_t ti = rt.target[i];
+          if (ti == rt.ignore_index) continue;
+          const T* row = px + i * r.c;
+          const RowStats st = row_stats(row, r.c);
+          const double nll = st.lse - static_cast<double>(static_cast<compute_t<T>>(row[ti]));
+          losses[i] = (1.0 - rt.smoothing) * nll + rt.smoothing * (st.lse - st.sum / static_cast<double>(r.c));
+        }
+      });
     });
   }
   // Per logit: max, exp-sum (sub, exp, add) and the sum for smoothing: 5.

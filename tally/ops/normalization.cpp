@@ -58,9 +58,6 @@ RowStats<C> row_stats(const C* x, const NormRows& r) {
   return {mean, static_cast<C>(1.0 / std::sqrt(static_cast<double>(var) + r.eps))};
 }
 
-/// Rows per parallel piece: about one elementwise grain of elements.
-int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)); }
-
 /// The last `dims` sizes of x: a norm's normalized shape.
 IntArrayRef trailing(const Tensor& x, int64_t dims) { return {x.sizes().data() + (x.dim() - dims), static_cast<size_t>(dims)}; }
 
@@ -138,33 +135,29 @@ struct Norm {
   /// y for `r.rows` contiguous rows; w and b in the compute type, or null. Built once per target
   /// (Note [CPU kernel dispatch]).
   static void kernel(const void* x, const void* w, const void* b, void* y, NormRows r, Dtype dt) {
-    dispatch(dt, name, [&]<class T>() {
-      if constexpr (!kernels::kRowDtype<T>) {
-        kernels::detail::unknown_kernel_dtype(dt);
-      } else {
-        using C = compute_t<T>;
-        using L = kernels::RowLanes<C>;
-        using namespace kernels;
-        const C* pw = static_cast<const C*>(w);
-        const C* pb = static_cast<const C*>(b);
-        parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
-          RowScratch<C> in, res;
-          for (int64_t row = begin; row < end; ++row) {
-            const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, in.reserve(r.n), r.n);
-            T* yrow = static_cast<T*>(y) + row * r.n;
-            C* yr = out_row(yrow, res.reserve(r.n));
-            const RowStats<C> s = row_stats<!kRms>(xr, r);
-            const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
-            for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
-              auto v = mul(sub(L::load(xr + i, m), vmean), vrstd);
-              if (pw) v = mul(v, L::load(pw + i, m));
-              if (pb) v = add(v, L::load(pb + i, m));
-              L::store(yr + i, v, m);
-            });
-            narrow_row(yr, yrow, r.n);
-          }
-        });
-      }
+    kernels::dispatch_rows(dt, name, [&]<class T>() {
+      using C = compute_t<T>;
+      using L = kernels::RowLanes<C>;
+      using namespace kernels;
+      const C* pw = static_cast<const C*>(w);
+      const C* pb = static_cast<const C*>(b);
+      parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
+        RowScratch<C> in, res;
+        for (int64_t row = begin; row < end; ++row) {
+          const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, in.reserve(r.n), r.n);
+          T* yrow = static_cast<T*>(y) + row * r.n;
+          C* yr = out_row(yrow, res.reserve(r.n));
+          const RowStats<C> s = row_stats<!kRms>(xr, r);
+          const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
+          for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
+            auto v = mul(sub(L::load(xr + i, m), vmean), vrstd);
+            if (pw) v = mul(v, L::load(pw + i, m));
+            if (pb) v = add(v, L::load(pb + i, m));
+            L::store(yr + i, v, m);
+          });
+          narrow_row(yr, yrow, r.n);
+        }
+      });
     });
   }
   // Per element: layer_norm Σx, x − μ, (x − μ)², Σ, ×r (5); rms_norm x², Σ, ×r (3); then ×w, +b.
@@ -216,34 +209,30 @@ struct NormBackward {
     cpu_kernels().run<&NormBackward::kernel>(gc.data_ptr(), xc.data_ptr(), ptr_or_null(w), out.data_ptr(), r, x.dtype());
   }
   static void kernel(const void* g, const void* x, const void* w, void* dx, NormRows r, Dtype dt) {
-    dispatch(dt, name, [&]<class T>() {
-      if constexpr (!kernels::kRowDtype<T>) {
-        kernels::detail::unknown_kernel_dtype(dt);
-      } else {
-        using C = compute_t<T>;
-        using L = kernels::RowLanes<C>;
-        using namespace kernels;
-        const C* pw = static_cast<const C*>(w);
-        parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
-          RowScratch<C> xin, gin, res;
-          for (int64_t row = begin; row < end; ++row) {
-            const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin.reserve(r.n), r.n);
-            const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin.reserve(r.n), r.n);
-            T* dxrow = static_cast<T*>(dx) + row * r.n;
-            C* dr = out_row(dxrow, res.reserve(r.n));
-            const RowStats<C> s = row_stats<!kRms>(xr, r);
-            const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
-            auto xhat = [&](int64_t i, int64_t m) { return mul(sub(L::load(xr + i, m), vmean), vrstd); };
-            auto gw = [&](int64_t i, int64_t m) { return pw ? mul(L::load(gr + i, m), L::load(pw + i, m)) : L::load(gr + i, m); };
-            const C inv_n = C(1) / static_cast<C>(r.n);
-            const C a = kRms ? C(0) : row_sum<C>(r.n, gw) * inv_n;
-            const C b = row_sum<C>(r.n, [&](int64_t i, int64_t m) { return mul(gw(i, m), xhat(i, m)); }) * inv_n;
-            const auto va = L::splat(a), vb = L::splat(b);
-            for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(dr + i, mul(vrstd, sub(sub(gw(i, m), va), mul(xhat(i, m), vb))), m); });
-            narrow_row(dr, dxrow, r.n);
-          }
-        });
-      }
+    kernels::dispatch_rows(dt, name, [&]<class T>() {
+      using C = compute_t<T>;
+      using L = kernels::RowLanes<C>;
+      using namespace kernels;
+      const C* pw = static_cast<const C*>(w);
+      parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
+        RowScratch<C> xin, gin, res;
+        for (int64_t row = begin; row < end; ++row) {
+          const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin.reserve(r.n), r.n);
+          const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin.reserve(r.n), r.n);
+          T* dxrow = static_cast<T*>(dx) + row * r.n;
+          C* dr = out_row(dxrow, res.reserve(r.n));
+          const RowStats<C> s = row_stats<!kRms>(xr, r);
+          const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
+          auto xhat = [&](int64_t i, int64_t m) { return mul(sub(L::load(xr + i, m), vmean), vrstd); };
+          auto gw = [&](int64_t i, int64_t m) { return pw ? mul(L::load(gr + i, m), L::load(pw + i, m)) : L::load(gr + i, m); };
+          const C inv_n = C(1) / static_cast<C>(r.n);
+          const C a = kRms ? C(0) : row_sum<C>(r.n, gw) * inv_n;
+          const C b = row_sum<C>(r.n, [&](int64_t i, int64_t m) { return mul(gw(i, m), xhat(i, m)); }) * inv_n;
+          const auto va = L::splat(a), vb = L::splat(b);
+          for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(dr + i, mul(vrstd, sub(sub(gw(i, m), va), mul(xhat(i, m), vb))), m); });
+          narrow_row(dr, dxrow, r.n);
+        }
+      });
     });
   }
   // The statistics again (layer_norm 4, rms_norm 2), x̂ (2 or 1), g·w, Σgw (layer_norm), gw·x̂
@@ -281,30 +270,26 @@ struct NormWeightGrad {
     Tensor(out).copy_(partial.sum({0}).view(out.sizes()));
   }
   static void kernel(const void* g, const void* x, void* partial, int64_t pieces, NormRows r, Dtype dt) {
-    dispatch(dt, name, [&]<class T>() {
-      if constexpr (!kernels::kRowDtype<T>) {
-        kernels::detail::unknown_kernel_dtype(dt);
-      } else {
-        using C = compute_t<T>;
-        using L = kernels::RowLanes<C>;
-        using namespace kernels;
-        parallel_for(pieces, 1, [&](int64_t begin, int64_t end) {
-          RowScratch<C> xin, gin;
-          for (int64_t p = begin; p < end; ++p) {
-            C* acc = static_cast<C*>(partial) + p * r.n;
-            for (int64_t i = 0; i < r.n; ++i) acc[i] = C(0);
-            for (int64_t row = r.rows * p / pieces; row < r.rows * (p + 1) / pieces; ++row) {
-              const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin.reserve(r.n), r.n);
-              const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin.reserve(r.n), r.n);
-              const RowStats<C> s = row_stats<!kRms>(xr, r);
-              const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
-              for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
-                L::store(acc + i, add(L::load(acc + i, m), mul(L::load(gr + i, m), mul(sub(L::load(xr + i, m), vmean), vrstd))), m);
-              });
-            }
+    kernels::dispatch_rows(dt, name, [&]<class T>() {
+      using C = compute_t<T>;
+      using L = kernels::RowLanes<C>;
+      using namespace kernels;
+      parallel_for(pieces, 1, [&](int64_t begin, int64_t end) {
+        RowScratch<C> xin, gin;
+        for (int64_t p = begin; p < end; ++p) {
+          C* acc = static_cast<C*>(partial) + p * r.n;
+          for (int64_t i = 0; i < r.n; ++i) acc[i] = C(0);
+          for (int64_t row = r.rows * p / pieces; row < r.rows * (p + 1) / pieces; ++row) {
+            const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin.reserve(r.n), r.n);
+            const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin.reserve(r.n), r.n);
+            const RowStats<C> s = row_stats<!kRms>(xr, r);
+            const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
+            for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
+              L::store(acc + i, add(L::load(acc + i, m), mul(L::load(gr + i, m), mul(sub(L::load(xr + i, m), vmean), vrstd))), m);
+            });
           }
-        });
-      }
+        }
+      });
     });
   }
   // The statistics again (layer_norm 4, rms_norm 2), x̂ (2 or 1), g·x̂ and its sum over rows (2).

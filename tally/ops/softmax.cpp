@@ -149,18 +149,14 @@ struct Softmax {
   }
   /// The rows of x into y; built once per target (Note [CPU kernel dispatch]).
   static void kernel(const void* x, void* y, SoftmaxRows r, Dtype dt) {
-    dispatch(dt, "softmax", [&]<class T>() {
-      if constexpr (!kernels::kRowDtype<T>) {
-        kernels::detail::unknown_kernel_dtype(dt);
-      } else {
-        const T* px = static_cast<const T*>(x);
-        T* py = static_cast<T*>(y);
-        kernels::parallel_for(r.rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(r.n, 1)), [&](int64_t b, int64_t e) {
-          kernels::RowScratch<compute_t<T>> in, tmp;
-          for (int64_t row = b; row < e; ++row) softmax_row(px + row * r.n, py + row * r.n, row, r, in, tmp);
-          if (r.stream) kernels::stream_fence();  // streamed stores visible before the op returns
-        });
-      }
+    kernels::dispatch_rows(dt, "softmax", [&]<class T>() {
+      const T* px = static_cast<const T*>(x);
+      T* py = static_cast<T*>(y);
+      kernels::parallel_for(r.rows, kernels::row_grain(r.n), [&](int64_t b, int64_t e) {
+        kernels::RowScratch<compute_t<T>> in, tmp;
+        for (int64_t row = b; row < e; ++row) softmax_row(px + row * r.n, py + row * r.n, row, r, in, tmp);
+        if (r.stream) kernels::stream_fence();  // streamed stores visible before the op returns
+      });
     });
   }
   // max, subtract, exp, sum, divide (or log-subtract); and the scale's multiply where it is not 1.
@@ -197,17 +193,13 @@ struct SoftmaxBackward {
     });
   }
   static void kernel(const void* g, const void* y, void* dx, int64_t rows, int64_t n, double scale, Dtype dt) {
-    dispatch(dt, name, [&]<class T>() {
-      if constexpr (!kernels::kRowDtype<T>) {
-        kernels::detail::unknown_kernel_dtype(dt);
-      } else {
-        kernels::parallel_for(rows, std::max<int64_t>(1, kernels::kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-          kernels::RowScratch<compute_t<T>> gin, yin, res;
-          for (int64_t row = b; row < e; ++row)
-            softmax_backward_row(static_cast<const T*>(g) + row * n, static_cast<const T*>(y) + row * n, static_cast<T*>(dx) + row * n, n,
-                                 scale, gin, yin, res);
-        });
-      }
+    kernels::dispatch_rows(dt, name, [&]<class T>() {
+      kernels::parallel_for(rows, kernels::row_grain(n), [&](int64_t b, int64_t e) {
+        kernels::RowScratch<compute_t<T>> gin, yin, res;
+        for (int64_t row = b; row < e; ++row)
+          softmax_backward_row(static_cast<const T*>(g) + row * n, static_cast<const T*>(y) + row * n, static_cast<T*>(dx) + row * n, n,
+                               scale, gin, yin, res);
+      });
     });
   }
   // g·y, its sum, g − Σ, ×y (4), and ×s where it is not 1.

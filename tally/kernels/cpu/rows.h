@@ -9,14 +9,20 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 
 #include "tally/dtype/dtype.h"
+#include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/elementwise.h"
+#include "tally/kernels/cpu/parallel.h"
 #include "tally/kernels/cpu/vec_math.h"
 
 namespace tally::kernels {
 inline namespace TALLY_CPU_TARGET {  // Note [CPU kernel dispatch]: one copy per target
+
+/// Rows of n elements per parallel piece: about one elementwise grain of elements.
+inline int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)); }
 
 /// A thread's growable buffer of C (not std::vector: Note [CPU kernel dispatch]).
 template <class C>
@@ -151,6 +157,16 @@ void narrow_row(const compute_t<T>* src, T* dst, int64_t n) {
 /// The dtypes row kernels take: the floating ones but float8.
 template <class T>
 constexpr bool kRowDtype = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+/// dispatch() for a row kernel: fn.template operator()<T>() for the dtypes row kernels take; any
+/// other is an internal error, since the op's meta refused it before.
+template <class Fn>
+void dispatch_rows(Dtype dt, std::string_view op, Fn&& fn) {
+  dispatch(dt, op, [&]<class T>() {
+    if constexpr (kRowDtype<T>) fn.template operator()<T>();
+    else detail::unknown_kernel_dtype(dt);
+  });
+}
 
 }  // namespace TALLY_CPU_TARGET
 }  // namespace tally::kernels

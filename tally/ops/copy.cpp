@@ -162,12 +162,13 @@ struct Clone {
   static ops::OutputSpec meta(const Tensor& x, Dtype dtype) { return {DimVector(x.sizes()), dtype}; }
   static void compute(const Tensor& out, const Tensor& x, Dtype) { copy_kernel(out, x); }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Dtype) { return {0, x.nbytes(), out.nbytes()}; }
-  // A copy (or dtype conversion) passes the gradient through, converted back to x's dtype.
+  // A copy passes the gradient through (in x's dtype, should it arrive in another).
   static constexpr bool backward_reads_values = false;
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Dtype) { return {c.grad.to(x.dtype())}; }
 };
 
-/// x.to(device, dtype): a copy on another device (PyTorch's _to_copy); the gradient goes back.
+/// x.to(device, dtype): a copy to another dtype or device (PyTorch's _to_copy); the gradient goes
+/// back converted.
 struct ToDevice {
   static constexpr std::string_view name = "_to_copy";
   static constexpr bool crosses_devices = true;
@@ -220,7 +221,8 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::to(Dtype dtype, bool copy) const {
   if (dtype == this->dtype() && !copy) return *this;
-  return ops::apply<Clone>(*this, dtype);
+  // PyTorch's _to_copy, as on the ledger there: a cast is not a clone.
+  return ops::apply<ToDevice>(*this, device(), dtype, false);
 }
 
 Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value) {

@@ -62,9 +62,9 @@ TEST(Autocast, AWeightIsCastOncePerGuardAndCountsAsAWorkingCopy) {
     AutocastGuard autocast(kBFloat16);
     Tensor y = layer.forward(layer.forward(x));  // the weight and bias used twice
     EXPECT_EQ(autocast.cached_casts(), 2);
-    // Casts (the ledger's "clone" with a dtype): x once, the weight once, the bias once; the
+    // Casts (the ledger's "_to_copy", as PyTorch's): x once, the weight once, the bias once; the
     // second use reads the cache.
-    EXPECT_EQ(counter.op("clone", accounting::Phase::Forward).calls, 3);
+    EXPECT_EQ(counter.op("_to_copy", accounting::Phase::Forward).calls, 3);
     EXPECT_EQ(live(tracker, MemoryCategory::WorkingCopies), 2 * (64 * 64 + 64));
     y.sum().backward();
   }

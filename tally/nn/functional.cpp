@@ -53,6 +53,12 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
               "scaled_dot_product_attention: q ", q.sizes(), ", k ", k.sizes(), " and v ", v.sizes(),
               " must be [..., T, d] with matching d (q, k) and key length (k, v)");
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  // Heads cut from a packed projection ([b, T, 3, h, d] permuted) are strided matrices whose
+  // batch dims do not merge, which each product, forward and backward, would pack again: packed
+  // once here instead. The graph keeps these copies in place of the projection (the same bytes).
+  q = q.contiguous();
+  k = k.contiguous();
+  v = v.contiguous();
   return matmul(attention_softmax(matmul(q, k.transpose(-2, -1)), scale, is_causal), v);
 }
 

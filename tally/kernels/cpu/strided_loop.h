@@ -104,21 +104,25 @@ struct StridedLoop {
         idx[d] = rem % sizes[d];
         rem /= sizes[d];
       }
+      std::array<char*, N> ptrs;
+      for (size_t op = 0; op < N; ++op) {
+        int64_t off = 0;
+        for (int64_t d = 0; d < nd; ++d) off += idx[d] * strides[op][d];
+        ptrs[op] = base[op] + off;
+      }
+      // The pointers then move with the index, run by run: short runs (a head's 64 elements in a
+      // re-strided copy) cost a few adds each, not a dot product of the whole index.
       int64_t pos = begin;
       while (pos < end) {
-        std::array<char*, N> ptrs;
-        for (size_t op = 0; op < N; ++op) {
-          int64_t off = 0;
-          for (int64_t d = 0; d < nd; ++d) off += idx[d] * strides[op][d];
-          ptrs[op] = base[op] + off;
-        }
         const int64_t n = std::min(inner - idx[nd - 1], end - pos);
         fn(ptrs, inner_strides, n);
         pos += n;
         idx[nd - 1] += n;
+        for (size_t op = 0; op < N; ++op) ptrs[op] += n * inner_strides[op];
         for (int64_t d = nd - 1; d > 0 && idx[d] == sizes[d]; --d) {
           idx[d] = 0;
           ++idx[d - 1];
+          for (size_t op = 0; op < N; ++op) ptrs[op] += strides[op][d - 1] - sizes[d] * strides[op][d];
         }
       }
     });

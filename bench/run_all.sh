@@ -2,7 +2,7 @@
 # One command for the foundation benchmarks: build what compare.py runs (in the given build directory,
 # one job at a time so as not to starve the other builds on a 2-core machine), then run tally against
 # PyTorch. Usage, from the repo root: bash bench/run_all.sh [build-dir] [compare.py options...]
-#   e.g. bash bench/run_all.sh build-bench --rounds 5 --markdown /tmp/table.md
+#   e.g. bash bench/run_all.sh build-bench --rounds 5 --markdown table.md
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

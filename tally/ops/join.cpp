@@ -135,14 +135,31 @@ struct IndexAdd {
     dim = maybe_wrap_dim(dim, x.dim());
     Tensor idx = index.to(kInt64).contiguous().reshape({-1});
     if (!out.is_same(x)) Tensor(out).copy_(x);
-    const int64_t n = x.size(dim);
+    const int64_t n = x.dim() == 0 ? 1 : x.size(dim), k = idx.numel();
     const int64_t* ids = idx.data_ptr<int64_t>();
-    for (int64_t i = 0; i < idx.numel(); ++i) {
+    for (int64_t i = 0; i < k; ++i) {
       TALLY_CHECK_INDEX(ids[i] >= -n && ids[i] < n, "index_add_(): index ", ids[i], " is out of bounds for dimension ", dim,
                         " with size ", n);
-      Tensor row = out.select(dim, ids[i] < 0 ? ids[i] + n : ids[i]);
-      row.add_(source.select(dim, i));
     }
+    // Row by row in index order, as index_select's gather in reverse (an embedding's backward:
+    // thousands of token rows into a small table), each sum rounded once like add_'s; repeated
+    // indices accumulate in order. `out` is contiguous (Note [Forms]).
+    const Tensor src = source.contiguous();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < dim; ++d) outer *= x.size(d);
+    for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+    dispatch_arith(x.dtype(), name, [&]<class T>() {
+      using C = compute_t<T>;
+      T* o = static_cast<T*>(out.data_ptr());
+      const T* sp = static_cast<const T*>(src.data_ptr());
+      for (int64_t a = 0; a < outer; ++a) {
+        for (int64_t i = 0; i < k; ++i) {
+          T* dst = o + (a * n + (ids[i] < 0 ? ids[i] + n : ids[i])) * inner;
+          const T* row = sp + (a * k + i) * inner;
+          for (int64_t j = 0; j < inner; ++j) dst[j] = cast_to<T>(static_cast<C>(dst[j]) + static_cast<C>(row[j]));
+        }
+      }
+    });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index, const Tensor& source) {
     return {source.numel(), x.nbytes() + source.nbytes() + index.nbytes(), out.nbytes()};

@@ -135,6 +135,14 @@ void add_joins(std::vector<Case>& cases) {
       cases.push_back(grad_case(kFamily, "index_select", {in({5, 6}, dt, "normal", l), in({9}, kInt32, "index:6")}, {{"dim", -1}}));
     }
     cases.push_back(grad_case(kFamily, "index_select", {in({3, 4, 5}, dt, "normal", Layout::Expanded), in({7}, kInt64, "index:4")}, {{"dim", 1}}));
+    // The gather's reverse: nine source rows into five, repeats accumulating in order, along each
+    // dim and from strided sources.
+    cases.push_back(grad_case(kFamily, "index_add", {in({5, 4, 6}, dt, "normal", Layout::Transposed), in({9}, kInt64, "index:5"),
+                                                     in({9, 4, 6}, dt, "normal", Layout::Sliced)}, {{"dim", 0}}));
+    cases.push_back(grad_case(kFamily, "index_add", {in({3, 5, 4}, dt), in({9}, kInt32, "index:5"),
+                                                     in({3, 9, 4}, dt, "normal", Layout::Transposed)}, {{"dim", 1}}));
+    cases.push_back(grad_case(kFamily, "index_add", {in({3, 4, 5}, dt, "normal", Layout::Sliced), in({7}, kInt64, "index:5"),
+                                                     in({3, 4, 7}, dt)}, {{"dim", -1}}));
   }
 }
 

@@ -203,6 +203,7 @@ const std::map<std::string, OpFn>& table() {
       {"cat", [](auto& v, auto&, const Json& a) -> Outs { return {cat(v, a["dim"].get<int64_t>())}; }},
       {"stack", [](auto& v, auto&, const Json& a) -> Outs { return {stack(v, a["dim"].get<int64_t>())}; }},
       {"index_select", [](auto& v, auto&, const Json& a) -> Outs { return {index_select(v[0], a["dim"].get<int64_t>(), v[1])}; }},
+      {"index_add", [](auto& v, auto&, const Json& a) -> Outs { return {index_add(v[0], a["dim"].get<int64_t>(), v[1], v[2])}; }},
       {"matmul", [](auto& v, auto&, const Json&) -> Outs { return {matmul(v[0], v[1])}; }},
       {"triu", [](auto& v, auto&, const Json& a) -> Outs { return {triu(v[0], a["diagonal"].get<int64_t>())}; }},
       {"tril", [](auto& v, auto&, const Json& a) -> Outs { return {tril(v[0], a["diagonal"].get<int64_t>())}; }},

@@ -265,6 +265,7 @@ OPS = {
     "cat": lambda v, b, a: [torch.cat(v, a["dim"])],
     "stack": lambda v, b, a: [torch.stack(v, a["dim"])],
     "index_select": lambda v, b, a: [torch.index_select(v[0], a["dim"], v[1])],
+    "index_add": lambda v, b, a: [torch.index_add(v[0], a["dim"], v[1], v[2])],
     "matmul": lambda v, b, a: [torch.matmul(v[0], v[1])],
     "triu": lambda v, b, a: [torch.triu(v[0], a["diagonal"])],
     "tril": lambda v, b, a: [torch.tril(v[0], a["diagonal"])],

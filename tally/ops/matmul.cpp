@@ -145,10 +145,15 @@ struct Matmul {
     TensorList grads(2);
     if (c.needs_grad(0)) grads[0] = sum_to_size(matmul(g, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes());
     if (c.needs_grad(1)) {
-      if (b2.dim() == 2 && a2.dim() > 2) {
+      if (b2.dim() == 2 && a2.dim() >= 2) {
         // A weight shared by every matrix of the batch: its gradient is one product over all the
-        // batch's rows (K × nb·n by nb·n × N), not nb products summed afterwards.
-        grads[1] = matmul(a2.reshape({-1, a2.size(-1)}).transpose(0, 1), g.reshape({-1, g.size(-1)})).reshape(b.sizes());
+        // batch's rows (K × nb·n by nb·n × N), not nb products summed afterwards. It is made in
+        // b's own layout: for a transposed weight (linear's w.t()) the transposed product, so the
+        // weight itself receives a dense gradient (its float32 cast, its accumulation and the
+        // optimizer then read it in order, not across a transpose).
+        const Tensor af = a2.reshape({-1, a2.size(-1)}), gf = g.reshape({-1, g.size(-1)});
+        const bool transposed = b2.stride(0) == 1 && b2.stride(1) != 1;
+        grads[1] = (transposed ? matmul(gf.transpose(0, 1), af).transpose(0, 1) : matmul(af.transpose(0, 1), gf)).reshape(b.sizes());
       } else {
         grads[1] = sum_to_size(matmul(a2.transpose(-1, -2), g), b2.sizes()).reshape(b.sizes());
       }

@@ -103,6 +103,8 @@ std::multimap<std::string, Case> cases() {
   add("index_add", "", [](const TensorList& v) { return index_add(v[0], 0, tensor({1, 1}), v[1]); }, {leaf({3, 4}), leaf({2, 4}, "t")});
   add("matmul", "batched broadcast", [](const TensorList& v) { return matmul(v[0], v[1]); }, {leaf({2, 3, 4}, "t"), leaf({4, 5})});
   add("matmul", "vector", [](const TensorList& v) { return matmul(v[0], v[1]); }, {leaf({4}), leaf({4, 3}, "s")});
+  add("matmul", "batch against a transposed weight", [](const TensorList& v) { return matmul(v[0], v[1].t()); }, {leaf({2, 3, 4}), leaf({5, 4})});
+  add("matmul", "matrix against a transposed weight", [](const TensorList& v) { return matmul(v[0], v[1]); }, {leaf({3, 4}, "s"), leaf({4, 5}, "t")});
   add("view", "", [](const TensorList& v) { return v[0].view({4, 3}) * 1; }, {leaf({3, 4})});
   add("permute", "", [](const TensorList& v) { return v[0].permute({2, 0, 1}) * 1; }, {leaf({2, 3, 4}, "t")});
   add("expand", "", [](const TensorList& v) { return v[0].expand({2, 3, 4}) * v[1]; }, {leaf({3, 1}), leaf({2, 3, 4})});

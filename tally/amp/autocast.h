@@ -8,9 +8,9 @@
 //   loss.backward();                            // gradients come back in each parameter's float32
 //
 // While a guard lives on a thread, each top-level op (or composite: linear, einsum, mse_loss,
-// scaled_dot_product_attention) named in the table below runs with its floating inputs cast first: matmul-class ops
-// to the guard's low precision, the numerically touchy ones (softmax, norms, losses, reductions)
-// to float32. Ops not in the table run on what they are given, with the usual type promotion.
+// scaled_dot_product_attention) named in the table below runs with its floating inputs cast
+// first: matmul-class ops to the guard's low precision, the numerically touchy ones (softmax,
+// norms, losses, reductions) to float32. Ops not in the table run on what they are given, with the usual type promotion.
 // Each cast is an ordinary op (on the ledger, differentiable: its backward casts the gradient
 // back), so parameters stay float32 master weights and receive float32 gradients. The cast of a
 // float32 leaf that requires grad (a weight) is cached for the guard's life, so a weight used
@@ -19,9 +19,9 @@
 //
 // The table follows PyTorch's autocast lists: the lower-precision list is PyTorch 1.13's CPU one
 // (matmul, mm, bmm, linear, einsum via matmul), with scaled_dot_product_attention from PyTorch
-// 2's (whose softmax runs in float32 inside the op, as tally's does); the float32 list is the plan — softmax,
-// norms, losses and reductions in float32 — which is PyTorch's CUDA list, where PyTorch 1.13's
-// CPU autocast leaves softmax, layer_norm and sum in their input's dtype.
+// 2's (whose softmax runs in float32 inside the op, as tally's does); the float32 list is the
+// issue's plan — softmax, norms, losses and reductions in float32 — which is PyTorch's CUDA list,
+// where PyTorch 1.13's CPU autocast leaves softmax, layer_norm and sum in their input's dtype.
 
 #include <optional>
 #include <span>

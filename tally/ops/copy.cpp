@@ -159,12 +159,12 @@ struct Clone {
   static constexpr std::string_view name = "clone";
   static constexpr bool supports_cuda = true;
   static constexpr bool elementwise = true;
-  static ops::OutputSpec meta(const Tensor& x, Dtype dtype) { return {DimVector(x.sizes()), dtype}; }
-  static void compute(const Tensor& out, const Tensor& x, Dtype) { copy_kernel(out, x); }
-  static ops::Cost cost(const Tensor& out, const Tensor& x, Dtype) { return {0, x.nbytes(), out.nbytes()}; }
+  static ops::OutputSpec meta(const Tensor& x) { return {DimVector(x.sizes()), x.dtype()}; }
+  static void compute(const Tensor& out, const Tensor& x) { copy_kernel(out, x); }
+  static ops::Cost cost(const Tensor& out, const Tensor& x) { return {0, x.nbytes(), out.nbytes()}; }
   // A copy passes the gradient through (in x's dtype, should it arrive in another).
   static constexpr bool backward_reads_values = false;
-  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Dtype) { return {c.grad.to(x.dtype())}; }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x) { return {c.grad.to(x.dtype())}; }
 };
 
 /// x.to(device, dtype): a copy to another dtype or device (PyTorch's _to_copy); the gradient goes
@@ -215,7 +215,7 @@ Tensor& Tensor::copy_(const Tensor& src) { return ops::apply_inplace<Copy>(*this
 
 Tensor& Tensor::fill_(Scalar value) { return ops::apply_inplace<Fill>(*this, value); }
 
-Tensor Tensor::clone() const { return ops::apply<Clone>(*this, dtype()); }
+Tensor Tensor::clone() const { return ops::apply<Clone>(*this); }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 

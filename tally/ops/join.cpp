@@ -3,6 +3,7 @@
 #include "tally/ops/join.h"
 
 #include <cstring>
+#include <utility>
 
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
@@ -64,6 +65,15 @@ struct Cat {
   }
 };
 
+/// The element counts of x's dims before `dim` and after it: a contiguous x is `outer` blocks of
+/// size(dim) rows of `inner` elements, the rows index_select gathers and index_add scatters into.
+std::pair<int64_t, int64_t> around(const Tensor& x, int64_t dim) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= x.size(d);
+  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+  return {outer, inner};
+}
+
 struct IndexSelect {
   static constexpr std::string_view name = "index_select";
   static ops::OutputSpec meta(const Tensor& x, int64_t dim, const Tensor& index) {
@@ -91,9 +101,7 @@ struct IndexSelect {
     }
     // Rows of the output are copied from the selected rows: contiguous blocks when `x` is.
     Tensor src = x.contiguous();
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < dim; ++d) outer *= x.size(d);
-    for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+    const auto [outer, inner] = around(x, dim);
     const int64_t row_bytes = inner * x.element_size();
     const char* s = static_cast<const char*>(src.data_ptr());
     char* o = static_cast<char*>(out.data_ptr());
@@ -145,9 +153,7 @@ struct IndexAdd {
     // thousands of token rows into a small table), each sum rounded once like add_'s; repeated
     // indices accumulate in order. `out` is contiguous (Note [Forms]).
     const Tensor src = source.contiguous();
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < dim; ++d) outer *= x.size(d);
-    for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+    const auto [outer, inner] = around(x, dim);
     dispatch_arith(x.dtype(), name, [&]<class T>() {
       using C = compute_t<T>;
       T* o = static_cast<T*>(out.data_ptr());

@@ -145,7 +145,7 @@ struct Matmul {
     TensorList grads(2);
     if (c.needs_grad(0)) grads[0] = sum_to_size(matmul(g, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes());
     if (c.needs_grad(1)) {
-      if (b2.dim() == 2 && a2.dim() >= 2) {
+      if (b2.dim() == 2) {
         // A weight shared by every matrix of the batch: its gradient is one product over all the
         // batch's rows (K × nb·n by nb·n × N), not nb products summed afterwards. It is made in
         // b's own layout: for a transposed weight (linear's w.t()) the transposed product, so the

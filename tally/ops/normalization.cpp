@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "tally/dtype/finfo.h"
 #include "tally/kernels/cpu/dispatch.h"
@@ -64,16 +65,18 @@ IntArrayRef trailing(const Tensor& x, int64_t dims) { return {x.sizes().data() +
 /// A norm's sizes: the last `dims` dims of x are a row.
 NormRows rows_of(const Tensor& x, int64_t dims, std::optional<double> eps) {
   int64_t n = 1;
-  for (int64_t d = x.dim() - dims; d < x.dim(); ++d) n *= x.size(d);
+  for (int64_t size : trailing(x, dims)) n *= size;
   return {n == 0 ? 0 : x.numel() / n, n, eps.value_or(finfo(x.dtype()).eps)};
 }
 
-/// The dims before the normalized ones.
-DimVector leading_dims(const Tensor& x, int64_t dims) {
-  DimVector lead;
-  for (int64_t d = 0; d < x.dim() - dims; ++d) lead.push_back(d);
-  return lead;
+/// The dims [begin, end): with x.dim() − dims between them, a norm's leading dims and its normalized ones.
+DimVector dim_range(int64_t begin, int64_t end) {
+  DimVector d;
+  for (int64_t i = begin; i < end; ++i) d.push_back(i);
+  return d;
 }
+DimVector leading_dims(const Tensor& x, int64_t dims) { return dim_range(0, x.dim() - dims); }
+DimVector normalized_dims(const Tensor& x, int64_t dims) { return dim_range(x.dim() - dims, x.dim()); }
 
 /// A weight or bias in the kernels' compute type (float64 for float64, float32 otherwise), contiguous.
 Tensor in_compute_type(const Tensor& t) {
@@ -87,15 +90,10 @@ const void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : n
 struct Composed {
   Tensor xhat, rstd;
   Composed(const Tensor& x, int64_t dims, double eps, bool center) {
-    const DimVector d = last(x, dims);
+    const DimVector d = normalized_dims(x, dims);
     const Tensor centered = center ? x - x.mean(d, true) : x;
     rstd = rsqrt(square(centered).mean(d, true) + eps);
     xhat = centered * rstd;
-  }
-  static DimVector last(const Tensor& x, int64_t dims) {
-    DimVector d;
-    for (int64_t i = x.dim() - dims; i < x.dim(); ++i) d.push_back(i);
-    return d;
   }
 };
 
@@ -104,24 +102,31 @@ struct NormBackward;
 template <bool kRms>
 struct NormWeightGrad;
 
-/// layer_norm (kRms false) or rms_norm (true) over the last `dims` dims.
+/// layer_norm (kRms false) or rms_norm (true) over the trailing dims `shape` of x.
 template <bool kRms>
 struct Norm {
   static constexpr std::string_view name = kRms ? "rms_norm" : "layer_norm";
   static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t dims, std::optional<double>) {
+  static ops::OutputSpec meta(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef shape, std::optional<double>) {
     TALLY_CHECK_TYPE_ERROR(x.is_floating_point() && !is_float8(x.dtype()), "\"", name, "\" not implemented for '", dtype_name(x.dtype()), "'");
-    TALLY_CHECK(dims >= 1 && dims <= x.dim(), name, ": cannot normalise over the last ", dims, " dims of a tensor of shape ", x.sizes());
+    const auto dims = static_cast<int64_t>(shape.size());
+    if (!(dims >= 1 && dims <= x.dim() && trailing(x, dims) == shape)) {
+      const std::string sizes = ::tally::detail::str_cat(shape);  // "[a, b]": PyTorch writes "[*, a, b]"
+      throw ValueError(::tally::detail::str_cat(name, ": given normalized_shape=", sizes, ", expected input with shape [*, ",
+                                                sizes.substr(1, sizes.size() - 2), "], but got input of size ", x.sizes()));
+    }
     for (const Tensor* p : {&weight, &bias}) {
       if (!p->defined()) continue;
-      TALLY_CHECK(p->dim() == dims && p->sizes() == trailing(x, dims), name, ": ",
-                  p == &weight ? "weight" : "bias", " of shape ", p->sizes(), " does not match the normalized shape of input ", x.sizes());
-      TALLY_CHECK_TYPE_ERROR(p->dtype() == x.dtype(), name, ": expected ", p == &weight ? "weight" : "bias", " of dtype ",
-                             dtype_name(x.dtype()), " like the input, got ", dtype_name(p->dtype()));
+      const char* what = p == &weight ? "weight" : "bias";
+      TALLY_CHECK(p->sizes() == shape, name, ": expected ", what, " of the normalized shape ", shape, ", got ", what, " of shape ", p->sizes());
+      TALLY_CHECK_TYPE_ERROR(p->dtype() == x.dtype(), name, ": expected ", what, " of dtype ", dtype_name(x.dtype()), " like the input, got ",
+                             dtype_name(p->dtype()));
     }
     return {DimVector(x.sizes()), x.dtype()};
   }
-  static void compute(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t dims, std::optional<double> eps) {
+  static void compute(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef shape,
+                      std::optional<double> eps) {
+    const auto dims = static_cast<int64_t>(shape.size());
     const NormRows r = rows_of(x, dims, eps);
     if (!out.is_cpu()) {
       const Composed c(x, dims, r.eps, !kRms);
@@ -144,9 +149,9 @@ struct Norm {
       parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
         RowScratch<C> in, res;
         for (int64_t row = begin; row < end; ++row) {
-          const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, in.reserve(r.n), r.n);
+          const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, in, r.n);
           T* yrow = static_cast<T*>(y) + row * r.n;
-          C* yr = out_row(yrow, res.reserve(r.n));
+          C* yr = out_row(yrow, res, r.n);
           const RowStats<C> s = row_stats<!kRms>(xr, r);
           const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
           for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
@@ -161,7 +166,7 @@ struct Norm {
     });
   }
   // Per element: layer_norm Σx, x − μ, (x − μ)², Σ, ×r (5); rms_norm x², Σ, ×r (3); then ×w, +b.
-  static ops::Cost cost(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t, std::optional<double>) {
+  static ops::Cost cost(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef, std::optional<double>) {
     const int64_t per = (kRms ? 3 : 5) + (weight.defined() ? 1 : 0) + (bias.defined() ? 1 : 0);
     return {per * x.numel(), x.nbytes() + (weight.defined() ? weight.nbytes() : 0) + (bias.defined() ? bias.nbytes() : 0), out.nbytes()};
   }
@@ -170,8 +175,9 @@ struct Norm {
     const bool dx = needs.size() > 0 && needs[0], dw = needs.size() > 1 && needs[1];
     return {{dx || dw, dx, false}, false};
   }
-  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, const Tensor& weight, const Tensor&, int64_t dims,
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, const Tensor& weight, const Tensor&, IntArrayRef shape,
                              std::optional<double> eps) {
+    const auto dims = static_cast<int64_t>(shape.size());
     const Tensor g = c.grad.to(x.dtype());
     TensorList grads(3);
     if (c.needs_grad(0)) grads[0] = ops::apply<NormBackward<kRms>>(g, x, weight, dims, eps);
@@ -198,7 +204,7 @@ struct NormBackward {
     const NormRows r = rows_of(x, dims, eps);
     if (!out.is_cpu()) {
       const Composed c(x, dims, r.eps, !kRms);
-      const DimVector d = Composed::last(x, dims);
+      const DimVector d = normalized_dims(x, dims);
       const Tensor gw = weight.defined() ? g * weight : g;
       Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
       if (!kRms) inner = inner - gw.mean(d, true);
@@ -217,10 +223,10 @@ struct NormBackward {
       parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
         RowScratch<C> xin, gin, res;
         for (int64_t row = begin; row < end; ++row) {
-          const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin.reserve(r.n), r.n);
-          const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin.reserve(r.n), r.n);
+          const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin, r.n);
+          const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin, r.n);
           T* dxrow = static_cast<T*>(dx) + row * r.n;
-          C* dr = out_row(dxrow, res.reserve(r.n));
+          C* dr = out_row(dxrow, res, r.n);
           const RowStats<C> s = row_stats<!kRms>(xr, r);
           const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
           auto xhat = [&](int64_t i, int64_t m) { return mul(sub(L::load(xr + i, m), vmean), vrstd); };
@@ -280,8 +286,8 @@ struct NormWeightGrad {
           C* acc = static_cast<C*>(partial) + p * r.n;
           for (int64_t i = 0; i < r.n; ++i) acc[i] = C(0);
           for (int64_t row = r.rows * p / pieces; row < r.rows * (p + 1) / pieces; ++row) {
-            const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin.reserve(r.n), r.n);
-            const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin.reserve(r.n), r.n);
+            const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin, r.n);
+            const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin, r.n);
             const RowStats<C> s = row_stats<!kRms>(xr, r);
             const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
             for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
@@ -307,27 +313,17 @@ Dtype norm_dtype(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 Tensor as(const Tensor& t, Dtype d) { return t.defined() && t.dtype() != d ? t.to(d) : t; }
 
-/// PyTorch's check that normalized_shape is the input's trailing shape; returns its length.
-int64_t normalized_dims(const char* op, const Tensor& x, IntArrayRef shape) {
-  const auto n = static_cast<int64_t>(shape.size());
-  TALLY_CHECK(n >= 1 && n <= x.dim() && trailing(x, n) == shape, op, ": given normalized_shape=", shape,
-              ", expected input with shape [*, ", shape, "], but got input of size ", x.sizes());
-  return n;
-}
-
 }  // namespace
 
 #if TALLY_PRIMARY_PASS
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
-  const int64_t dims = normalized_dims("layer_norm", input, normalized_shape);
   const Dtype d = norm_dtype(input, weight, bias);
-  return ops::apply<Norm<false>>(as(input, d), as(weight, d), as(bias, d), dims, std::optional<double>(eps));
+  return ops::apply<Norm<false>>(as(input, d), as(weight, d), as(bias, d), normalized_shape, std::optional<double>(eps));
 }
 
 Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, std::optional<double> eps) {
-  const int64_t dims = normalized_dims("rms_norm", input, normalized_shape);
   const Dtype d = norm_dtype(input, weight, Tensor());
-  return ops::apply<Norm<true>>(as(input, d), as(weight, d), Tensor(), dims, eps);
+  return ops::apply<Norm<true>>(as(input, d), as(weight, d), Tensor(), normalized_shape, eps);
 }
 #endif  // TALLY_PRIMARY_PASS
 

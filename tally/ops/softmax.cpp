@@ -57,7 +57,7 @@ void softmax_row(const T* x, T* y, int64_t row, const SoftmaxRows& r, kernels::R
   using L = kernels::RowLanes<C>;
   using namespace kernels;
   const int64_t v = visible(r, row);
-  const C* xr = widen_row(x, in.reserve(r.n), v);
+  const C* xr = widen_row(x, in, v);
   C* e = tmp.reserve(r.n);
   const C scale = static_cast<C>(r.scale);
   C m = row_max(xr, v) * scale;  // scale > 0 (meta): the max of s·x is s times the max of x
@@ -69,7 +69,7 @@ void softmax_row(const T* x, T* y, int64_t row, const SoftmaxRows& r, kernels::R
     return ex;
   });
   const auto vshift = L::splat(static_cast<C>(m + std::log(sum))), vinv = L::splat(static_cast<C>(1 / static_cast<double>(sum)));
-  C* out = out_row(y, e);  // a 16-bit row is rounded from the scratch row, which y's values overwrite in place
+  C* out = out_row(y, tmp, r.n);  // for a 16-bit row the scratch row itself: y's values overwrite e in place, then are rounded
   for_blocks<C>(v, [&](int64_t i, int64_t k) {
     const auto val = r.log ? sub(mul(L::load(xr + i, k), vs), vshift) : mul(L::load(e + i, k), vinv);
     if constexpr (std::is_same_v<T, float>) {
@@ -92,9 +92,9 @@ void softmax_backward_row(const T* g, const T* y, T* dx, int64_t n, double scale
   using C = compute_t<T>;
   using L = kernels::RowLanes<C>;
   using namespace kernels;
-  const C* gr = widen_row(g, gin.reserve(n), n);
-  const C* yr = widen_row(y, yin.reserve(n), n);
-  C* out = out_row(dx, res.reserve(n));
+  const C* gr = widen_row(g, gin, n);
+  const C* yr = widen_row(y, yin, n);
+  C* out = out_row(dx, res, n);
   const auto vdot = L::splat(row_sum<C>(n, [&](int64_t i, int64_t k) { return mul(L::load(gr + i, k), L::load(yr + i, k)); }));
   const auto vs = L::splat(static_cast<C>(scale));
   for_blocks<C>(n, [&](int64_t i, int64_t k) { L::store(out + i, mul(vs, mul(L::load(yr + i, k), sub(L::load(gr + i, k), vdot))), k); });
@@ -103,6 +103,8 @@ void softmax_backward_row(const T* g, const T* y, T* dx, int64_t n, double scale
 
 /// x with `dim` last and its rows contiguous (a view when they already are).
 Tensor rows_last(const Tensor& x, int64_t dim) { return x.dim() == 0 ? x.reshape({1}) : x.transpose(dim, -1).contiguous(); }
+/// How many rows of its last dim `rows` (from rows_last) holds.
+int64_t row_count(const Tensor& rows) { return rows.size(-1) == 0 ? 0 : rows.numel() / rows.size(-1); }
 
 /// Fill `out` through rows laid out as rows_last(out, dim): directly when out's rows are
 /// contiguous that way, else through a temporary copied back.
@@ -135,16 +137,15 @@ struct Softmax {
       Tensor s = scale == 1 ? x : x * scale;
       if (causal) s = s.masked_fill(ones({x.size(-2), x.size(-1)}, TensorOptions(kBool).device(x.device())).triu(1), -INFINITY);
       const Tensor src = rows_last(s, dim);
-      const int64_t n = src.size(-1), rows = n == 0 ? 0 : src.numel() / n;
+      const int64_t rows = row_count(src);
       write_rows(out, dim, [&](const Tensor& dst) {
-        if (rows > 0) kernels::cuda::softmax_rows(static_cast<uint8_t>(x.dtype()), src.data_ptr(), dst.data_ptr(), rows, n, log);
+        if (rows > 0) kernels::cuda::softmax_rows(static_cast<uint8_t>(x.dtype()), src.data_ptr(), dst.data_ptr(), rows, src.size(-1), log);
       });
       return;
     }
     const Tensor src = rows_last(x, dim);
-    const int64_t n = src.size(-1);
     // Outputs larger than the last-level cache go straight to memory (SoftmaxRows::stream).
-    const SoftmaxRows r{n == 0 ? 0 : src.numel() / n, n, causal ? x.size(-2) : 0, scale, log, out.nbytes() > kStreamingBytes};
+    const SoftmaxRows r{row_count(src), src.size(-1), causal ? x.size(-2) : 0, scale, log, out.nbytes() > kStreamingBytes};
     write_rows(out, dim, [&](const Tensor& dst) { cpu_kernels().run<&Softmax::kernel>(src.data_ptr(), dst.data_ptr(), r, x.dtype()); });
   }
   /// The rows of x into y; built once per target (Note [CPU kernel dispatch]).
@@ -187,9 +188,8 @@ struct SoftmaxBackward {
       return;
     }
     const Tensor gr = rows_last(g, dim), yr = rows_last(y, dim);
-    const int64_t n = yr.size(-1), rows = n == 0 ? 0 : yr.numel() / n;
     write_rows(out, dim, [&](const Tensor& dst) {
-      cpu_kernels().run<&SoftmaxBackward::kernel>(gr.data_ptr(), yr.data_ptr(), dst.data_ptr(), rows, n, scale, y.dtype());
+      cpu_kernels().run<&SoftmaxBackward::kernel>(gr.data_ptr(), yr.data_ptr(), dst.data_ptr(), row_count(yr), yr.size(-1), scale, y.dtype());
     });
   }
   static void kernel(const void* g, const void* y, void* dx, int64_t rows, int64_t n, double scale, Dtype dt) {

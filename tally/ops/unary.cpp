@@ -218,9 +218,11 @@ struct SquareDef {
 };
 /// PyTorch's gelu_backward for the exact GELU: g · (Φ(x) + x·φ(x)) in one pass, computed in
 /// float32 and rounded once. Backward is memory-bound, so one pass instead of the ten of the
-/// composed rule is what makes it fast (a fused kernel's FLOPs are the composed rule's).
+/// composed rule is what makes it fast (a fused kernel's FLOPs are the composed rule's). On the
+/// GPU, where no fused kernel is written yet, the same rule runs as elementwise ops.
 struct GeluBackward {
   static constexpr std::string_view name = "gelu_backward";
+  static constexpr bool supports_cuda = true;
   static constexpr bool elementwise = true;
   static ops::OutputSpec meta(const Tensor& g, const Tensor& x) {
     TALLY_CHECK(g.sizes() == x.sizes(), "gelu_backward: gradient of shape ", g.sizes(), " for an input of shape ", x.sizes());
@@ -229,6 +231,10 @@ struct GeluBackward {
     return {DimVector(x.sizes()), x.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& g, const Tensor& x) {
+    if (out.is_cuda()) {
+      Tensor(out).copy_(g * (0.5 * (1 + erf(x * M_SQRT1_2)) + x * (exp(-0.5 * x * x) * 0.3989422804014327)));
+      return;
+    }
     cpu_kernels().run<&GeluBackward::kernel>(ops::make_loop<3>(out, {&g, &x}), out.dtype());
   }
   static void kernel(const kernels::StridedLoop<3>& loop, Dtype dt) {
@@ -260,15 +266,9 @@ struct GeluErfDef {
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> static C f(C x) { return x * normal_cdf(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, normal_cdf(x)); }
-  // d x·Φ(x) = Φ(x) + x·φ(x): one fused pass on the CPU (gelu_backward below); elsewhere
-  // composed of ops, about ten passes over memory.
+  // d x·Φ(x) = Φ(x) + x·φ(x): gelu_backward above.
   static constexpr UnaryReads reads{.x = true, .out = false};
-  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) {
-    if (!x.is_cuda()) return ops::apply<GeluBackward>(g.to(x.dtype()), x);
-    Tensor cdf = 0.5 * (1 + erf(x * M_SQRT1_2));
-    Tensor pdf = exp(-0.5 * x * x) * 0.3989422804014327;
-    return g * (cdf + x * pdf);
-  }
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return ops::apply<GeluBackward>(g.to(x.dtype()), x); }
 
 };
 struct GeluTanhDef {

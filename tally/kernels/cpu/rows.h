@@ -123,26 +123,28 @@ C row_max(const C* x, int64_t n) {
   return m;
 }
 
-/// A row of T in its compute type: in place for float and double, else widened into `buf`.
+/// A row of n T in its compute type: in place for float and double; a 16-bit row widened into
+/// `buf` (the only case that reserves it).
 template <class T>
-const compute_t<T>* widen_row(const T* src, compute_t<T>* buf, int64_t n) {
+const compute_t<T>* widen_row(const T* src, RowScratch<compute_t<T>>& buf, int64_t n) {
   if constexpr (std::is_same_v<T, compute_t<T>>) {
     return src;
   } else {
+    float* dst = buf.reserve(n);
     const auto* s = reinterpret_cast<const uint16_t*>(src);
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) kernels::store(buf + i, load_16bit<T>(s + i));
-    for (; i < n; ++i) buf[i] = static_cast<float>(src[i]);
-    return buf;
+    for (; i + 16 <= n; i += 16) kernels::store(dst + i, load_16bit<T>(s + i));
+    for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+    return dst;
   }
 }
 
-/// Where a row kernel writes a row of T: the row itself for float and double, else `buf`, which
-/// narrow_row then rounds into the row.
+/// Where a row kernel writes a row of n T: the row itself for float and double; for a 16-bit
+/// row, `buf`, which narrow_row then rounds into the row.
 template <class T>
-compute_t<T>* out_row(T* dst, compute_t<T>* buf) {
+compute_t<T>* out_row(T* dst, RowScratch<compute_t<T>>& buf, int64_t n) {
   if constexpr (std::is_same_v<T, compute_t<T>>) return dst;
-  else return buf;
+  else return buf.reserve(n);
 }
 template <class T>
 void narrow_row(const compute_t<T>* src, T* dst, int64_t n) {

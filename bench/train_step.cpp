@@ -3,9 +3,10 @@
 //   cruncher  the lecture's Cruncher, D 1024, 4 layers, B 1024, MSE, AdamW, float32
 //   gpt       a small GPT: vocab 256, d_model 256, 4 layers, 4 heads, T 256, B 16, AdamW, float32
 // in fp32, or in bf16: the forward under amp::AutocastGuard(bfloat16) (float32 master weights).
-// Usage: train_step cruncher|gpt [steps] [fp32|bf16] [table]. Prints one JSON line: steps/s, tokens/s, the FLOPs of
+// Usage: train_step cruncher|gpt [steps] [fp32|bf16] [table|modules|trace]. Prints one JSON line: steps/s, tokens/s, the FLOPs of
 // one step read off the ledger, the measured float32 FMA peak, and the process's peak RSS; with "table",
-// the ledger's per-op table of one step on stderr first, to see where a step's time goes.
+// the ledger's per-op table of one step on stderr first, to see where a step's time goes; with "modules",
+// its time and FLOP/s per module path; with "trace", every op of that step as it runs.
 
 #include <sys/resource.h>
 
@@ -36,11 +37,24 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+// Prints every op of a step as it runs: phase, module path, op, bytes moved and time.
+class TraceOps : public ops::OpObserver {
+ public:
+  void on_op(std::string_view name, const ops::Cost& cost, double seconds) override {
+    std::fprintf(stderr, "%-9s %-24s %-26.*s %10.2f MB %8.3f ms\n", accounting::phase_name(accounting::current_phase()),
+                 current_module_path().c_str(), static_cast<int>(name.size()), name.data(),
+                 (cost.bytes_read + cost.bytes_written) / 1e6, 1e3 * seconds);
+  }
+};
+
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "cruncher";
   const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
   const std::string precision = argc > 3 ? argv[3] : "fp32";
-  const bool table = argc > 4 && std::string(argv[4]) == "table";
+  const std::string detail = argc > 4 ? argv[4] : "";
+  const bool table = detail == "table";
+  const bool modules = detail == "modules";
+  const bool trace = detail == "trace";
   if (precision != "fp32" && precision != "bf16") {
     std::fprintf(stderr, "train_step: precision must be fp32 or bf16, got %s\n", precision.c_str());
     return 2;
@@ -87,9 +101,17 @@ int main(int argc, char** argv) {
   int64_t flops = 0;
   {
     accounting::FlopCounter counter;
+    TraceOps tracer;
+    ops::OpObserver* previous = trace ? ops::set_op_observer(&tracer) : nullptr;
     w.step();
+    if (trace) ops::set_op_observer(previous);
     flops = counter.total_flops();
     if (table) std::fprintf(stderr, "%s\n", counter.table().c_str());
+    if (modules)
+      for (const auto& [key, t] : counter.by_module())
+        std::fprintf(stderr, "%-28s %-9s %8.3f ms %8.1f GFLOP/s\n", key.first.c_str(),
+                     accounting::phase_name(key.second), 1e3 * t.seconds,
+                     t.seconds > 0 ? t.flops / t.seconds / 1e9 : 0.0);
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) w.step();

@@ -16,6 +16,7 @@
 #include "tally/accounting/flop_counter.h"
 #include "tally/accounting/memory_tracker.h"
 #include "tally/autograd/gradcheck.h"
+#include "tally/ops/attention.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/foreach.h"

@@ -33,6 +33,8 @@ class IntArrayRef {
   bool empty() const { return size_ == 0; }
   int64_t operator[](size_t i) const { return data_[i]; }
   int64_t back() const { return data_[size_ - 1]; }
+  /// The `length` values from `start` on (c10::ArrayRef::slice); the caller keeps them in range.
+  IntArrayRef slice(size_t start, size_t length) const { return {data_ + start, length}; }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
   bool operator==(IntArrayRef o) const {
     if (size_ != o.size_) return false;

@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "tally/core/geometry.h"
 #include "tally/ops/apply.h"
+#include "tally/ops/attention.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/matmul.h"
@@ -48,18 +50,23 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
 
 Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Tensor& v_, bool is_causal) {
   Tensor q = q_, k = k_, v = v_;
+  // Cast before the copies below, so that they are made once, in the dtype the op runs in.
   const ops::AutocastRegion autocast("scaled_dot_product_attention", {&q, &k, &v});
-  TALLY_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim() && q.size(-1) == k.size(-1) && k.size(-2) == v.size(-2),
-              "scaled_dot_product_attention: q ", q.sizes(), ", k ", k.sizes(), " and v ", v.sizes(),
-              " must be [..., T, d] with matching d (q, k) and key length (k, v)");
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  // Heads cut from a packed projection ([b, T, 3, h, d] permuted) are strided matrices whose
-  // batch dims do not merge, which each product, forward and backward, would pack again: packed
-  // once here instead. The graph keeps these copies in place of the projection (the same bytes).
-  q = q.contiguous();
-  k = k.contiguous();
-  v = v.contiguous();
-  return matmul(attention_softmax(matmul(q, k.transpose(-2, -1)), scale, is_causal), v);
+  TALLY_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), "scaled_dot_product_attention: query, key and value must be ",
+              "[..., L, E], [..., S, E] and [..., S, Ev] of one rank, got query ", q.sizes(), ", key ", k.sizes(), " and value ", v.sizes());
+  // The batch dims broadcast, as matmul's do; the op itself takes them equal.
+  DimVector batch = geometry::broadcast_shapes(q.sizes().slice(0, q.dim() - 2), k.sizes().slice(0, k.dim() - 2));
+  batch = geometry::broadcast_shapes(batch, v.sizes().slice(0, v.dim() - 2));
+  auto with_batch = [&](const Tensor& t) {
+    DimVector sizes = batch;
+    sizes.push_back(t.size(-2));
+    sizes.push_back(t.size(-1));
+    return t.expand(sizes);
+  };
+  // Heads cut from a packed projection ([b, T, 3, h, d] permuted) are strided matrices, which the
+  // op would pack again in backward: packed once here instead. The graph keeps these copies in
+  // place of the projection (the same bytes).
+  return tally::scaled_dot_product_attention(with_batch(q).contiguous(), with_batch(k).contiguous(), with_batch(v).contiguous(), is_causal);
 }
 
 }  // namespace tally::nn::functional

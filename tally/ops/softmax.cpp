@@ -30,13 +30,27 @@ namespace {
 /// Outputs above this size are written with streaming stores (bigger than this CPU's caches).
 constexpr int64_t kStreamingBytes = int64_t{64} << 20;
 
-/// What the row kernels are told: `rows` contiguous rows of n elements, softmax of scale·x, and
-/// with `causal_rows` set, a causal mask over each block of that many rows (row r sees the
-/// columns up to r mod causal_rows, as PyTorch's is_causal: the upper-left triangle).
+using ops::detail::RowLayout;
+
+/// Where row `row` starts, in elements.
+int64_t row_offset(const RowLayout& l, int64_t row) {
+  return l.per_batch ? (row / l.per_batch) * l.batch_stride + (row % l.per_batch) * l.ld : row * l.ld;
+}
+
+/// Plain rows of n elements one after another.
+RowLayout dense_rows(int64_t n) { return {n, 0, 0}; }
+
+/// What the row kernels are told: `rows` rows of n elements, laid out in x and y as `in` and
+/// `out` say, softmax of scale·x, and with `causal_rows` set, a causal mask over each block of
+/// that many rows: row r sees the columns up to first_row + r mod causal_rows (PyTorch's
+/// is_causal, the upper-left triangle; first_row > 0 for a block of rows cut from further down).
 struct SoftmaxRows {
   int64_t rows = 0;
   int64_t n = 0;
+  RowLayout in;
+  RowLayout out;
   int64_t causal_rows = 0;
+  int64_t first_row = 0;
   double scale = 1;
   bool log = false;
   /// y is larger than the caches: its float32 stores bypass them, saving the read-for-ownership
@@ -45,7 +59,20 @@ struct SoftmaxRows {
 };
 
 /// Columns of row `row` the mask lets through.
-int64_t visible(const SoftmaxRows& r, int64_t row) { return r.causal_rows ? std::min(r.n, row % r.causal_rows + 1) : r.n; }
+int64_t visible(const SoftmaxRows& r, int64_t row) {
+  return r.causal_rows ? std::min(r.n, r.first_row + row % r.causal_rows + 1) : r.n;
+}
+
+/// What softmax's backward kernel is told: rows of n elements of g, y and dx, each in its own
+/// layout, and the scale the forward applied.
+struct SoftmaxGradRows {
+  int64_t rows = 0;
+  int64_t n = 0;
+  RowLayout g;
+  RowLayout y;
+  RowLayout dx;
+  double scale = 1;
+};
 
 /// One row, in its compute type, three passes while the row sits in cache: the max; exp(s·x − m)
 /// into a scratch row, with its sum; then y = scratch / sum (or s·x − m − log sum). Masked
@@ -145,7 +172,8 @@ struct Softmax {
     }
     const Tensor src = rows_last(x, dim);
     // Outputs larger than the last-level cache go straight to memory (SoftmaxRows::stream).
-    const SoftmaxRows r{row_count(src), src.size(-1), causal ? x.size(-2) : 0, scale, log, out.nbytes() > kStreamingBytes};
+    const int64_t n = src.size(-1);
+    const SoftmaxRows r{row_count(src), n, dense_rows(n), dense_rows(n), causal ? x.size(-2) : 0, 0, scale, log, out.nbytes() > kStreamingBytes};
     write_rows(out, dim, [&](const Tensor& dst) { cpu_kernels().run<&Softmax::kernel>(src.data_ptr(), dst.data_ptr(), r, x.dtype()); });
   }
   /// The rows of x into y; built once per target (Note [CPU kernel dispatch]).
@@ -155,14 +183,14 @@ struct Softmax {
       T* py = static_cast<T*>(y);
       kernels::parallel_for(r.rows, kernels::row_grain(r.n), [&](int64_t b, int64_t e) {
         kernels::RowScratch<compute_t<T>> in, tmp;
-        for (int64_t row = b; row < e; ++row) softmax_row(px + row * r.n, py + row * r.n, row, r, in, tmp);
+        for (int64_t row = b; row < e; ++row) softmax_row(px + row_offset(r.in, row), py + row_offset(r.out, row), row, r, in, tmp);
         if (r.stream) kernels::stream_fence();  // streamed stores visible before the op returns
       });
     });
   }
   // max, subtract, exp, sum, divide (or log-subtract); and the scale's multiply where it is not 1.
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool, double scale, bool) {
-    return {(scale == 1 ? 5 : 6) * x.numel(), x.nbytes(), out.nbytes()};
+    return {ops::detail::softmax_flops_per_element(scale) * x.numel(), x.nbytes(), out.nbytes()};
   }
   // softmax: dx = s·y·(g − Σ g·y); log_softmax: dx = g − softmax(x)·Σ g = g − exp(y)·Σ g: both
   // read the output only.
@@ -188,23 +216,25 @@ struct SoftmaxBackward {
       return;
     }
     const Tensor gr = rows_last(g, dim), yr = rows_last(y, dim);
+    const int64_t n = yr.size(-1);
     write_rows(out, dim, [&](const Tensor& dst) {
-      cpu_kernels().run<&SoftmaxBackward::kernel>(gr.data_ptr(), yr.data_ptr(), dst.data_ptr(), row_count(yr), yr.size(-1), scale, y.dtype());
+      cpu_kernels().run<&SoftmaxBackward::kernel>(gr.data_ptr(), yr.data_ptr(), dst.data_ptr(), SoftmaxGradRows{row_count(yr), n, dense_rows(n), dense_rows(n), dense_rows(n), scale},
+                                                  y.dtype());
     });
   }
-  static void kernel(const void* g, const void* y, void* dx, int64_t rows, int64_t n, double scale, Dtype dt) {
+  static void kernel(const void* g, const void* y, void* dx, SoftmaxGradRows r, Dtype dt) {
     kernels::dispatch_rows(dt, name, [&]<class T>() {
-      kernels::parallel_for(rows, kernels::row_grain(n), [&](int64_t b, int64_t e) {
+      kernels::parallel_for(r.rows, kernels::row_grain(r.n), [&](int64_t b, int64_t e) {
         kernels::RowScratch<compute_t<T>> gin, yin, res;
         for (int64_t row = b; row < e; ++row)
-          softmax_backward_row(static_cast<const T*>(g) + row * n, static_cast<const T*>(y) + row * n, static_cast<T*>(dx) + row * n, n,
-                               scale, gin, yin, res);
+          softmax_backward_row(static_cast<const T*>(g) + row_offset(r.g, row), static_cast<const T*>(y) + row_offset(r.y, row),
+                               static_cast<T*>(dx) + row_offset(r.dx, row), r.n, r.scale, gin, yin, res);
       });
     });
   }
   // g·y, its sum, g − Σ, ×y (4), and ×s where it is not 1.
   static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& y, int64_t, double scale) {
-    return {(scale == 1 ? 4 : 5) * y.numel(), g.nbytes() + y.nbytes(), out.nbytes()};
+    return {ops::detail::softmax_backward_flops_per_element(scale) * y.numel(), g.nbytes() + y.nbytes(), out.nbytes()};
   }
 };
 
@@ -215,6 +245,21 @@ Tensor softmax(const Tensor& x, int64_t dim) { return ops::apply<Softmax>(x, dim
 Tensor log_softmax(const Tensor& x, int64_t dim) { return ops::apply<Softmax>(x, dim, true, 1.0, false); }
 Tensor attention_softmax(const Tensor& scores, double scale, bool is_causal) { return ops::apply<Softmax>(scores, int64_t{-1}, false, scale, is_causal); }
 Tensor Tensor::softmax(int64_t dim) const { return tally::softmax(*this, dim); }
+
+namespace ops::detail {
+
+void attention_probs_rows(Dtype dtype, const void* scores, RowLayout scores_rows, void* probs, RowLayout probs_rows, int64_t rows,
+                          int64_t n, int64_t causal_rows, int64_t first_row, double scale) {
+  const SoftmaxRows r{rows, n, scores_rows, probs_rows, causal_rows, first_row, scale, false, false};
+  cpu_kernels().run<&Softmax::kernel>(scores, probs, r, dtype);
+}
+
+void softmax_backward_rows(Dtype dtype, const void* g, RowLayout g_rows, const void* y, RowLayout y_rows, void* dx, RowLayout dx_rows,
+                           int64_t rows, int64_t n, double scale) {
+  cpu_kernels().run<&SoftmaxBackward::kernel>(g, y, dx, SoftmaxGradRows{rows, n, g_rows, y_rows, dx_rows, scale}, dtype);
+}
+
+}  // namespace ops::detail
 Tensor Tensor::log_softmax(int64_t dim) const { return tally::log_softmax(*this, dim); }
 
 #endif  // TALLY_PRIMARY_PASS

@@ -244,7 +244,13 @@ TEST_F(EstimateCli, TransformerAndTensor) {
   for (const char* untied : {"", " --untied"}) {
     const auto m = json_of(std::string("transformer --layers 2 --d-model 64 --heads 4 --vocab 100 --seq-len 16 --batch 2") + untied);
     EXPECT_EQ(m["inputs"]["meta_run"]["params"].get<double>(), m["results"]["params"]["value"].get<double>()) << untied;
-    EXPECT_EQ(m["inputs"]["meta_run"]["matmul_flops_per_step"].get<double>(), m["results"]["flops_per_step"]["value"].get<double>())
+    // The weight matmuls exactly; attention (one op, T = 16: a single causal block over all T×T
+    // scores) its full products plus its softmax (6 per score forward, 6 + 5 backward).
+    EXPECT_EQ(m["inputs"]["meta_run"]["matmul_flops_per_step"].get<double>(),
+              m["results"]["matmul_flops_per_token"]["value"].get<double>() * 2 * 16)
+        << untied;
+    EXPECT_EQ(m["inputs"]["meta_run"]["attention_flops_per_step"].get<double>(),
+              m["results"]["attention_flops_per_token"]["value"].get<double>() * 2 * 16 * 3.5 / 3 + 17.0 * 2 * 2 * 4 * 16 * 16)
         << untied;
     EXPECT_GT(m["inputs"]["meta_run"]["peak_bytes_by_category"]["activations"].get<double>(), 0) << untied;
   }

@@ -81,6 +81,11 @@ std::multimap<std::string, Case> cases() {
   add("softmax", "dim 0", [](const TensorList& v) { return softmax(v[0], 0); }, {leaf({3, 4}, "t")});
   add("softmax", "log", [](const TensorList& v) { return log_softmax(v[0], -1); }, {leaf({3, 4}, "s")});
   add("softmax", "attention: scaled, causal", [](const TensorList& v) { return attention_softmax(v[0], 0.7, true); }, {leaf({2, 3, 4}, "t")});
+  // Two causal blocks of 64 query rows (the second partial), more keys than queries, E ≠ Ev.
+  add("scaled_dot_product_attention", "causal, two blocks", [](const TensorList& v) { return scaled_dot_product_attention(v[0], v[1], v[2], true); },
+      {leaf({1, 70, 3}), leaf({1, 70, 3}), leaf({1, 70, 2})});
+  add("scaled_dot_product_attention", "S > L, scale", [](const TensorList& v) { return scaled_dot_product_attention(v[0], v[1], v[2], false, 0.4); },
+      {leaf({2, 4, 3}, "t"), leaf({2, 6, 3}), leaf({2, 6, 5})});
   add("layer_norm", "weight and bias, transposed", [](const TensorList& v) { return layer_norm(v[0], {3}, v[1], v[2], 1e-3); },
       {leaf({4, 3}, "t"), leaf({3}), leaf({3})});
   add("layer_norm", "two dims, no affine", [](const TensorList& v) { return layer_norm(v[0], {3, 4}); }, {leaf({2, 3, 4}, "s")});

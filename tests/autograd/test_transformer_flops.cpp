@@ -1,7 +1,7 @@
 // The napkin math meets the ledger: the GPT-2-style transformer built from tally ops
 // (nn::TransformerLM in its GPT-2 configuration) is trained for one step, and the matmul FLOPs the ledger recorded (forward +
-// backward) equal exactly what `tally estimate transformer` predicts for a masked (full T×T)
-// attention implementation.
+// backward) equal exactly what `tally estimate transformer` predicts for the weight matmuls, and
+// the attention op's FLOPs its attention term at this T (one causal block: the full T×T scores).
 
 #include <gtest/gtest.h>
 
@@ -23,10 +23,20 @@ TEST(TransformerFlops, LedgerMatchesEstimateExactly) {
 
   const auto est = accounting::transformer(config, accounting::recipe("fp32-adamw"));
   const int64_t tokens_per_step = config.batch * config.seq_len;
+  // The weight matmuls: the ledger's matmul rows.
   const int64_t ledger = counter.op("matmul", Phase::Forward).flops + counter.op("matmul", Phase::Backward).flops;
-  EXPECT_EQ(static_cast<double>(ledger), est.flops_per_token.value * tokens_per_step);
+  EXPECT_EQ(static_cast<double>(ledger), est.matmul_flops_per_token.value * tokens_per_step);
   // Backward matmuls cost exactly twice the forward ones: every matmul input needs a gradient.
   EXPECT_EQ(counter.op("matmul", Phase::Backward).flops, 2 * counter.op("matmul", Phase::Forward).flops);
+  // Attention is one op. At T = 16 its causal blocks (64 query rows) are one block over all T×T
+  // scores, so its products are the estimate's full ones: QKᵀ and P·V forward (a third of the
+  // training term), and backward the scores again, dP, dq, dk and dv (five halves of the forward).
+  // Besides them, its softmax: 6 FLOPs per score forward (scale, max, subtract, exp, sum,
+  // divide), and backward 6 more for the recomputed one and 5 for its gradient.
+  const double products = est.attention_flops_per_token.value * tokens_per_step / 3;
+  const double scores = static_cast<double>(config.layers * config.batch * config.heads * config.seq_len * config.seq_len);
+  EXPECT_EQ(static_cast<double>(counter.op("scaled_dot_product_attention", Phase::Forward).flops), products + 6 * scores);
+  EXPECT_EQ(static_cast<double>(counter.op("scaled_dot_product_attention_backward", Phase::Backward).flops), 2.5 * products + 11 * scores);
   // The parameter count the estimate uses is the number of elements the model created.
   EXPECT_EQ(static_cast<double>(model.num_parameters()), est.params.value);
   for (const Tensor& p : model.parameters()) EXPECT_TRUE(p.grad().defined());

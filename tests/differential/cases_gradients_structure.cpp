@@ -117,6 +117,27 @@ void add_attention_softmax(std::vector<Case>& cases) {
   }
 }
 
+// Attention as one op: causal over more than one block of 64 query rows (and a partial one),
+// more keys than queries and fewer, E ≠ Ev, an odd E (bfloat16 off its fused kernel), an
+// explicit scale, strided inputs; bfloat16 against float32 arithmetic rounded once.
+void add_attention(std::vector<Case>& cases) {
+  for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
+    const auto add = [&](std::vector<int64_t> q, std::vector<int64_t> k, std::vector<int64_t> v, Json args, Layout layout = Layout::Contiguous) {
+      Case c = grad_case(kFamily, "scaled_dot_product_attention", {in(std::move(q), dt, "normal", layout), in(std::move(k), dt), in(std::move(v), dt)},
+                         std::move(args));
+      c.float32_reference = dt == kBFloat16;
+      cases.push_back(std::move(c));
+    };
+    add({2, 3, 70, 8}, {2, 3, 70, 8}, {2, 3, 70, 8}, {{"causal", true}});
+    add({2, 3, 70, 8}, {2, 3, 70, 8}, {2, 3, 70, 6}, {{"causal", true}}, Layout::Transposed);
+    add({2, 70, 8}, {2, 100, 8}, {2, 100, 4}, {{"causal", true}, {"scale", 0.3}}, Layout::Sliced);
+    add({2, 9, 6}, {2, 5, 6}, {2, 5, 6}, {{"causal", true}});
+    add({3, 5, 8}, {3, 9, 8}, {3, 9, 10}, {{"causal", false}});
+    add({2, 2, 67, 5}, {2, 2, 67, 5}, {2, 2, 67, 5}, {{"causal", true}});
+    add({1, 4, 130, 64}, {1, 4, 130, 64}, {1, 4, 130, 64}, {{"causal", true}});  // a GPT head's size, heads over both threads
+  }
+}
+
 void add_joins(std::vector<Case>& cases) {
   for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
     cases.push_back(grad_case(kFamily, "cat", {in({2, 4, 5}, dt, "normal", Layout::Transposed), in({3, 4, 5}, dt, "normal", Layout::Sliced)},
@@ -221,6 +242,7 @@ std::vector<Case> gradient_structure_cases() {
   add_softmax(cases);
   add_norms(cases);
   add_attention_softmax(cases);
+  add_attention(cases);
   add_joins(cases);
   add_matmul(cases);
   add_triangles(cases);

@@ -191,6 +191,10 @@ const std::map<std::string, OpFn>& table() {
       {"log_softmax", [](auto& v, auto&, const Json& a) -> Outs { return {log_softmax(v[0], a["dim"].get<int64_t>())}; }},
       {"attention_softmax",
        [](auto& v, auto&, const Json& a) -> Outs { return {attention_softmax(v[0], a["scale"].get<double>(), a["causal"].get<bool>())}; }},
+      {"scaled_dot_product_attention", [](auto& v, auto&, const Json& a) -> Outs {
+         const std::optional<double> scale = a.contains("scale") ? std::optional(a["scale"].get<double>()) : std::nullopt;
+         return {scaled_dot_product_attention(v[0], v[1], v[2], a["causal"].get<bool>(), scale)};
+       }},
       // A norm's inputs: x, then the weight and the bias where the case has them.
       {"layer_norm", [](auto& v, auto&, const Json& a) -> Outs {
          return {nn::F::layer_norm(v[0], a["dims"].get<int64_t>(), v.size() > 1 ? v[1] : Tensor(), v.size() > 2 ? v[2] : Tensor(),

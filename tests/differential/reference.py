@@ -259,6 +259,7 @@ OPS = {
     "softmax": lambda v, b, a: [torch.softmax(v[0], a["dim"])],
     "log_softmax": lambda v, b, a: [torch.log_softmax(v[0], a["dim"])],
     "attention_softmax": lambda v, b, a: [attention_softmax(v[0], a["scale"], a["causal"])],
+    "scaled_dot_product_attention": lambda v, b, a: [scaled_dot_product_attention(v[0], v[1], v[2], a["causal"], a.get("scale"))],
     "layer_norm": lambda v, b, a: [F.layer_norm(v[0], v[0].shape[-a["dims"]:], *v[1:], eps=a["eps"])],
     "rms_norm": lambda v, b, a: [rms_norm(v[0], a["dims"], v[1] if len(v) > 1 else None, a["eps"])],
     # structure
@@ -301,6 +302,13 @@ def attention_softmax(x, scale, causal):
     if causal:
         s = s.masked_fill(torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
     return torch.softmax(s, -1)
+
+
+def scaled_dot_product_attention(q, k, v, causal, scale):
+    """torch.nn.functional.scaled_dot_product_attention (no mask, no dropout), which torch 1.13 lacks."""
+    if scale is None:
+        scale = 1 / math.sqrt(q.shape[-1])
+    return attention_softmax(q @ k.transpose(-2, -1), scale, causal) @ v
 
 
 def rms_norm(x, dims, weight, eps):

@@ -11,7 +11,7 @@ namespace {
 TEST(TransformerActivations, EqualTheFormulaFromTheShapes) {
   // GPT-2 style by default: learned positions, LayerNorm, a GELU MLP of 4·d, biases, a tied head.
   const nn::TransformerConfig c{.vocab_size = 64, .context_length = 16, .d_model = 32, .num_layers = 2, .num_heads = 4};
-  const int64_t b = 3, T = 16, d = 32, h = 4, L = 2, V = 64, N = b * T;
+  const int64_t b = 3, T = 16, d = 32, L = 2, V = 64, N = b * T;
   Generator gen(1);
   nn::TransformerLM model(c, {}, &gen);
   Tensor ids = randint(V, {b, T}, TensorOptions(kInt64), &gen), targets = randint(V, {b, T}, TensorOptions(kInt64), &gen);
@@ -21,12 +21,11 @@ TEST(TransformerActivations, EqualTheFormulaFromTheShapes) {
   // What each rule reads (Note [Saved tensors] in ops/apply.h), in float32 elements:
   // LayerNorm (one op): its input [N, d], from which backward recomputes mean and 1/σ.
   const int64_t layer_norm = N * d;
-  // A block: LayerNorm; the qkv input [N, d]; the packed q, k, v [N, 3d] (the score and value
-  // matmuls read them); the attention probabilities [b, h, T, T] (scale and causal mask are
-  // applied inside their softmax, so nothing else); the heads' output re-laid as [N, d] (the
-  // projection's input); LayerNorm; the MLP input [N, d], the GELU input [N, 4d] and the GELU
-  // output [N, 4d] (the second layer's input).
-  const int64_t block = layer_norm + N * d + 3 * N * d + b * h * T * T + N * d + layer_norm + N * d + 4 * N * d + 4 * N * d;
+  // A block: LayerNorm; the qkv input [N, d]; the packed q, k, v [N, 3d] (attention is one op
+  // whose backward recomputes its probabilities from them, so no [b, h, T, T] is kept); the
+  // heads' output re-laid as [N, d] (the projection's input); LayerNorm; the MLP input [N, d],
+  // the GELU input [N, 4d] and the GELU output [N, 4d] (the second layer's input).
+  const int64_t block = layer_norm + N * d + 3 * N * d + N * d + layer_norm + N * d + 4 * N * d + 4 * N * d;
   // The head: the final LayerNorm, the lm_head matmul's input [N, d] (the tied embedding needs its
   // gradient) and the logits [N, V] cross-entropy recomputes its softmax from.
   const int64_t head = layer_norm + N * d + N * V;

@@ -78,14 +78,21 @@ TEST(TransformerMeta, PredictsThePeakMemoryByCategoryExactly) {
 
 TEST(TransformerMeta, MatchesTheEstimateFormula) {
   // The napkin formula and the real model on meta tensors agree exactly on parameters and on
-  // training matmul FLOPs.
+  // training matmul FLOPs; attention's follow its causal blocks.
   const accounting::TransformerConfig config{24, 2048, 16, 50257, 2048, 1, true};  // GPT-3 XL, 1.3B
   const StepRecord meta = train_step(config, kMeta);
   const auto est = accounting::transformer(config, accounting::recipe("fp32-adamw"));
   EXPECT_EQ(static_cast<double>(meta.parameters), est.params.value);
   EXPECT_GT(meta.parameters, 1'300'000'000);
   const int64_t matmul = meta.ledger.at({"matmul", Phase::Forward}).flops + meta.ledger.at({"matmul", Phase::Backward}).flops;
-  EXPECT_EQ(static_cast<double>(matmul), est.flops_per_token.value * static_cast<double>(config.batch * config.seq_len));
+  EXPECT_EQ(static_cast<double>(matmul), est.matmul_flops_per_token.value * static_cast<double>(config.batch * config.seq_len));
+  // Attention, one op, runs causal blocks of 64 query rows: block i meets 64·(i + 1) keys, so at
+  // T = 2048 each head computes 64·64·(1 + … + 32) of the T² scores (51.6%); forward, the two
+  // products (2·dh FLOPs per score each) and the scaled softmax (6 per score).
+  const int64_t blocks = config.seq_len / 64, per_head = 64 * 64 * blocks * (blocks + 1) / 2, dh = config.d_model / config.heads;
+  const int64_t scores = config.layers * config.batch * config.heads * per_head;
+  EXPECT_EQ(meta.ledger.at({"scaled_dot_product_attention", Phase::Forward}).flops, scores * (4 * dh + 6));
+  EXPECT_LT(static_cast<double>(scores * 4 * dh * 3), est.attention_flops_per_token.value * static_cast<double>(config.batch * config.seq_len));
   EXPECT_EQ(meta.peak[static_cast<int>(MemoryCategory::Parameters)], meta.parameters * 4);
 }
 

@@ -1,0 +1,346 @@
+// The AVX512_BF16 attention kernel (attention_bf16.h). This file alone is compiled for
+// x86-64-v4 with AVX512_BF16 (CMakeLists.txt) and runs only where the CPU has both, so it must not
+// emit anything another file could link to by mistake (Note [CPU kernel dispatch]'s ODR hazard):
+// it includes no tally header but its own, uses no standard-library template, and everything but
+// the four entry points has internal linkage.
+//
+// Every product is C (+)= A·B with A bfloat16 rows and B packed in pairs along the inner dim
+// (vdpbf16ps multiplies a pair of A by a pair of B per float32 lane and adds both): a tile of
+// up to 6 rows × 64 columns of C stays in 24 registers while the inner dim streams through.
+// Per matrix (one head of one sequence), with blocks of 64 query rows:
+//   forward:  S = q kᵀ (float32), P = softmax(scale·S) rounded to bfloat16, out = P v;
+//   backward: S and P again, dP = dout vᵀ, dS = scale·P·(dP − Σ P·dP) rounded to bfloat16,
+//             dq = dS k, and dk += dSᵀ q, dv += Pᵀ dout in float32 (dSᵀ and Pᵀ are P and dS
+//             with rows interleaved in pairs, the layout the pair product reads them in).
+// Matrices are spread over the threads; each thread's scratch (packed operands, one block's
+// scores) is a few hundred KiB for a GPT head and stays in its L2.
+
+#include "tally/kernels/cpu/attention_bf16.h"
+
+#if defined(__x86_64__) && defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace tally::kernels {
+namespace {
+
+constexpr int64_t kRows = kAttentionBlockRows;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/// The lanes of a 16-wide vector that hold columns c..c+15 below `limit`.
+__mmask16 below(int64_t c, int64_t limit) {
+  const int64_t n = limit - c;
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+__m512 load_bf16(const uint16_t* p, __mmask16 m) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+
+/// Round to nearest even and store the lanes in `m`.
+void store_bf16(uint16_t* p, __m512 x, __mmask16 m) { _mm256_mask_storeu_epi16(p, m, (__m256i)_mm512_cvtneps_pbh(x)); }
+
+/// e^x for x ≤ 0: 2^n·e^r with n = round(x·log2 e) and |r| ≤ ln2/2 by Cody–Waite, e^r by its
+/// Taylor polynomial to r⁶ (error below 2⁻²³ there), scaled by vscalefps. Below −87 it gives
+/// a value under 2⁻¹²⁵ where the exact one is smaller still: as good as 0 in a sum of at least 1.
+__m512 exp_nonpositive(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/// An A operand: bfloat16 where row i's pair k starts at data + i·row + k·pair (elements).
+struct PairRows {
+  const uint16_t* data;
+  int64_t row, pair;
+};
+
+/// C[MR × 16·NV] (+)= A · B over `pairs` pairs of the inner dim; B packed as [pairs][ldb][2];
+/// only the first `cols` columns of C are read and written.
+template <int MR, int NV>
+void tile(int64_t pairs, PairRows a, const uint16_t* b, int64_t ldb, float* c, int64_t ldc, int64_t cols, bool accumulate) {
+  __m512 acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NV; ++j)
+      acc[i][j] = accumulate ? _mm512_maskz_loadu_ps(below(16 * j, cols), c + i * ldc + 16 * j) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < pairs; ++k) {
+    __m512bh bv[NV];
+    for (int j = 0; j < NV; ++j) bv[j] = (__m512bh)_mm512_loadu_si512(b + (k * ldb + 16 * j) * 2);
+    for (int i = 0; i < MR; ++i) {
+      int32_t pair;
+      std::memcpy(&pair, a.data + i * a.row + k * a.pair, sizeof pair);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(pair);
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NV; ++j) _mm512_mask_storeu_ps(c + i * ldc + 16 * j, below(16 * j, cols), acc[i][j]);
+}
+
+using TileFn = void (*)(int64_t, PairRows, const uint16_t*, int64_t, float*, int64_t, int64_t, bool);
+
+template <int MR>
+constexpr TileFn kRowTiles[4] = {&tile<MR, 1>, &tile<MR, 2>, &tile<MR, 3>, &tile<MR, 4>};
+constexpr const TileFn* kTiles[6] = {kRowTiles<1>, kRowTiles<2>, kRowTiles<3>, kRowTiles<4>, kRowTiles<5>, kRowTiles<6>};
+
+/// C[M × N] (+)= A[M × 2·pairs] · B, B packed by pack_pairs with row length ldb.
+void gemm(int64_t M, int64_t N, int64_t pairs, PairRows a, const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  for (int64_t n0 = 0; n0 < N; n0 += 64) {
+    const int64_t cols = N - n0, nv = smaller(4, (cols + 15) / 16);
+    for (int64_t m0 = 0; m0 < M; m0 += 6) {
+      const int64_t mr = smaller(6, M - m0);
+      const PairRows rows{a.data + m0 * a.row, a.row, a.pair};
+      kTiles[mr - 1][nv - 1](pairs, rows, b + n0 * 2, ldb, c + m0 * ldc + n0, ldc, cols, accumulate);
+    }
+  }
+}
+
+/// Row-major bfloat16 rows as an A operand (pairs of adjacent elements).
+PairRows rows_of(const uint16_t* data, int64_t ld) { return {data, ld, 2}; }
+
+/// B[k][n] = src[k·rs + n·cs] (k < K, n < N) packed in pairs of k: out[((k/2)·ldb + n)·2 + k%2],
+/// zero beyond K and N; ldb is N rounded up to 16, so a tile's loads stay inside.
+void pack_pairs(const uint16_t* src, int64_t K, int64_t N, int64_t rs, int64_t cs, uint16_t* out, int64_t ldb) {
+  for (int64_t k2 = 0; k2 < (K + 1) / 2; ++k2) {
+    uint16_t* dst = out + k2 * ldb * 2;
+    for (int64_t n = 0; n < ldb; ++n) {
+      const int64_t k = 2 * k2;
+      dst[2 * n] = n < N ? src[k * rs + n * cs] : 0;
+      dst[2 * n + 1] = n < N && k + 1 < K ? src[(k + 1) * rs + n * cs] : 0;
+    }
+  }
+}
+
+/// Rows r < R of `src` (bfloat16, row length ld) interleaved in pairs of rows over columns c < e:
+/// dst[((r/2)·ldt + c)·2 + r%2], a missing last odd row as zeros. That is srcᵀ as an A operand.
+void interleave_rows(const uint16_t* src, int64_t ld, int64_t R, int64_t e, uint16_t* dst, int64_t ldt) {
+  for (int64_t i = 0; 2 * i < R; ++i) {
+    const uint16_t* r0 = src + 2 * i * ld;
+    const uint16_t* r1 = 2 * i + 1 < R ? r0 + ld : nullptr;
+    for (int64_t c = 0; c < e; c += 16) {
+      const __mmask16 m = below(c, e);
+      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0 + c));
+      const __m512i hi = r1 ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1 + c)), 16) : _mm512_setzero_si512();
+      _mm512_mask_storeu_epi32(dst + (i * ldt + c) * 2, m, _mm512_or_si512(lo, hi));
+    }
+  }
+}
+
+/// One row of probabilities: softmax(scale · s[0..visible)) rounded to bfloat16 into p, zeros
+/// from `visible` up to `width`. s is overwritten with the exponentials.
+void probabilities_row(float* s, int64_t visible, int64_t width, float scale, uint16_t* p) {
+  __m512 vmax = _mm512_set1_ps(-__builtin_inff());
+  for (int64_t c = 0; c < visible; c += 16) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, below(c, visible), s + c));
+  const __m512 vscale = _mm512_set1_ps(scale), vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax) * scale);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t c = 0; c < visible; c += 16) {
+    const __mmask16 m = below(c, visible);
+    const __m512 ex = exp_nonpositive(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, s + c), vscale, vm));
+    _mm512_mask_storeu_ps(s + c, m, ex);
+    vsum = _mm512_mask_add_ps(vsum, m, vsum, ex);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  for (int64_t c = 0; c < width; c += 16) store_bf16(p + c, _mm512_maskz_mul_ps(below(c, visible), _mm512_maskz_loadu_ps(below(c, visible), s + c), inv), below(c, width));
+}
+
+/// One row of the scores' gradient: ds = scale · p · (dp − Σ p·dp) over c < e, rounded to
+/// bfloat16, zeros from e up to `width`.
+void scores_grad_row(const uint16_t* p, const float* dp, int64_t e, int64_t width, float scale, uint16_t* ds) {
+  __m512 vdot = _mm512_setzero_ps();
+  for (int64_t c = 0; c < e; c += 16) {
+    const __mmask16 m = below(c, e);
+    vdot = _mm512_fmadd_ps(load_bf16(p + c, m), _mm512_maskz_loadu_ps(m, dp + c), vdot);
+  }
+  const __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(vdot)), vscale = _mm512_set1_ps(scale);
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 m = below(c, e);
+    const __m512 g = _mm512_mul_ps(vscale, _mm512_mul_ps(load_bf16(p + c, m), _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + c), dot)));
+    store_bf16(ds + c, _mm512_maskz_mov_ps(m, g), below(c, width));
+  }
+}
+
+/// `rows` rows of n float32 (row length ld) rounded into bfloat16 rows of length n.
+void round_rows(const float* src, int64_t ld, int64_t rows, int64_t n, uint16_t* dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; c += 16) store_bf16(dst + r * n + c, _mm512_maskz_loadu_ps(below(c, n), src + r * ld + c), below(c, n));
+}
+
+/// One thread's scratch, carved out of one allocation in 64-byte pieces.
+class Scratch {
+ public:
+  explicit Scratch(int64_t bytes) : base_(static_cast<char*>(std::aligned_alloc(64, static_cast<size_t>(round_up(bytes, 64))))) {}
+  ~Scratch() { std::free(base_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  bool ok() const { return base_ != nullptr; }
+  uint16_t* halves(int64_t n) { return static_cast<uint16_t*>(take(2 * n)); }
+  float* floats(int64_t n) { return static_cast<float*>(take(4 * n)); }
+
+ private:
+  void* take(int64_t bytes) {
+    void* p = base_ + used_;
+    used_ += round_up(bytes, 64);
+    return p;
+  }
+  char* base_;
+  int64_t used_ = 0;
+};
+
+/// Sizes shared by both passes: S16/E16/Ev16 are packed row lengths, S2 a probabilities row.
+struct Dims {
+  int64_t S16, E16, Ev16, S2;
+  explicit Dims(const AttentionProblem& p)
+      : S16(round_up(p.S, 16)), E16(round_up(p.E, 16)), Ev16(round_up(p.Ev, 16)), S2(round_up(p.S, 2)) {}
+};
+
+/// The keys query block r0 (of R rows) meets.
+int64_t keys_of(const AttentionProblem& p, int64_t r0, int64_t R) { return p.causal ? smaller(p.S, r0 + R) : p.S; }
+/// The keys row r of the block at r0 sees, of its block's e.
+int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
+
+/// Scores and probabilities of one block: S = q_blk kᵀ, P rounded to bfloat16 [R × S2].
+void block_probabilities(const AttentionProblem& p, const Dims& d, const uint16_t* q_blk, const uint16_t* kt, int64_t r0, int64_t R,
+                         int64_t e, float* s, uint16_t* probs) {
+  gemm(R, e, p.E / 2, rows_of(q_blk, p.E), kt, d.S16, s, d.S16, false);
+  for (int64_t r = 0; r < R; ++r) probabilities_row(s + r * d.S16, visible_of(p, r0, r, e), round_up(e, 2), p.scale, probs + r * d.S2);
+}
+
+int64_t forward_scratch(const AttentionProblem& p, const Dims& d) {
+  return 2 * (p.E * d.S16 + d.S2 * d.Ev16 + kRows * d.S2) + 4 * (kRows * d.S16 + kRows * d.Ev16) + 6 * 64;
+}
+
+int64_t backward_scratch(const AttentionProblem& p, const Dims& d) {
+  const int64_t halves = p.E * d.S16 + p.Ev * d.S16 + d.S2 * d.E16 + 2 * kRows * d.S2 + 2 * kRows * d.S16 + kRows * (d.E16 + d.Ev16);
+  const int64_t floats = kRows * d.S16 + kRows * d.E16 + p.S * (d.E16 + d.Ev16);
+  return 2 * halves + 4 * floats + 16 * 64;
+}
+
+}  // namespace
+
+bool attention_bf16_built() { return true; }
+
+bool attention_bf16_fits(const AttentionProblem& p) {
+  return p.L >= 1 && p.S >= 1 && p.E >= 2 && p.Ev >= 2 && p.E % 2 == 0 && p.Ev % 2 == 0;
+}
+
+void attention_bf16_forward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* out) {
+  const Dims d(p);
+  bool failed = false;
+#pragma omp parallel if (p.B > 1)
+  {
+    Scratch scratch(forward_scratch(p, d));
+    if (!scratch.ok()) {
+#pragma omp atomic write
+      failed = true;
+    }
+    uint16_t* kt = scratch.halves(p.E * d.S16);   // kᵀ in pairs along E
+    uint16_t* vp = scratch.halves(d.S2 * d.Ev16);  // v in pairs along S
+    uint16_t* probs = scratch.halves(kRows * d.S2);
+    float* s = scratch.floats(kRows * d.S16);
+    float* o = scratch.floats(kRows * d.Ev16);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < p.B; ++b) {
+      if (!scratch.ok()) continue;
+      const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev;
+      pack_pairs(kb, p.E, p.S, 1, p.E, kt, d.S16);
+      pack_pairs(vb, p.S, p.Ev, p.Ev, 1, vp, d.Ev16);
+      for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
+        const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R);
+        block_probabilities(p, d, qb + r0 * p.E, kt, r0, R, e, s, probs);
+        gemm(R, p.Ev, round_up(e, 2) / 2, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false);
+        round_rows(o, d.Ev16, R, p.Ev, out + (b * p.L + r0) * p.Ev);
+      }
+    }
+  }
+  if (failed) throw std::bad_alloc();
+}
+
+void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* dout,
+                             uint16_t* dq, uint16_t* dk, uint16_t* dv) {
+  const Dims d(p);
+  bool failed = false;
+#pragma omp parallel if (p.B > 1)
+  {
+    Scratch scratch(backward_scratch(p, d));
+    if (!scratch.ok()) {
+#pragma omp atomic write
+      failed = true;
+    }
+    uint16_t* kt = scratch.halves(p.E * d.S16);    // kᵀ in pairs along E (the scores)
+    uint16_t* vt = scratch.halves(p.Ev * d.S16);   // vᵀ in pairs along Ev (dP)
+    uint16_t* kp = scratch.halves(d.S2 * d.E16);   // k in pairs along S (dq)
+    uint16_t* probs = scratch.halves(kRows * d.S2);
+    uint16_t* ds = scratch.halves(kRows * d.S2);
+    uint16_t* probs_t = scratch.halves(kRows * d.S16);  // Pᵀ and dSᵀ: rows interleaved in pairs
+    uint16_t* ds_t = scratch.halves(kRows * d.S16);
+    uint16_t* q_pairs = scratch.halves(kRows * d.E16);  // the block's q and dout in pairs along its rows
+    uint16_t* dout_pairs = scratch.halves(kRows * d.Ev16);
+    float* s = scratch.floats(kRows * d.S16);  // the scores, then dP
+    float* dq_blk = scratch.floats(kRows * d.E16);
+    float* dk_acc = scratch.floats(p.S * d.E16);
+    float* dv_acc = scratch.floats(p.S * d.Ev16);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < p.B; ++b) {
+      if (!scratch.ok()) continue;
+      const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev, *gb = dout + b * p.L * p.Ev;
+      pack_pairs(kb, p.E, p.S, 1, p.E, kt, d.S16);
+      pack_pairs(vb, p.Ev, p.S, 1, p.Ev, vt, d.S16);
+      pack_pairs(kb, p.S, p.E, p.E, 1, kp, d.E16);
+      std::memset(dk_acc, 0, static_cast<size_t>(p.S * d.E16) * sizeof(float));
+      std::memset(dv_acc, 0, static_cast<size_t>(p.S * d.Ev16) * sizeof(float));
+      for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
+        const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R), e2 = round_up(e, 2);
+        const uint16_t *q_blk = qb + r0 * p.E, *g_blk = gb + r0 * p.Ev;
+        block_probabilities(p, d, q_blk, kt, r0, R, e, s, probs);
+        gemm(R, e, p.Ev / 2, rows_of(g_blk, p.Ev), vt, d.S16, s, d.S16, false);  // dP
+        for (int64_t r = 0; r < R; ++r) scores_grad_row(probs + r * d.S2, s + r * d.S16, e, e2, p.scale, ds + r * d.S2);
+        gemm(R, p.E, e2 / 2, rows_of(ds, d.S2), kp, d.E16, dq_blk, d.E16, false);
+        round_rows(dq_blk, d.E16, R, p.E, dq + (b * p.L + r0) * p.E);
+        interleave_rows(probs, d.S2, R, e, probs_t, d.S16);
+        interleave_rows(ds, d.S2, R, e, ds_t, d.S16);
+        pack_pairs(q_blk, R, p.E, p.E, 1, q_pairs, d.E16);
+        pack_pairs(g_blk, R, p.Ev, p.Ev, 1, dout_pairs, d.Ev16);
+        const int64_t row_pairs = (R + 1) / 2;
+        gemm(e, p.E, row_pairs, {ds_t, 2, 2 * d.S16}, q_pairs, d.E16, dk_acc, d.E16, true);
+        gemm(e, p.Ev, row_pairs, {probs_t, 2, 2 * d.S16}, dout_pairs, d.Ev16, dv_acc, d.Ev16, true);
+      }
+      round_rows(dk_acc, d.E16, p.S, p.E, dk + b * p.S * p.E);
+      round_rows(dv_acc, d.Ev16, p.S, p.Ev, dv + b * p.S * p.Ev);
+    }
+  }
+  if (failed) throw std::bad_alloc();
+}
+
+}  // namespace tally::kernels
+
+#else  // no AVX512_BF16 in this build: the op takes its other path
+
+namespace tally::kernels {
+bool attention_bf16_built() { return false; }
+bool attention_bf16_fits(const AttentionProblem&) { return false; }
+void attention_bf16_forward(const AttentionProblem&, const uint16_t*, const uint16_t*, const uint16_t*, uint16_t*) {}
+void attention_bf16_backward(const AttentionProblem&, const uint16_t*, const uint16_t*, const uint16_t*, const uint16_t*, uint16_t*,
+                             uint16_t*, uint16_t*) {}
+}  // namespace tally::kernels
+
+#endif

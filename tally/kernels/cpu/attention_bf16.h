@@ -1,0 +1,38 @@
+#pragma once
+// Attention on bfloat16 with AVX512_BF16 (vdpbf16ps), a flash-attention-style kernel: each
+// matrix's scores are made, turned into probabilities and multiplied by the values one block of
+// query rows at a time, in registers and L1/L2, never written to memory; under a causal mask a
+// block only meets the keys its rows see. scaled_dot_product_attention (ops/attention.cpp) runs it
+// where the CPU has the instructions and the problem fits (see attention_bf16_fits).
+
+#include <cstdint>
+
+namespace tally::kernels {
+
+/// Query rows per block, in this kernel and in the op's blocked products on other paths: the
+/// FLOPs both declare follow from it.
+inline constexpr int64_t kAttentionBlockRows = 64;
+
+/// B matrices of q [L, E], k [S, E] and v [S, Ev], each contiguous and packed one after another.
+struct AttentionProblem {
+  int64_t B, L, S, E, Ev;
+  bool causal;
+  float scale;
+};
+
+/// Whether this build has the kernel (an x86-64 compiler that knows AVX512_BF16); the caller also
+/// checks that the CPU has the instructions.
+bool attention_bf16_built();
+/// Whether a problem suits it: E and Ev even (bfloat16 pairs), L, S, E and Ev at least 1.
+bool attention_bf16_fits(const AttentionProblem& p);
+
+/// out [B, L, Ev] = softmax(scale · q kᵀ, causal) v: scores and the softmax in float32, the
+/// probabilities rounded to bfloat16 for their product with v, the output rounded once.
+void attention_bf16_forward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* out);
+
+/// dq, dk and dv from dout, recomputing the probabilities as the forward makes them; dk and dv
+/// accumulate over the query blocks in float32 and are rounded once.
+void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* dout,
+                             uint16_t* dq, uint16_t* dk, uint16_t* dv);
+
+}  // namespace tally::kernels

@@ -1,0 +1,299 @@
+// scaled_dot_product_attention as one op, with its backward as a second. On the CPU the L×S
+// scores never exist whole: query rows go in blocks of kBlockRows, and a block's scores
+// [B, rows, keys] are one batched product, turned into probabilities in place while they sit in
+// cache, and multiplied by the values at once. Under a causal mask a block meets only the keys its
+// last row sees, so the products over the masked upper triangle, half of a masked
+// implementation's, are mostly never run; the FLOPs declared are those the blocks run.
+//
+// Every intermediate is rounded to the inputs' dtype where the composed ops would round it (the
+// scores, the probabilities, their gradient), so bfloat16 attention gives what
+// matmul → attention_softmax → matmul gives. Nothing but q, k and v is kept for backward, which
+// recomputes each block's probabilities (one more product) rather than keeping [B, L, S] of them
+// between the passes. With P = softmax(scale·q kᵀ), dP = dO vᵀ and dS = scale·P·(dP − Σ dP·P):
+//   dq = dS k,   dk = dSᵀ q,   dv = Pᵀ dO.
+// dq is made block by block with the probabilities; dk and dv by blocks of keys afterwards, from
+// P and dS kept for the call, each block of keys against the query rows that see it.
+// On the GPU, where no fused kernel is written yet, the same maths runs as the composed ops.
+
+#include "tally/ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <tuple>
+#include <vector>
+
+#include "tally/kernels/cpu/attention_bf16.h"
+#include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cpu/matmul.h"
+#include "tally/machine/cpu_info.h"
+#include "tally/ops/apply.h"
+#include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+#include "tally/ops/matmul.h"
+#include "tally/ops/reduce.h"
+#include "tally/ops/softmax.h"
+
+namespace tally {
+
+namespace {
+
+using ops::detail::RowLayout;
+
+/// Query rows per block, here and in the bfloat16 kernel: the causal blocks run 5/8 of the full
+/// products at T = 256 (1/2 + 1/(2·blocks) in general).
+constexpr int64_t kBlockRows = kernels::kAttentionBlockRows;
+
+/// An attention problem's sizes: B matrices (the batch dims flattened), L queries, S keys, E
+/// features per query and key, Ev per value.
+struct AttentionShape {
+  int64_t B = 1, L, S, E, Ev;
+  AttentionShape(const Tensor& q, const Tensor& k, const Tensor& v) : L(q.size(-2)), S(k.size(-2)), E(q.size(-1)), Ev(v.size(-1)) {
+    for (int64_t d = 0; d + 2 < q.dim(); ++d) B *= q.size(d);
+  }
+};
+
+/// Query rows [r0, r0 + rows) and the keys [0, keys) they meet.
+struct QueryBlock {
+  int64_t r0, rows, keys;
+};
+
+std::vector<QueryBlock> query_blocks(const AttentionShape& s, bool causal) {
+  if (!causal) return {{0, s.L, s.S}};
+  std::vector<QueryBlock> blocks;
+  for (int64_t r0 = 0; r0 < s.L; r0 += kBlockRows) {
+    const int64_t rows = std::min(kBlockRows, s.L - r0);
+    blocks.push_back({r0, rows, std::min(s.S, r0 + rows)});  // the last row, r0 + rows − 1, sees keys up to itself
+  }
+  return blocks;
+}
+
+/// Score entries the blocks compute, over all B matrices.
+int64_t computed_scores(const AttentionShape& s, bool causal) {
+  int64_t area = 0;
+  for (const QueryBlock& b : query_blocks(s, causal)) area += b.rows * b.keys;
+  return s.B * area;
+}
+
+/// The problem for the AVX512_BF16 kernel when it runs it: bfloat16 on a CPU with the
+/// instructions, the avx512 kernel set in use (a forced narrower set tests the other path), and
+/// even E and Ev.
+std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShape& s, Dtype dt, bool causal, double scale) {
+  static const bool available =
+      kernels::attention_bf16_built() && machine::cpu_info().avx512_bf16 && kernels::cpu_kernel_set() == "avx512";
+  const kernels::AttentionProblem p{s.B, s.L, s.S, s.E, s.Ev, causal, static_cast<float>(scale)};
+  if (dt != kBFloat16 || !available || !kernels::attention_bf16_fits(p)) return std::nullopt;
+  return p;
+}
+
+const uint16_t* halves(const Tensor& t) { return static_cast<const uint16_t*>(t.data_ptr()); }
+uint16_t* halves_out(const Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); }
+
+/// Contiguous elements of one dtype: a tensor's, or a call's scratch.
+struct Elements {
+  char* base;
+  int64_t size;
+  /// The address of element i.
+  char* at(int64_t i) const { return base + i * size; }
+  void* data() const { return base; }
+};
+Elements elements(const Tensor& t) { return {static_cast<char*>(t.data_ptr()), t.element_size()}; }
+
+/// Scratch for one call's intermediates, kept off the allocator's books like matmul's packing
+/// buffers: it lives only inside the op, where the meta device, which runs no kernel, could not
+/// count it.
+class Scratch {
+ public:
+  Scratch(int64_t count, int64_t element_size) : bytes_(static_cast<size_t>(count * element_size)), size_(element_size) {}
+  Elements elements() { return {bytes_.data(), size_}; }
+
+ private:
+  std::vector<char> bytes_;
+  int64_t size_;
+};
+
+/// A block's [B, rows, n] result copied into rows [r0, r0 + rows) of [B, total, n] `dst`.
+void copy_block(Elements block, Elements dst, int64_t B, int64_t total, int64_t r0, int64_t rows, int64_t n) {
+  const size_t bytes = static_cast<size_t>(rows * n * dst.size);
+  for (int64_t b = 0; b < B; ++b) std::memcpy(dst.at((b * total + r0) * n), block.at(b * rows * n), bytes);
+}
+
+void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+  TALLY_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), "scaled_dot_product_attention: query, key and value must be [..., L, E], ",
+              "[..., S, E] and [..., S, Ev] of one rank, got query ", q.sizes(), ", key ", k.sizes(), " and value ", v.sizes());
+  TALLY_CHECK(q.sizes().slice(0, q.dim() - 2) == k.sizes().slice(0, k.dim() - 2) &&
+                  q.sizes().slice(0, q.dim() - 2) == v.sizes().slice(0, v.dim() - 2),
+              "scaled_dot_product_attention: query, key and value must have the same batch dims, got query ", q.sizes(), ", key ",
+              k.sizes(), " and value ", v.sizes());
+  TALLY_CHECK(q.size(-1) == k.size(-1) && k.size(-2) == v.size(-2), "scaled_dot_product_attention: query ", q.sizes(), " and key ",
+              k.sizes(), " must share E (the last dim), key and value ", v.sizes(), " S (the second last)");
+  TALLY_CHECK_TYPE_ERROR(q.dtype() == k.dtype() && q.dtype() == v.dtype(), "scaled_dot_product_attention: Expected query, key, and value ",
+                         "to have the same dtype, but got query.dtype: ", dtype_name(q.dtype()), " key.dtype: ", dtype_name(k.dtype()),
+                         " and value.dtype: ", dtype_name(v.dtype()), " instead.");
+  TALLY_CHECK_TYPE_ERROR(q.is_floating_point() && !is_float8(q.dtype()), "scaled_dot_product_attention: not implemented for '",
+                         dtype_name(q.dtype()), "'");
+  TALLY_CHECK(scale > 0 && std::isfinite(scale), "scaled_dot_product_attention: the scale must be positive and finite, got ", scale);
+}
+
+struct AttentionBackward;
+
+struct Attention {
+  static constexpr std::string_view name = "scaled_dot_product_attention";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& q, const Tensor& k, const Tensor& v, bool, double scale) {
+    check_attention(q, k, v, scale);
+    DimVector sizes(q.sizes());
+    sizes.back() = v.size(-1);
+    return {std::move(sizes), q.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& query, const Tensor& key, const Tensor& value, bool causal, double scale) {
+    if (out.is_cuda()) {
+      Tensor(out).copy_(matmul(attention_softmax(matmul(query, key.transpose(-2, -1)), scale, causal), value));
+      return;
+    }
+    const AttentionShape s(query, key, value);
+    if (out.numel() == 0) return;
+    if (s.S == 0 || s.E == 0) {  // no keys: an empty sum; no features: uniform probabilities over the values
+      Tensor(out).copy_(s.S == 0 ? zeros(out.sizes(), TensorOptions(out.dtype()))
+                                 : matmul(attention_softmax(matmul(query, key.transpose(-2, -1)), scale, causal), value));
+      return;
+    }
+    const Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous();
+    const Dtype dt = out.dtype();
+    if (const auto p = bf16_kernel_problem(s, dt, causal, scale)) {
+      kernels::attention_bf16_forward(*p, halves(q), halves(k), halves(v), halves_out(out));
+      return;
+    }
+    const std::vector<QueryBlock> blocks = query_blocks(s, causal);
+    const int64_t max_rows = blocks.front().rows;
+    const int64_t es = out.element_size();
+    Scratch score_buffer(s.B * max_rows * blocks.back().keys, es), out_buffer(blocks.size() == 1 ? 0 : s.B * max_rows * s.Ev, es);
+    const Elements scores = score_buffer.elements(), o = blocks.size() == 1 ? elements(out) : out_buffer.elements();
+    for (const QueryBlock& blk : blocks) {
+      kernels::matmul(dt, s.B, blk.rows, blk.keys, s.E, {elements(q).at(blk.r0 * s.E), s.L * s.E, s.E, 1},
+                      {k.data_ptr(), s.S * s.E, 1, s.E}, scores.data());
+      ops::detail::attention_probs_rows(dt, scores.data(), {blk.keys}, scores.data(), {blk.keys}, s.B * blk.rows, blk.keys,
+                                        causal ? blk.rows : 0, blk.r0, scale);
+      kernels::matmul(dt, s.B, blk.rows, s.Ev, blk.keys, {scores.data(), blk.rows * blk.keys, blk.keys, 1},
+                      {v.data_ptr(), s.S * s.Ev, s.Ev, 1}, o.data());
+      if (blocks.size() > 1) copy_block(o, elements(out), s.B, s.L, blk.r0, blk.rows, s.Ev);
+    }
+  }
+  // The two products over the scores the blocks compute, and softmax on each of them.
+  static ops::Cost cost(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+    const AttentionShape s(q, k, v);
+    const int64_t area = computed_scores(s, causal);
+    return {2 * area * (s.E + s.Ev) + ops::detail::softmax_flops_per_element(scale) * area, q.nbytes() + k.nbytes() + v.nbytes(),
+            out.nbytes()};
+  }
+  // The inputs only: the probabilities are recomputed.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true, true, true}, false}; }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+    // One op writes all three gradients, one after another in one buffer.
+    const Tensor packed = ops::apply<AttentionBackward>(c.grad.to(q.dtype()), q, k, v, causal, scale);
+    const int64_t nq = q.numel(), nk = k.numel();
+    return {c.needs_grad(0) ? packed.narrow(0, 0, nq).view(q.sizes()) : Tensor(),
+            c.needs_grad(1) ? packed.narrow(0, nq, nk).view(k.sizes()) : Tensor(),
+            c.needs_grad(2) ? packed.narrow(0, nq + nk, v.numel()).view(v.sizes()) : Tensor()};
+  }
+};
+
+/// Attention's gradients dq, dk and dv, flattened one after another into one 1-D output.
+struct AttentionBackward {
+  static constexpr std::string_view name = "scaled_dot_product_attention_backward";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool, double scale) {
+    check_attention(q, k, v, scale);
+    DimVector expected(q.sizes());
+    expected.back() = v.size(-1);
+    TALLY_CHECK(grad.sizes() == IntArrayRef(expected) && grad.dtype() == q.dtype(), "scaled_dot_product_attention_backward: gradient ",
+                grad.sizes(), " ", dtype_name(grad.dtype()), " for an output ", IntArrayRef(expected), " ", dtype_name(q.dtype()));
+    return {{q.numel() + k.numel() + v.numel()}, q.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& grad, const Tensor& query, const Tensor& key, const Tensor& value, bool causal,
+                      double scale) {
+    const int64_t nq = query.numel(), nk = key.numel(), nv = value.numel();
+    Tensor dq = out.narrow(0, 0, nq).view(query.sizes()), dk = out.narrow(0, nq, nk).view(key.sizes()),
+           dv = out.narrow(0, nq + nk, nv).view(value.sizes());
+    const AttentionShape s(query, key, value);
+    if (out.is_cuda() || s.L == 0 || s.S == 0 || s.E == 0) {
+      // The composed rule (the GPU, and sizes with nothing to block).
+      Tensor p = attention_softmax(matmul(query, key.transpose(-2, -1)), scale, causal);
+      Tensor dp = matmul(grad, value.transpose(-2, -1));
+      Tensor ds = scale * p * (dp - sum(dp * p, {-1}, true));
+      dq.copy_(matmul(ds, key));
+      dk.copy_(matmul(ds.transpose(-2, -1), query));
+      dv.copy_(matmul(p.transpose(-2, -1), grad));
+      return;
+    }
+    const Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous(), go = grad.contiguous();
+    const Dtype dt = out.dtype();
+    if (const auto p = bf16_kernel_problem(s, dt, causal, scale)) {
+      kernels::attention_bf16_backward(*p, halves(q), halves(k), halves(v), halves(go), halves_out(dq), halves_out(dk), halves_out(dv));
+      return;
+    }
+    const std::vector<QueryBlock> blocks = query_blocks(s, causal);
+    const int64_t LS = s.L * s.S;
+    // Under a causal mask no query sees the keys from L on; their gradients are 0.
+    const int64_t seen = causal ? std::min(s.S, s.L) : s.S, key_block = causal ? kBlockRows : s.S;
+    // P and dS for every row, kept for this call only: the blocks of keys read them by columns.
+    // Entries right of a block's keys are never written nor read.
+    const int64_t es = out.element_size(), widest = std::max(s.E, s.Ev);
+    Scratch p_buffer(s.B * LS, es), ds_buffer(s.B * LS, es),
+        block_buffer(s.B * std::max(blocks.front().rows * std::max(blocks.back().keys, widest), std::min(key_block, seen) * widest), es);
+    const Elements p = p_buffer.elements(), ds = ds_buffer.elements(), scratch = block_buffer.elements();
+    const Elements eq = elements(q), ego = elements(go);
+    for (const QueryBlock& blk : blocks) {
+      const RowLayout dense{blk.keys}, in_full{s.S, blk.rows, LS};
+      const int64_t rows = s.B * blk.rows;
+      // P: the scores again, then softmax into P's rows.
+      kernels::matmul(dt, s.B, blk.rows, blk.keys, s.E, {eq.at(blk.r0 * s.E), s.L * s.E, s.E, 1}, {k.data_ptr(), s.S * s.E, 1, s.E},
+                      scratch.data());
+      ops::detail::attention_probs_rows(dt, scratch.data(), dense, p.at(blk.r0 * s.S), in_full, rows, blk.keys, causal ? blk.rows : 0,
+                                        blk.r0, scale);
+      // dP = dO vᵀ, then dS = scale·P·(dP − Σ dP·P) into dS's rows.
+      kernels::matmul(dt, s.B, blk.rows, blk.keys, s.Ev, {ego.at(blk.r0 * s.Ev), s.L * s.Ev, s.Ev, 1},
+                      {v.data_ptr(), s.S * s.Ev, 1, s.Ev}, scratch.data());
+      ops::detail::softmax_backward_rows(dt, scratch.data(), dense, p.at(blk.r0 * s.S), in_full, ds.at(blk.r0 * s.S), in_full, rows,
+                                         blk.keys, scale);
+      // dq = dS k over the keys the block sees.
+      kernels::matmul(dt, s.B, blk.rows, s.E, blk.keys, {ds.at(blk.r0 * s.S), LS, s.S, 1}, {k.data_ptr(), s.S * s.E, s.E, 1},
+                      scratch.data());
+      copy_block(scratch, elements(dq), s.B, s.L, blk.r0, blk.rows, s.E);
+    }
+    // dk and dv by blocks of keys: keys [c0, c0 + n) meet the query rows from `first` on (under a
+    // causal mask, the rows at or below them, whose blocks' P and dS cover these keys).
+    for (int64_t c0 = 0; c0 < seen; c0 += key_block) {
+      const int64_t n = std::min(key_block, seen - c0), first = causal ? c0 : 0, m = s.L - first;
+      for (auto [grad_of, a, from, width] : {std::tuple{elements(dv), p, ego, s.Ev}, std::tuple{elements(dk), ds, eq, s.E}}) {
+        // (P or dS)[:, first:, c0:c0+n]ᵀ (dO or q)[:, first:]
+        kernels::matmul(dt, s.B, n, width, m, {a.at(first * s.S + c0), LS, 1, s.S}, {from.at(first * width), s.L * width, width, 1},
+                        scratch.data());
+        copy_block(scratch, grad_of, s.B, s.S, c0, n, width);
+      }
+    }
+    if (seen < s.S) {
+      dk.narrow(-2, seen, s.S - seen).fill_(0);
+      dv.narrow(-2, seen, s.S - seen).fill_(0);
+    }
+  }
+  // The scores' product and softmax again, dP's product, softmax's backward, and the three
+  // gradient products. The bytes are the inputs and the gradients: the fused kernel keeps P and
+  // dS in cache (the blocked products on other paths write them once and read them back).
+  static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+    const AttentionShape s(q, k, v);
+    const int64_t area = computed_scores(s, causal);
+    const int64_t flops = 2 * area * (3 * s.E + 2 * s.Ev) + ops::detail::softmax_flops_per_element(scale) * area +
+                          ops::detail::softmax_backward_flops_per_element(scale) * area;
+    return {flops, grad.nbytes() + q.nbytes() + k.nbytes() + v.nbytes(), out.nbytes()};
+  }
+};
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, bool is_causal, std::optional<double> scale) {
+  const double s = scale.value_or(query.dim() >= 1 && query.size(-1) > 0 ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0);
+  return ops::apply<Attention>(query, key, value, is_causal, s);
+}
+
+}  // namespace tally

@@ -103,7 +103,8 @@ template <int MR>
 constexpr TileFn kRowTiles[4] = {&tile<MR, 1>, &tile<MR, 2>, &tile<MR, 3>, &tile<MR, 4>};
 constexpr const TileFn* kTiles[6] = {kRowTiles<1>, kRowTiles<2>, kRowTiles<3>, kRowTiles<4>, kRowTiles<5>, kRowTiles<6>};
 
-/// C[M × N] (+)= A[M × 2·pairs] · B, B packed by pack_pairs with row length ldb.
+/// C[M × N] (+)= A[M × 2·pairs] · B, B packed in pairs with row length ldb (interleave_rows,
+/// transpose_pairs).
 void gemm(int64_t M, int64_t N, int64_t pairs, PairRows a, const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   for (int64_t n0 = 0; n0 < N; n0 += 64) {
     const int64_t cols = N - n0, nv = smaller(4, (cols + 15) / 16);
@@ -118,21 +119,9 @@ void gemm(int64_t M, int64_t N, int64_t pairs, PairRows a, const uint16_t* b, in
 /// Row-major bfloat16 rows as an A operand (pairs of adjacent elements).
 PairRows rows_of(const uint16_t* data, int64_t ld) { return {data, ld, 2}; }
 
-/// B[k][n] = src[k·rs + n·cs] (k < K, n < N) packed in pairs of k: out[((k/2)·ldb + n)·2 + k%2],
-/// zero beyond K and N; ldb is N rounded up to 16, so a tile's loads stay inside.
-void pack_pairs(const uint16_t* src, int64_t K, int64_t N, int64_t rs, int64_t cs, uint16_t* out, int64_t ldb) {
-  for (int64_t k2 = 0; k2 < (K + 1) / 2; ++k2) {
-    uint16_t* dst = out + k2 * ldb * 2;
-    for (int64_t n = 0; n < ldb; ++n) {
-      const int64_t k = 2 * k2;
-      dst[2 * n] = n < N ? src[k * rs + n * cs] : 0;
-      dst[2 * n + 1] = n < N && k + 1 < K ? src[(k + 1) * rs + n * cs] : 0;
-    }
-  }
-}
-
 /// Rows r < R of `src` (bfloat16, row length ld) interleaved in pairs of rows over columns c < e:
-/// dst[((r/2)·ldt + c)·2 + r%2], a missing last odd row as zeros. That is srcᵀ as an A operand.
+/// dst[((r/2)·ldt + c)·2 + r%2], a missing last odd row as zeros. As a B operand that is src
+/// packed in pairs along its rows; as an A operand, srcᵀ.
 void interleave_rows(const uint16_t* src, int64_t ld, int64_t R, int64_t e, uint16_t* dst, int64_t ldt) {
   for (int64_t i = 0; 2 * i < R; ++i) {
     const uint16_t* r0 = src + 2 * i * ld;
@@ -142,6 +131,23 @@ void interleave_rows(const uint16_t* src, int64_t ld, int64_t R, int64_t e, uint
       const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0 + c));
       const __m512i hi = r1 ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1 + c)), 16) : _mm512_setzero_si512();
       _mm512_mask_storeu_epi32(dst + (i * ldt + c) * 2, m, _mm512_or_si512(lo, hi));
+    }
+  }
+}
+
+/// The N rows of `src` (bfloat16 [N, K], K even) transposed into pairs along K: dst's pair k of
+/// column n is elements 2k and 2k + 1 of src's row n, one 32-bit word gathered per lane. As a B
+/// operand that is srcᵀ. Columns from N up to ldb are left as they are: they only reach lanes of
+/// C that are never stored.
+void transpose_pairs(const uint16_t* src, int64_t N, int64_t K, uint16_t* dst, int64_t ldb) {
+  const __m512i lanes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(static_cast<int>(K / 2)));
+  for (int64_t n0 = 0; n0 < N; n0 += 16) {
+    const __mmask16 m = below(n0, N);
+    const uint16_t* rows = src + n0 * K;
+    for (int64_t k = 0; k < K / 2; ++k) {
+      const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, lanes, rows + 2 * k, 4);
+      _mm512_mask_storeu_epi32(dst + (k * ldb + n0) * 2, m, words);
     }
   }
 }
@@ -185,13 +191,21 @@ void round_rows(const float* src, int64_t ld, int64_t rows, int64_t n, uint16_t*
     for (int64_t c = 0; c < n; c += 16) store_bf16(dst + r * n + c, _mm512_maskz_loadu_ps(below(c, n), src + r * ld + c), below(c, n));
 }
 
-/// One thread's scratch, carved out of one allocation in 64-byte pieces.
+/// One thread's scratch, carved in 64-byte pieces out of a buffer the thread keeps between calls
+/// (a training loop asks for the same sizes every step: no allocation, no fresh pages to fault in).
 class Scratch {
  public:
-  explicit Scratch(int64_t bytes) : base_(static_cast<char*>(std::aligned_alloc(64, static_cast<size_t>(round_up(bytes, 64))))) {}
-  ~Scratch() { std::free(base_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
+  explicit Scratch(int64_t bytes) {
+    thread_local char* buffer = nullptr;
+    thread_local int64_t capacity = 0;
+    bytes = round_up(bytes, 64);
+    if (capacity < bytes) {
+      std::free(buffer);
+      buffer = static_cast<char*>(std::aligned_alloc(64, static_cast<size_t>(bytes)));
+      capacity = buffer ? bytes : 0;
+    }
+    base_ = buffer;
+  }
   bool ok() const { return base_ != nullptr; }
   uint16_t* halves(int64_t n) { return static_cast<uint16_t*>(take(2 * n)); }
   float* floats(int64_t n) { return static_cast<float*>(take(4 * n)); }
@@ -262,8 +276,8 @@ void attention_bf16_forward(const AttentionProblem& p, const uint16_t* q, const 
     for (int64_t b = 0; b < p.B; ++b) {
       if (!scratch.ok()) continue;
       const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev;
-      pack_pairs(kb, p.E, p.S, 1, p.E, kt, d.S16);
-      pack_pairs(vb, p.S, p.Ev, p.Ev, 1, vp, d.Ev16);
+      transpose_pairs(kb, p.S, p.E, kt, d.S16);
+      interleave_rows(vb, p.Ev, p.S, p.Ev, vp, d.Ev16);
       for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
         const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R);
         block_probabilities(p, d, qb + r0 * p.E, kt, r0, R, e, s, probs);
@@ -303,9 +317,9 @@ void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const
     for (int64_t b = 0; b < p.B; ++b) {
       if (!scratch.ok()) continue;
       const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev, *gb = dout + b * p.L * p.Ev;
-      pack_pairs(kb, p.E, p.S, 1, p.E, kt, d.S16);
-      pack_pairs(vb, p.Ev, p.S, 1, p.Ev, vt, d.S16);
-      pack_pairs(kb, p.S, p.E, p.E, 1, kp, d.E16);
+      transpose_pairs(kb, p.S, p.E, kt, d.S16);
+      transpose_pairs(vb, p.S, p.Ev, vt, d.S16);
+      interleave_rows(kb, p.E, p.S, p.E, kp, d.E16);
       std::memset(dk_acc, 0, static_cast<size_t>(p.S * d.E16) * sizeof(float));
       std::memset(dv_acc, 0, static_cast<size_t>(p.S * d.Ev16) * sizeof(float));
       for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
@@ -318,8 +332,8 @@ void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const
         round_rows(dq_blk, d.E16, R, p.E, dq + (b * p.L + r0) * p.E);
         interleave_rows(probs, d.S2, R, e, probs_t, d.S16);
         interleave_rows(ds, d.S2, R, e, ds_t, d.S16);
-        pack_pairs(q_blk, R, p.E, p.E, 1, q_pairs, d.E16);
-        pack_pairs(g_blk, R, p.Ev, p.Ev, 1, dout_pairs, d.Ev16);
+        interleave_rows(q_blk, p.E, R, p.E, q_pairs, d.E16);
+        interleave_rows(g_blk, p.Ev, R, p.Ev, dout_pairs, d.Ev16);
         const int64_t row_pairs = (R + 1) / 2;
         gemm(e, p.E, row_pairs, {ds_t, 2, 2 * d.S16}, q_pairs, d.E16, dk_acc, d.E16, true);
         gemm(e, p.Ev, row_pairs, {probs_t, 2, 2 * d.S16}, dout_pairs, d.Ev16, dv_acc, d.Ev16, true);

@@ -99,18 +99,18 @@ struct Elements {
 };
 Elements elements(const Tensor& t) { return {static_cast<char*>(t.data_ptr()), t.element_size()}; }
 
-/// Scratch for one call's intermediates, kept off the allocator's books like matmul's packing
-/// buffers: it lives only inside the op, where the meta device, which runs no kernel, could not
-/// count it.
-class Scratch {
- public:
-  Scratch(int64_t count, int64_t element_size) : bytes_(static_cast<size_t>(count * element_size)), size_(element_size) {}
-  Elements elements() { return {bytes_.data(), size_}; }
-
- private:
-  std::vector<char> bytes_;
-  int64_t size_;
-};
+/// Scratch for one call's intermediates, in buffers the calling thread keeps between calls (as
+/// matmul's packing buffers: a training loop asks for the same sizes each step, so after the
+/// first no call allocates or faults fresh pages in). They are off the allocator's books: they
+/// live only inside the op, where the meta device, which runs no kernel, could not count them.
+/// `slot` tells a call's buffers apart.
+Elements scratch(int slot, int64_t count, int64_t element_size) {
+  thread_local std::vector<char> buffers[3];
+  std::vector<char>& b = buffers[slot];
+  const auto bytes = static_cast<size_t>(count * element_size);
+  if (b.size() < bytes) b.resize(bytes);
+  return {b.data(), element_size};
+}
 
 /// A block's [B, rows, n] result copied into rows [r0, r0 + rows) of [B, total, n] `dst`.
 void copy_block(Elements block, Elements dst, int64_t B, int64_t total, int64_t r0, int64_t rows, int64_t n) {
@@ -167,8 +167,8 @@ struct Attention {
     const std::vector<QueryBlock> blocks = query_blocks(s, causal);
     const int64_t max_rows = blocks.front().rows;
     const int64_t es = out.element_size();
-    Scratch score_buffer(s.B * max_rows * blocks.back().keys, es), out_buffer(blocks.size() == 1 ? 0 : s.B * max_rows * s.Ev, es);
-    const Elements scores = score_buffer.elements(), o = blocks.size() == 1 ? elements(out) : out_buffer.elements();
+    const Elements scores = scratch(0, s.B * max_rows * blocks.back().keys, es),
+                   o = blocks.size() == 1 ? elements(out) : scratch(1, s.B * max_rows * s.Ev, es);
     for (const QueryBlock& blk : blocks) {
       kernels::matmul(dt, s.B, blk.rows, blk.keys, s.E, {elements(q).at(blk.r0 * s.E), s.L * s.E, s.E, 1},
                       {k.data_ptr(), s.S * s.E, 1, s.E}, scores.data());
@@ -239,27 +239,26 @@ struct AttentionBackward {
     // P and dS for every row, kept for this call only: the blocks of keys read them by columns.
     // Entries right of a block's keys are never written nor read.
     const int64_t es = out.element_size(), widest = std::max(s.E, s.Ev);
-    Scratch p_buffer(s.B * LS, es), ds_buffer(s.B * LS, es),
-        block_buffer(s.B * std::max(blocks.front().rows * std::max(blocks.back().keys, widest), std::min(key_block, seen) * widest), es);
-    const Elements p = p_buffer.elements(), ds = ds_buffer.elements(), scratch = block_buffer.elements();
+    const Elements p = scratch(0, s.B * LS, es), ds = scratch(1, s.B * LS, es),
+                   block = scratch(2, s.B * std::max(blocks.front().rows * std::max(blocks.back().keys, widest), std::min(key_block, seen) * widest), es);
     const Elements eq = elements(q), ego = elements(go);
     for (const QueryBlock& blk : blocks) {
       const RowLayout dense{blk.keys}, in_full{s.S, blk.rows, LS};
       const int64_t rows = s.B * blk.rows;
       // P: the scores again, then softmax into P's rows.
       kernels::matmul(dt, s.B, blk.rows, blk.keys, s.E, {eq.at(blk.r0 * s.E), s.L * s.E, s.E, 1}, {k.data_ptr(), s.S * s.E, 1, s.E},
-                      scratch.data());
-      ops::detail::attention_probs_rows(dt, scratch.data(), dense, p.at(blk.r0 * s.S), in_full, rows, blk.keys, causal ? blk.rows : 0,
+                      block.data());
+      ops::detail::attention_probs_rows(dt, block.data(), dense, p.at(blk.r0 * s.S), in_full, rows, blk.keys, causal ? blk.rows : 0,
                                         blk.r0, scale);
       // dP = dO vᵀ, then dS = scale·P·(dP − Σ dP·P) into dS's rows.
       kernels::matmul(dt, s.B, blk.rows, blk.keys, s.Ev, {ego.at(blk.r0 * s.Ev), s.L * s.Ev, s.Ev, 1},
-                      {v.data_ptr(), s.S * s.Ev, 1, s.Ev}, scratch.data());
-      ops::detail::softmax_backward_rows(dt, scratch.data(), dense, p.at(blk.r0 * s.S), in_full, ds.at(blk.r0 * s.S), in_full, rows,
+                      {v.data_ptr(), s.S * s.Ev, 1, s.Ev}, block.data());
+      ops::detail::softmax_backward_rows(dt, block.data(), dense, p.at(blk.r0 * s.S), in_full, ds.at(blk.r0 * s.S), in_full, rows,
                                          blk.keys, scale);
       // dq = dS k over the keys the block sees.
       kernels::matmul(dt, s.B, blk.rows, s.E, blk.keys, {ds.at(blk.r0 * s.S), LS, s.S, 1}, {k.data_ptr(), s.S * s.E, s.E, 1},
-                      scratch.data());
-      copy_block(scratch, elements(dq), s.B, s.L, blk.r0, blk.rows, s.E);
+                      block.data());
+      copy_block(block, elements(dq), s.B, s.L, blk.r0, blk.rows, s.E);
     }
     // dk and dv by blocks of keys: keys [c0, c0 + n) meet the query rows from `first` on (under a
     // causal mask, the rows at or below them, whose blocks' P and dS cover these keys).
@@ -268,8 +267,8 @@ struct AttentionBackward {
       for (auto [grad_of, a, from, width] : {std::tuple{elements(dv), p, ego, s.Ev}, std::tuple{elements(dk), ds, eq, s.E}}) {
         // (P or dS)[:, first:, c0:c0+n]ᵀ (dO or q)[:, first:]
         kernels::matmul(dt, s.B, n, width, m, {a.at(first * s.S + c0), LS, 1, s.S}, {from.at(first * width), s.L * width, width, 1},
-                        scratch.data());
-        copy_block(scratch, grad_of, s.B, s.S, c0, n, width);
+                        block.data());
+        copy_block(block, grad_of, s.B, s.S, c0, n, width);
       }
     }
     if (seen < s.S) {

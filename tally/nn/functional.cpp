@@ -1,6 +1,5 @@
 #include "tally/nn/functional.h"
 
-#include <cmath>
 
 #include "tally/core/geometry.h"
 #include "tally/ops/apply.h"
@@ -52,12 +51,16 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
   Tensor q = q_, k = k_, v = v_;
   // Cast before the copies below, so that they are made once, in the dtype the op runs in.
   const ops::AutocastRegion autocast("scaled_dot_product_attention", {&q, &k, &v});
-  TALLY_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), "scaled_dot_product_attention: query, key and value must be ",
-              "[..., L, E], [..., S, E] and [..., S, Ev] of one rank, got query ", q.sizes(), ", key ", k.sizes(), " and value ", v.sizes());
-  // The batch dims broadcast, as matmul's do; the op itself takes them equal.
-  DimVector batch = geometry::broadcast_shapes(q.sizes().slice(0, q.dim() - 2), k.sizes().slice(0, k.dim() - 2));
-  batch = geometry::broadcast_shapes(batch, v.sizes().slice(0, v.dim() - 2));
+  // The batch dims broadcast, as matmul's do; the op itself takes them equal (and its checks
+  // refuse inputs of other ranks).
+  const bool batched = q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim();
+  DimVector batch;
+  if (batched) {
+    batch = geometry::broadcast_shapes(q.sizes().slice(0, q.dim() - 2), k.sizes().slice(0, k.dim() - 2));
+    batch = geometry::broadcast_shapes(batch, v.sizes().slice(0, v.dim() - 2));
+  }
   auto with_batch = [&](const Tensor& t) {
+    if (!batched) return t;
     DimVector sizes = batch;
     sizes.push_back(t.size(-2));
     sizes.push_back(t.size(-1));

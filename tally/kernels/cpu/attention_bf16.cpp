@@ -51,7 +51,8 @@ __m512 load_bf16(const uint16_t* p, __mmask16 m) {
 /// Round to nearest even and store the lanes in `m`.
 void store_bf16(uint16_t* p, __m512 x, __mmask16 m) { _mm256_mask_storeu_epi16(p, m, (__m256i)_mm512_cvtneps_pbh(x)); }
 
-/// e^x for x ≤ 0: 2^n·e^r with n = round(x·log2 e) and |r| ≤ ln2/2 by Cody–Waite, e^r by its
+/// e^x for x ≤ 0 (vec_math.h's exp, which this file cannot include without its ODR hazard, one
+/// degree shorter): 2^n·e^r with n = round(x·log2 e) and |r| ≤ ln2/2 by Cody–Waite, e^r by its
 /// Taylor polynomial to r⁶ (error below 2⁻²³ there), scaled by vscalefps. Below −87 it gives
 /// a value under 2⁻¹²⁵ where the exact one is smaller still: as good as 0 in a sum of at least 1.
 __m512 exp_nonpositive(__m512 x) {
@@ -191,7 +192,7 @@ void round_rows(const float* src, int64_t ld, int64_t rows, int64_t n, uint16_t*
     for (int64_t c = 0; c < n; c += 16) store_bf16(dst + r * n + c, _mm512_maskz_loadu_ps(below(c, n), src + r * ld + c), below(c, n));
 }
 
-/// One thread's scratch, carved in 64-byte pieces out of a buffer the thread keeps between calls
+/// A thread's scratch, carved in 64-byte pieces out of a buffer the thread keeps between calls
 /// (a training loop asks for the same sizes every step: no allocation, no fresh pages to fault in).
 class Scratch {
  public:
@@ -239,6 +240,24 @@ void block_probabilities(const AttentionProblem& p, const Dims& d, const uint16_
   for (int64_t r = 0; r < R; ++r) probabilities_row(s + r * d.S16, visible_of(p, r0, r, e), round_up(e, 2), p.scale, probs + r * d.S2);
 }
 
+/// body(scratch, b) for every matrix b < B, spread over the threads, each call with a fresh carve
+/// of its thread's scratch of `bytes`; std::bad_alloc when a thread could not get it.
+template <class Body>
+void for_each_matrix(int64_t B, int64_t bytes, Body body) {
+  bool failed = false;
+#pragma omp parallel for schedule(static) if (B > 1)
+  for (int64_t b = 0; b < B; ++b) {
+    Scratch scratch(bytes);
+    if (!scratch.ok()) {
+#pragma omp atomic write
+      failed = true;
+      continue;
+    }
+    body(scratch, b);
+  }
+  if (failed) throw std::bad_alloc();
+}
+
 int64_t forward_scratch(const AttentionProblem& p, const Dims& d) {
   return 2 * (p.E * d.S16 + d.S2 * d.Ev16 + kRows * d.S2) + 4 * (kRows * d.S16 + kRows * d.Ev16) + 6 * 64;
 }
@@ -259,47 +278,28 @@ bool attention_bf16_fits(const AttentionProblem& p) {
 
 void attention_bf16_forward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* out) {
   const Dims d(p);
-  bool failed = false;
-#pragma omp parallel if (p.B > 1)
-  {
-    Scratch scratch(forward_scratch(p, d));
-    if (!scratch.ok()) {
-#pragma omp atomic write
-      failed = true;
-    }
+  for_each_matrix(p.B, forward_scratch(p, d), [&](Scratch& scratch, int64_t b) {
     uint16_t* kt = scratch.halves(p.E * d.S16);   // kᵀ in pairs along E
     uint16_t* vp = scratch.halves(d.S2 * d.Ev16);  // v in pairs along S
     uint16_t* probs = scratch.halves(kRows * d.S2);
     float* s = scratch.floats(kRows * d.S16);
     float* o = scratch.floats(kRows * d.Ev16);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < p.B; ++b) {
-      if (!scratch.ok()) continue;
-      const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev;
-      transpose_pairs(kb, p.S, p.E, kt, d.S16);
-      interleave_rows(vb, p.Ev, p.S, p.Ev, vp, d.Ev16);
-      for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
-        const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R);
-        block_probabilities(p, d, qb + r0 * p.E, kt, r0, R, e, s, probs);
-        gemm(R, p.Ev, round_up(e, 2) / 2, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false);
-        round_rows(o, d.Ev16, R, p.Ev, out + (b * p.L + r0) * p.Ev);
-      }
+    const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev;
+    transpose_pairs(kb, p.S, p.E, kt, d.S16);
+    interleave_rows(vb, p.Ev, p.S, p.Ev, vp, d.Ev16);
+    for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
+      const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R);
+      block_probabilities(p, d, qb + r0 * p.E, kt, r0, R, e, s, probs);
+      gemm(R, p.Ev, round_up(e, 2) / 2, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false);
+      round_rows(o, d.Ev16, R, p.Ev, out + (b * p.L + r0) * p.Ev);
     }
-  }
-  if (failed) throw std::bad_alloc();
+  });
 }
 
 void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* dout,
                              uint16_t* dq, uint16_t* dk, uint16_t* dv) {
   const Dims d(p);
-  bool failed = false;
-#pragma omp parallel if (p.B > 1)
-  {
-    Scratch scratch(backward_scratch(p, d));
-    if (!scratch.ok()) {
-#pragma omp atomic write
-      failed = true;
-    }
+  for_each_matrix(p.B, backward_scratch(p, d), [&](Scratch& scratch, int64_t b) {
     uint16_t* kt = scratch.halves(p.E * d.S16);    // kᵀ in pairs along E (the scores)
     uint16_t* vt = scratch.halves(p.Ev * d.S16);   // vᵀ in pairs along Ev (dP)
     uint16_t* kp = scratch.halves(d.S2 * d.E16);   // k in pairs along S (dq)
@@ -313,36 +313,31 @@ void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const
     float* dq_blk = scratch.floats(kRows * d.E16);
     float* dk_acc = scratch.floats(p.S * d.E16);
     float* dv_acc = scratch.floats(p.S * d.Ev16);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < p.B; ++b) {
-      if (!scratch.ok()) continue;
-      const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev, *gb = dout + b * p.L * p.Ev;
-      transpose_pairs(kb, p.S, p.E, kt, d.S16);
-      transpose_pairs(vb, p.S, p.Ev, vt, d.S16);
-      interleave_rows(kb, p.E, p.S, p.E, kp, d.E16);
-      std::memset(dk_acc, 0, static_cast<size_t>(p.S * d.E16) * sizeof(float));
-      std::memset(dv_acc, 0, static_cast<size_t>(p.S * d.Ev16) * sizeof(float));
-      for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
-        const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R), e2 = round_up(e, 2);
-        const uint16_t *q_blk = qb + r0 * p.E, *g_blk = gb + r0 * p.Ev;
-        block_probabilities(p, d, q_blk, kt, r0, R, e, s, probs);
-        gemm(R, e, p.Ev / 2, rows_of(g_blk, p.Ev), vt, d.S16, s, d.S16, false);  // dP
-        for (int64_t r = 0; r < R; ++r) scores_grad_row(probs + r * d.S2, s + r * d.S16, e, e2, p.scale, ds + r * d.S2);
-        gemm(R, p.E, e2 / 2, rows_of(ds, d.S2), kp, d.E16, dq_blk, d.E16, false);
-        round_rows(dq_blk, d.E16, R, p.E, dq + (b * p.L + r0) * p.E);
-        interleave_rows(probs, d.S2, R, e, probs_t, d.S16);
-        interleave_rows(ds, d.S2, R, e, ds_t, d.S16);
-        interleave_rows(q_blk, p.E, R, p.E, q_pairs, d.E16);
-        interleave_rows(g_blk, p.Ev, R, p.Ev, dout_pairs, d.Ev16);
-        const int64_t row_pairs = (R + 1) / 2;
-        gemm(e, p.E, row_pairs, {ds_t, 2, 2 * d.S16}, q_pairs, d.E16, dk_acc, d.E16, true);
-        gemm(e, p.Ev, row_pairs, {probs_t, 2, 2 * d.S16}, dout_pairs, d.Ev16, dv_acc, d.Ev16, true);
-      }
-      round_rows(dk_acc, d.E16, p.S, p.E, dk + b * p.S * p.E);
-      round_rows(dv_acc, d.Ev16, p.S, p.Ev, dv + b * p.S * p.Ev);
+    const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev, *gb = dout + b * p.L * p.Ev;
+    transpose_pairs(kb, p.S, p.E, kt, d.S16);
+    transpose_pairs(vb, p.S, p.Ev, vt, d.S16);
+    interleave_rows(kb, p.E, p.S, p.E, kp, d.E16);
+    std::memset(dk_acc, 0, static_cast<size_t>(p.S * d.E16) * sizeof(float));
+    std::memset(dv_acc, 0, static_cast<size_t>(p.S * d.Ev16) * sizeof(float));
+    for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
+      const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R), e2 = round_up(e, 2);
+      const uint16_t *q_blk = qb + r0 * p.E, *g_blk = gb + r0 * p.Ev;
+      block_probabilities(p, d, q_blk, kt, r0, R, e, s, probs);
+      gemm(R, e, p.Ev / 2, rows_of(g_blk, p.Ev), vt, d.S16, s, d.S16, false);  // dP
+      for (int64_t r = 0; r < R; ++r) scores_grad_row(probs + r * d.S2, s + r * d.S16, e, e2, p.scale, ds + r * d.S2);
+      gemm(R, p.E, e2 / 2, rows_of(ds, d.S2), kp, d.E16, dq_blk, d.E16, false);
+      round_rows(dq_blk, d.E16, R, p.E, dq + (b * p.L + r0) * p.E);
+      interleave_rows(probs, d.S2, R, e, probs_t, d.S16);
+      interleave_rows(ds, d.S2, R, e, ds_t, d.S16);
+      interleave_rows(q_blk, p.E, R, p.E, q_pairs, d.E16);
+      interleave_rows(g_blk, p.Ev, R, p.Ev, dout_pairs, d.Ev16);
+      const int64_t row_pairs = (R + 1) / 2;
+      gemm(e, p.E, row_pairs, {ds_t, 2, 2 * d.S16}, q_pairs, d.E16, dk_acc, d.E16, true);
+      gemm(e, p.Ev, row_pairs, {probs_t, 2, 2 * d.S16}, dout_pairs, d.Ev16, dv_acc, d.Ev16, true);
     }
-  }
-  if (failed) throw std::bad_alloc();
+    round_rows(dk_acc, d.E16, p.S, p.E, dk + b * p.S * p.E);
+    round_rows(dv_acc, d.Ev16, p.S, p.Ev, dv + b * p.S * p.Ev);
+  });
 }
 
 }  // namespace tally::kernels

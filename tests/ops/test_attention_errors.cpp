@@ -1,0 +1,50 @@
+// scaled_dot_product_attention refuses what it cannot compute in its op's meta (the same on the
+// meta device as on real tensors), with PyTorch's wording for mixed dtypes; nn::F's form
+// broadcasts batch dims first, as matmul does.
+
+#include <gtest/gtest.h>
+
+#include "expect_error.h"
+#include "tally/tally.h"
+
+namespace tally {
+namespace {
+
+using test::expect_error;
+
+TEST(AttentionErrors, ShapesMustMatch) {
+  for (Device d : {Device(kCPU), Device(kMeta)}) {
+    const TensorOptions o = TensorOptions().device(d);
+    expect_error<ValueError>([&] { scaled_dot_product_attention(empty({2, 5, 4}, o), empty({2, 6, 3}, o), empty({2, 6, 4}, o)); },
+                             {"query [2, 5, 4] and key [2, 6, 3] must share E"});
+    expect_error<ValueError>([&] { scaled_dot_product_attention(empty({2, 5, 4}, o), empty({2, 6, 4}, o), empty({2, 7, 4}, o)); },
+                             {"key and value [2, 7, 4] S"});
+    expect_error<ValueError>([&] { scaled_dot_product_attention(empty({2, 5, 4}, o), empty({3, 6, 4}, o), empty({3, 6, 4}, o)); },
+                             {"the same batch dims", "query [2, 5, 4], key [3, 6, 4]"});
+    expect_error<ValueError>([&] { scaled_dot_product_attention(empty({4}, o), empty({4}, o), empty({4}, o)); },
+                             {"must be [..., L, E], [..., S, E] and [..., S, Ev] of one rank", "query [4]"});
+    expect_error<ValueError>([&] { nn::F::scaled_dot_product_attention(empty({2, 5, 4}, o), empty({6, 4}, o), empty({6, 4}, o)); },
+                             {"of one rank"});
+  }
+}
+
+TEST(AttentionErrors, DtypesAndScale) {
+  const Tensor x = ones({1, 3, 4});
+  expect_error<TypeError>([&] { scaled_dot_product_attention(x, x.to(kFloat64), x); },
+                          {"Expected query, key, and value to have the same dtype, but got query.dtype: float32 key.dtype: float64"});
+  const Tensor i = ones({1, 3, 4}, TensorOptions(kInt64));
+  expect_error<TypeError>([&] { scaled_dot_product_attention(i, i, i); }, {"scaled_dot_product_attention: not implemented for 'int64'"});
+  expect_error<ValueError>([&] { scaled_dot_product_attention(x, x, x, false, 0.0); }, {"the scale must be positive and finite, got 0"});
+}
+
+TEST(AttentionErrors, FunctionalFormBroadcastsBatchDims) {
+  Generator g(2);
+  const Tensor q = randn({2, 3, 5, 4}, {}, &g), k = randn({1, 3, 6, 4}, {}, &g), v = randn({6, 4}, {}, &g).expand({1, 1, 6, 4});
+  const Tensor y = nn::F::scaled_dot_product_attention(q, k, v, true);
+  const Tensor expected = scaled_dot_product_attention(q, k.expand({2, 3, 6, 4}), v.expand({2, 3, 6, 4}), true);
+  EXPECT_EQ(y.sizes(), IntArrayRef({2, 3, 5, 4}));
+  EXPECT_TRUE(y.equal(expected));
+}
+
+}  // namespace
+}  // namespace tally

@@ -1,18 +1,20 @@
 // scaled_dot_product_attention as one op, with its backward as a second. On the CPU the L×S
-// scores never exist whole: query rows go in blocks of kBlockRows, and a block's scores
-// [B, rows, keys] are one batched product, turned into probabilities in place while they sit in
-// cache, and multiplied by the values at once. Under a causal mask a block meets only the keys its
-// last row sees, so the products over the masked upper triangle, half of a masked
-// implementation's, are mostly never run; the FLOPs declared are those the blocks run.
-//
-// Every intermediate is rounded to the inputs' dtype where the composed ops would round it (the
-// scores, the probabilities, their gradient), so bfloat16 attention gives what
-// matmul → attention_softmax → matmul gives. Nothing but q, k and v is kept for backward, which
-// recomputes each block's probabilities (one more product) rather than keeping [B, L, S] of them
-// between the passes. With P = softmax(scale·q kᵀ), dP = dO vᵀ and dS = scale·P·(dP − Σ dP·P):
+// scores never exist whole: query rows go in blocks of kBlockRows, and under a causal mask a block
+// meets only the keys its last row sees, so the products over the masked upper triangle, half of
+// a masked implementation's, are mostly never run; the FLOPs declared are those the blocks run.
+// Nothing but q, k and v is kept for backward, which recomputes each block's probabilities (one
+// more product) rather than keeping [B, L, S] of them between the passes. With
+// P = softmax(scale·q kᵀ), dP = dO vᵀ and dS = scale·P·(dP − Σ dP·P):
 //   dq = dS k,   dk = dSᵀ q,   dv = Pᵀ dO.
-// dq is made block by block with the probabilities; dk and dv by blocks of keys afterwards, from
-// P and dS kept for the call, each block of keys against the query rows that see it.
+//
+// bfloat16 on a CPU with AVX512_BF16 runs the fused kernel of kernels/cpu/attention_bf16.h, one
+// matrix per thread, its scores in float32 and only the probabilities rounded. Every other dtype
+// and CPU runs the blocks as batched oneDNN products over all matrices at once, with every
+// intermediate rounded to the inputs' dtype where the composed ops would round it (scores,
+// probabilities, their gradient), so it gives what matmul → attention_softmax → matmul gives: a
+// block's scores are one product, turned into probabilities in place while they sit in cache and
+// multiplied by the values at once; backward makes dq block by block, then dk and dv by blocks of
+// keys from P and dS kept for the call, each block of keys against the query rows that see it.
 // On the GPU, where no fused kernel is written yet, the same maths runs as the composed ops.
 
 #include "tally/ops/attention.h"

@@ -4,6 +4,7 @@
 
 #include "tally/nn/functional.h"
 #include "tally/nn/init.h"
+#include "tally/ops/attention.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/join.h"
@@ -95,13 +96,17 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   TALLY_CHECK(x.dim() == 3, "CausalSelfAttention: expected input [b, T, d], got ", x.sizes());
   const int64_t b = x.size(0), T = x.size(1), d = x.size(2), dh = d / num_heads;
   Tensor packed = qkv->forward(x);  // [b, T, 3d]
-  auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).reshape({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
-  Tensor q = heads(0), k = heads(1), v = heads(2);  // [b, h, T, dh]
+  Tensor y;
   if (cos_.defined()) {
-    q = rotate(q);
-    k = rotate(k);
+    auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).reshape({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
+    y = functional::scaled_dot_product_attention(rotate(heads(0)), rotate(heads(1)), heads(2), /*is_causal=*/true);  // [b, h, T, dh]
+  } else {
+    // q, k and v stacked, [3, b, h, T, dh], packed once (the graph keeps this copy in place of
+    // the projection): the attention's backward then writes the projection's gradient in one
+    // piece.
+    const Tensor qkv_heads = packed.view({b, T, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}).contiguous();
+    y = scaled_dot_product_attention_packed(qkv_heads, /*is_causal=*/true);
   }
-  Tensor y = functional::scaled_dot_product_attention(q, k, v, /*is_causal=*/true);
   return drop->forward(proj->forward(y.permute({0, 2, 1, 3}).reshape({b, T, d})));
 }
 

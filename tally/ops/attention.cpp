@@ -200,6 +200,32 @@ struct Attention {
   }
 };
 
+/// Attention on query, key and value stacked along a leading dim, qkv [3, ..., T, E] (flash-attn's
+/// qkvpacked form): the same op on qkv[0], qkv[1] and qkv[2], whose gradient is the backward
+/// op's buffer as it is. Three inputs cut from one projection would each get a zero-filled
+/// gradient of the whole projection, to be added up.
+struct AttentionPacked {
+  static constexpr std::string_view name = Attention::name;
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& qkv, bool causal, double scale) {
+    TALLY_CHECK(qkv.dim() >= 3 && qkv.size(0) == 3, "scaled_dot_product_attention_packed: expected qkv of shape [3, ..., T, E] ",
+                "(query, key and value stacked), got ", qkv.sizes());
+    return Attention::meta(qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), causal, scale);
+  }
+  static void compute(const Tensor& out, const Tensor& qkv, bool causal, double scale) {
+    Attention::compute(out, qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), causal, scale);
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& qkv, bool causal, double scale) {
+    return Attention::cost(out, qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), causal, scale);
+  }
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true}, false}; }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& qkv, bool causal, double scale) {
+    const Tensor packed =
+        ops::apply<AttentionBackward>(c.grad.to(qkv.dtype()), qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), causal, scale);
+    return {packed.view(qkv.sizes())};
+  }
+};
+
 /// Attention's gradients dq, dk and dv, flattened one after another into one 1-D output.
 struct AttentionBackward {
   static constexpr std::string_view name = "scaled_dot_product_attention_backward";
@@ -292,9 +318,19 @@ struct AttentionBackward {
 
 }  // namespace
 
+namespace {
+/// PyTorch's default scale, 1/√E.
+double default_scale(const Tensor& query, std::optional<double> scale) {
+  return scale.value_or(query.dim() >= 1 && query.size(-1) > 0 ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0);
+}
+}  // namespace
+
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, bool is_causal, std::optional<double> scale) {
-  const double s = scale.value_or(query.dim() >= 1 && query.size(-1) > 0 ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0);
-  return ops::apply<Attention>(query, key, value, is_causal, s);
+  return ops::apply<Attention>(query, key, value, is_causal, default_scale(query, scale));
+}
+
+Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal, std::optional<double> scale) {
+  return ops::apply<AttentionPacked>(qkv, is_causal, default_scale(qkv, scale));
 }
 
 }  // namespace tally

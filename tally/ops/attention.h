@@ -15,4 +15,10 @@ namespace tally {
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, bool is_causal = false,
                                     std::optional<double> scale = std::nullopt);
 
+/// The same on query, key and value stacked along a leading dim: qkv [3, ..., T, E] (flash-attn's
+/// qkvpacked form; a [b, T, 3, h, E] projection permuted to [3, b, h, T, E] is one). Its backward
+/// writes the gradient of qkv once, where three heads cut from one projection would each get a
+/// zero-filled gradient of all of it, added up after.
+Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal = false, std::optional<double> scale = std::nullopt);
+
 }  // namespace tally

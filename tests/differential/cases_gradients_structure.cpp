@@ -119,7 +119,7 @@ void add_attention_softmax(std::vector<Case>& cases) {
 
 // Attention as one op: causal over more than one block of 64 query rows (and a partial one),
 // more keys than queries and fewer, E ≠ Ev, an odd E (bfloat16 off its fused kernel), an
-// explicit scale, strided inputs; bfloat16 against float32 arithmetic rounded once.
+// explicit scale, strided inputs, the stacked form; bfloat16 against float32 arithmetic rounded once.
 void add_attention(std::vector<Case>& cases) {
   for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
     const auto add = [&](std::vector<int64_t> q, std::vector<int64_t> k, std::vector<int64_t> v, Json args, Layout layout = Layout::Contiguous) {
@@ -135,6 +135,12 @@ void add_attention(std::vector<Case>& cases) {
     add({3, 5, 8}, {3, 9, 8}, {3, 9, 10}, {{"causal", false}});
     add({2, 2, 67, 5}, {2, 2, 67, 5}, {2, 2, 67, 5}, {{"causal", true}});
     add({1, 4, 130, 64}, {1, 4, 130, 64}, {1, 4, 130, 64}, {{"causal", true}});  // a GPT head's size, heads over both threads
+    // Stacked q, k, v: one input, one gradient.
+    for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+      Case c = grad_case(kFamily, "scaled_dot_product_attention_packed", {in({3, 2, 2, 70, 8}, dt, "normal", layout)}, {{"causal", true}});
+      c.float32_reference = dt == kBFloat16;
+      cases.push_back(std::move(c));
+    }
   }
 }
 

@@ -191,6 +191,9 @@ const std::map<std::string, OpFn>& table() {
       {"log_softmax", [](auto& v, auto&, const Json& a) -> Outs { return {log_softmax(v[0], a["dim"].get<int64_t>())}; }},
       {"attention_softmax",
        [](auto& v, auto&, const Json& a) -> Outs { return {attention_softmax(v[0], a["scale"].get<double>(), a["causal"].get<bool>())}; }},
+      {"scaled_dot_product_attention_packed", [](auto& v, auto&, const Json& a) -> Outs {
+         return {scaled_dot_product_attention_packed(v[0], a["causal"].get<bool>())};
+       }},
       {"scaled_dot_product_attention", [](auto& v, auto&, const Json& a) -> Outs {
          const std::optional<double> scale = a.contains("scale") ? std::optional(a["scale"].get<double>()) : std::nullopt;
          return {scaled_dot_product_attention(v[0], v[1], v[2], a["causal"].get<bool>(), scale)};

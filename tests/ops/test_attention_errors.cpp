@@ -25,6 +25,8 @@ TEST(AttentionErrors, ShapesMustMatch) {
                              {"must be [..., L, E], [..., S, E] and [..., S, Ev] of one rank", "query [4]"});
     expect_error<ValueError>([&] { nn::F::scaled_dot_product_attention(empty({2, 5, 4}, o), empty({6, 4}, o), empty({6, 4}, o)); },
                              {"of one rank"});
+    expect_error<ValueError>([&] { scaled_dot_product_attention_packed(empty({2, 5, 4}, o)); },
+                             {"scaled_dot_product_attention_packed: expected qkv of shape [3, ..., T, E]", "got [2, 5, 4]"});
   }
 }
 
@@ -35,6 +37,12 @@ TEST(AttentionErrors, DtypesAndScale) {
   const Tensor i = ones({1, 3, 4}, TensorOptions(kInt64));
   expect_error<TypeError>([&] { scaled_dot_product_attention(i, i, i); }, {"scaled_dot_product_attention: not implemented for 'int64'"});
   expect_error<ValueError>([&] { scaled_dot_product_attention(x, x, x, false, 0.0); }, {"the scale must be positive and finite, got 0"});
+}
+
+TEST(AttentionErrors, StackedFormIsTheSameOp) {
+  Generator g(4);
+  const Tensor qkv = randn({3, 2, 70, 8}, {}, &g);
+  EXPECT_TRUE(scaled_dot_product_attention_packed(qkv, true).equal(scaled_dot_product_attention(qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), true)));
 }
 
 TEST(AttentionErrors, FunctionalFormBroadcastsBatchDims) {

@@ -121,8 +121,9 @@ void copy_block(Elements block, Elements dst, int64_t B, int64_t total, int64_t 
 }
 
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
-  TALLY_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), "scaled_dot_product_attention: query, key and value must be [..., L, E], ",
-              "[..., S, E] and [..., S, Ev] of one rank, got query ", q.sizes(), ", key ", k.sizes(), " and value ", v.sizes());
+  TALLY_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(),
+              "scaled_dot_product_attention: query, key and value must be [..., L, E], [..., S, E] and [..., S, Ev] of one rank, ",
+              "got query ", q.sizes(), ", key ", k.sizes(), " and value ", v.sizes());
   TALLY_CHECK(q.sizes().slice(0, q.dim() - 2) == k.sizes().slice(0, k.dim() - 2) &&
                   q.sizes().slice(0, q.dim() - 2) == v.sizes().slice(0, v.dim() - 2),
               "scaled_dot_product_attention: query, key and value must have the same batch dims, got query ", q.sizes(), ", key ",
@@ -267,8 +268,9 @@ struct AttentionBackward {
     // P and dS for every row, kept for this call only: the blocks of keys read them by columns.
     // Entries right of a block's keys are never written nor read.
     const int64_t es = out.element_size(), widest = std::max(s.E, s.Ev);
-    const Elements p = scratch(0, s.B * LS, es), ds = scratch(1, s.B * LS, es),
-                   block = scratch(2, s.B * std::max(blocks.front().rows * std::max(blocks.back().keys, widest), std::min(key_block, seen) * widest), es);
+    const int64_t block_elements =
+        s.B * std::max(blocks.front().rows * std::max(blocks.back().keys, widest), std::min(key_block, seen) * widest);
+    const Elements p = scratch(0, s.B * LS, es), ds = scratch(1, s.B * LS, es), block = scratch(2, block_elements, es);
     const Elements eq = elements(q), ego = elements(go);
     for (const QueryBlock& blk : blocks) {
       const RowLayout dense{blk.keys}, in_full{s.S, blk.rows, LS};
@@ -307,7 +309,8 @@ struct AttentionBackward {
   // The scores' product and softmax again, dP's product, softmax's backward, and the three
   // gradient products. The bytes are the inputs and the gradients: the fused kernel keeps P and
   // dS in cache (the blocked products on other paths write them once and read them back).
-  static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+  static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                        double scale) {
     const AttentionShape s(q, k, v);
     const int64_t area = computed_scores(s, causal);
     const int64_t flops = 2 * area * (3 * s.E + 2 * s.Ev) + ops::detail::softmax_flops_per_element(scale) * area +
@@ -325,7 +328,8 @@ double default_scale(const Tensor& query, std::optional<double> scale) {
 }
 }  // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, bool is_causal, std::optional<double> scale) {
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, bool is_causal,
+                                    std::optional<double> scale) {
   return ops::apply<Attention>(query, key, value, is_causal, default_scale(query, scale));
 }
 

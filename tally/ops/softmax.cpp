@@ -173,7 +173,8 @@ struct Softmax {
     const Tensor src = rows_last(x, dim);
     // Outputs larger than the last-level cache go straight to memory (SoftmaxRows::stream).
     const int64_t n = src.size(-1);
-    const SoftmaxRows r{row_count(src), n, dense_rows(n), dense_rows(n), causal ? x.size(-2) : 0, 0, scale, log, out.nbytes() > kStreamingBytes};
+    const SoftmaxRows r{row_count(src), n, dense_rows(n), dense_rows(n), causal ? x.size(-2) : 0, 0, scale, log,
+                        out.nbytes() > kStreamingBytes};
     write_rows(out, dim, [&](const Tensor& dst) { cpu_kernels().run<&Softmax::kernel>(src.data_ptr(), dst.data_ptr(), r, x.dtype()); });
   }
   /// The rows of x into y; built once per target (Note [CPU kernel dispatch]).
@@ -218,8 +219,8 @@ struct SoftmaxBackward {
     const Tensor gr = rows_last(g, dim), yr = rows_last(y, dim);
     const int64_t n = yr.size(-1);
     write_rows(out, dim, [&](const Tensor& dst) {
-      cpu_kernels().run<&SoftmaxBackward::kernel>(gr.data_ptr(), yr.data_ptr(), dst.data_ptr(), SoftmaxGradRows{row_count(yr), n, dense_rows(n), dense_rows(n), dense_rows(n), scale},
-                                                  y.dtype());
+      const SoftmaxGradRows r{row_count(yr), n, dense_rows(n), dense_rows(n), dense_rows(n), scale};
+      cpu_kernels().run<&SoftmaxBackward::kernel>(gr.data_ptr(), yr.data_ptr(), dst.data_ptr(), r, y.dtype());
     });
   }
   static void kernel(const void* g, const void* y, void* dx, SoftmaxGradRows r, Dtype dt) {

@@ -57,7 +57,8 @@ void store_bf16(uint16_t* p, __m512 x, __mmask16 m) { _mm256_mask_storeu_epi16(p
 /// a value under 2⁻¹²⁵ where the exact one is smaller still: as good as 0 in a sum of at least 1.
 __m512 exp_nonpositive(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
   __m512 p = _mm512_set1_ps(1.0f / 720);
@@ -167,7 +168,10 @@ void probabilities_row(float* s, int64_t visible, int64_t width, float scale, ui
     vsum = _mm512_mask_add_ps(vsum, m, vsum, ex);
   }
   const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
-  for (int64_t c = 0; c < width; c += 16) store_bf16(p + c, _mm512_maskz_mul_ps(below(c, visible), _mm512_maskz_loadu_ps(below(c, visible), s + c), inv), below(c, width));
+  for (int64_t c = 0; c < width; c += 16) {
+    const __mmask16 m = below(c, visible);
+    store_bf16(p + c, _mm512_maskz_mul_ps(m, _mm512_maskz_loadu_ps(m, s + c), inv), below(c, width));
+  }
 }
 
 /// One row of the scores' gradient: ds = scale · p · (dp − Σ p·dp) over c < e, rounded to

@@ -1,6 +1,7 @@
 // Copies and writes: copy_ (with broadcasting and dtype conversion), fill_, contiguous, clone,
 // to(dtype), index_put_. Cost: bytes read + bytes written, no FLOPs.
 
+#include <bit>
 #include <cstring>
 
 #include "tally/core/geometry.h"
@@ -14,6 +15,27 @@
 namespace tally {
 
 namespace {
+
+/// Every value of an 8-bit float as float32 bits, so that widening one is a lookup instead of
+/// decode()'s branches (FP8 layers widen both operands of every product to bfloat16). A plain
+/// array of the file's own type, built on first use (Note [CPU kernel dispatch]: no std:: types
+/// in kernels).
+struct Float8Table {
+  uint32_t bits[256];
+};
+template <class F8>
+const Float8Table& float8_table() {
+  static const Float8Table table = [] {
+    Float8Table t{};
+    for (int b = 0; b < 256; ++b) {
+      F8 v;
+      v.bits = static_cast<uint8_t>(b);
+      t.bits[b] = std::bit_cast<uint32_t>(static_cast<float>(v));
+    }
+    return t;
+  }();
+  return table;
+}
 
 /// The converting copy over `loop` (operand 0 of dtype `to`, 1 of `from`); built once per target
 /// (Note [CPU kernel dispatch]).
@@ -43,6 +65,20 @@ void convert_kernel(const kernels::StridedLoop<2>& loop, Dtype to, Dtype from) {
             for (; i + 16 <= n; i += 16)
               kernels::store(reinterpret_cast<float*>(p[0]) + i, kernels::load_16bit<TI>(reinterpret_cast<const uint16_t*>(p[1]) + i));
           }
+        }
+        if constexpr ((std::is_same_v<TI, Float8_e4m3fn> || std::is_same_v<TI, Float8_e5m2>) &&
+                      (std::is_same_v<TO, float> || std::is_same_v<TO, BFloat16>)) {
+          // Exact both ways: every 8-bit float is a bfloat16, so the float32 bits' top half is it.
+          const Float8Table& table = float8_table<TI>();
+          for (; i < n; ++i) {
+            const uint32_t bits = table.bits[*reinterpret_cast<const uint8_t*>(p[1] + i * s[1])];
+            if constexpr (std::is_same_v<TO, float>) {
+              *reinterpret_cast<uint32_t*>(p[0] + i * s[0]) = bits;
+            } else {
+              *reinterpret_cast<uint16_t*>(p[0] + i * s[0]) = static_cast<uint16_t>(bits >> 16);
+            }
+          }
+          return;
         }
         for (; i < n; ++i)
           *reinterpret_cast<TO*>(p[0] + i * s[0]) = cast_to<TO>(*reinterpret_cast<const TI*>(p[1] + i * s[1]));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tally/dtype/float8.h"
+#include "tally/tally.h"
 
 namespace tally {
 namespace {
@@ -247,5 +248,32 @@ TEST(Float8, OverflowRulesAsPyTorch) {
   EXPECT_EQ(Float8_e5m2(-1e-30f).bits, 0x80);
 }
 
+// Tensors widen 8-bit floats through a lookup table (ops/copy.cpp): every code, contiguous and
+// strided, to float32 and to bfloat16, equals the scalar decode bit for bit.
+template <class F8>
+void check_tensor_widening(Dtype dtype) {
+  Tensor codes = empty({2, 256}, TensorOptions(dtype));
+  auto* bytes = static_cast<uint8_t*>(codes.data_ptr());
+  for (int c = 0; c < 256; ++c) bytes[c] = bytes[256 + c] = static_cast<uint8_t>(c);
+  for (const Tensor& src : {codes, codes.t().contiguous().t()}) {
+    const Tensor f32 = src.to(kFloat32).contiguous(), bf16 = src.to(kBFloat16).contiguous();
+    const auto* wide = static_cast<const uint32_t*>(f32.data_ptr());
+    const auto* half = static_cast<const uint16_t*>(bf16.data_ptr());
+    for (int i = 0; i < 512; ++i) {
+      F8 v;
+      v.bits = static_cast<uint8_t>(i % 256);
+      const auto expected = std::bit_cast<uint32_t>(static_cast<float>(v));
+      EXPECT_EQ(wide[i], expected) << "code " << i % 256;
+      EXPECT_EQ(half[i], expected >> 16) << "code " << i % 256;
+    }
+  }
+}
+
+TEST(Float8, TensorsWidenEveryCodeExactly) {
+  check_tensor_widening<Float8_e4m3fn>(kFloat8_e4m3fn);
+  check_tensor_widening<Float8_e5m2>(kFloat8_e5m2);
+}
+
 }  // namespace
 }  // namespace tally
+

@@ -9,6 +9,7 @@
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/kernels/cpu/parallel.h"
+#include "tally/ops/attention.h"
 
 namespace tally::cli {
 
@@ -39,6 +40,8 @@ void run_info() {
   fmt::print("  OpenMP threads   {}\n", kernels::num_threads());
   fmt::print("  matmul paths (chosen at run time for this CPU)\n");
   for (const auto& [dtype, path] : kernels::matmul_paths()) fmt::print("    {:<17} {}\n", dtype, path);
+  fmt::print("  attention paths (scaled_dot_product_attention)\n");
+  for (const auto& [dtype, path] : attention_paths()) fmt::print("    {:<17} {}\n", dtype, path);
   fmt::print("\nPromised peaks (cores x clock x FLOP/cycle; MFU is measured against these)\n");
   for (const auto& p : machine::promised_cpu_peaks(cpu))
     fmt::print("  {:<9} {:>9.1f} GFLOP/s   {}\n", p.dtype, p.flops_per_sec / 1e9, p.basis);

@@ -22,7 +22,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tally/kernels/cpu/attention_bf16.h"
@@ -80,11 +82,15 @@ int64_t computed_scores(const AttentionShape& s, bool causal) {
 /// The problem for the AVX512_BF16 kernel when it runs it: bfloat16 on a CPU with the
 /// instructions, the avx512 kernel set in use (a forced narrower set tests the other path), and
 /// even E and Ev.
-std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShape& s, Dtype dt, bool causal, double scale) {
+bool bf16_kernel_available() {
   static const bool available =
       kernels::attention_bf16_built() && machine::cpu_info().avx512_bf16 && kernels::cpu_kernel_set() == "avx512";
+  return available;
+}
+
+std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShape& s, Dtype dt, bool causal, double scale) {
   const kernels::AttentionProblem p{s.B, s.L, s.S, s.E, s.Ev, causal, static_cast<float>(scale)};
-  if (dt != kBFloat16 || !available || !kernels::attention_bf16_fits(p)) return std::nullopt;
+  if (dt != kBFloat16 || !bf16_kernel_available() || !kernels::attention_bf16_fits(p)) return std::nullopt;
   return p;
 }
 
@@ -335,6 +341,15 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal, std::optional<double> scale) {
   return ops::apply<AttentionPacked>(qkv, is_causal, default_scale(qkv, scale));
+}
+
+std::vector<std::pair<std::string, std::string>> attention_paths() {
+  // The same test as bf16_kernel_problem's.
+  const std::string blocked = "batched products on the matmul paths, blocks of 64 query rows, rounded as the composed ops";
+  return {{"bfloat16", bf16_kernel_available()
+                           ? "fused AVX512_BF16 kernel (vdpbf16ps) for even head sizes: scores in registers and L2, never in memory"
+                           : blocked + " (the fused kernel needs AVX512_BF16 and the avx512 kernel set)"},
+          {"other dtypes", blocked}};
 }
 
 }  // namespace tally

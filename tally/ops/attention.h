@@ -2,6 +2,9 @@
 // Attention as one op, forward and backward.
 
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tally/core/tensor.h"
 
@@ -20,5 +23,9 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 /// writes the gradient of qkv once, where three heads cut from one projection would each get a
 /// zero-filled gradient of all of it, added up after.
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal = false, std::optional<double> scale = std::nullopt);
+
+/// Which path attention takes on this CPU, per dtype ("bfloat16" → "fused AVX512_BF16 kernel …"):
+/// what `tally info` prints.
+std::vector<std::pair<std::string, std::string>> attention_paths();
 
 }  // namespace tally

@@ -1,10 +1,13 @@
 // scaled_dot_product_attention refuses what it cannot compute in its op's meta (the same on the
 // meta device as on real tensors), with PyTorch's wording for mixed dtypes; nn::F's form
-// broadcasts batch dims first, as matmul does.
+// broadcasts batch dims first, as matmul does; `tally info` names the path bfloat16 takes.
 
 #include <gtest/gtest.h>
 
 #include "expect_error.h"
+#include "tally/kernels/cpu/attention_bf16.h"
+#include "tally/kernels/cpu/dispatch.h"
+#include "tally/machine/cpu_info.h"
 #include "tally/tally.h"
 
 namespace tally {
@@ -52,6 +55,15 @@ TEST(AttentionErrors, FunctionalFormBroadcastsBatchDims) {
   const Tensor expected = scaled_dot_product_attention(q, k.expand({2, 3, 6, 4}), v.expand({2, 3, 6, 4}), true);
   EXPECT_EQ(y.sizes(), IntArrayRef({2, 3, 5, 4}));
   EXPECT_TRUE(y.equal(expected));
+}
+
+// `tally info` names the fused bfloat16 kernel exactly where the op runs it.
+TEST(AttentionPaths, NameTheFusedKernelWhereItRuns) {
+  const auto paths = attention_paths();
+  ASSERT_EQ(paths.size(), 2u);
+  EXPECT_EQ(paths[0].first, "bfloat16");
+  const bool fused = kernels::attention_bf16_built() && machine::cpu_info().avx512_bf16 && kernels::cpu_kernel_set() == "avx512";
+  EXPECT_EQ(paths[0].second.find("fused AVX512_BF16 kernel") != std::string::npos, fused) << paths[0].second;
 }
 
 }  // namespace

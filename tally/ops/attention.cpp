@@ -83,8 +83,9 @@ int64_t computed_scores(const AttentionShape& s, bool causal) {
 /// instructions, the avx512 kernel set in use (a forced narrower set tests the other path), and
 /// even E and Ev.
 bool bf16_kernel_available() {
+  // The CPU first: nothing of attention_bf16.cpp, compiled for x86-64-v4, runs on a CPU without it.
   static const bool available =
-      kernels::attention_bf16_built() && machine::cpu_info().avx512_bf16 && kernels::cpu_kernel_set() == "avx512";
+      machine::cpu_info().avx512_bf16 && kernels::cpu_kernel_set() == "avx512" && kernels::attention_bf16_built();
   return available;
 }
 

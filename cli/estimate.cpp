@@ -20,6 +20,7 @@
 #include "tally/accounting/estimate.h"
 #include "tally/error/error.h"
 #include "tally/nn/transformer.h"
+#include "tally/kernels/cpu/attention_bf16.h"
 #include "tally/tally.h"
 
 namespace tally::cli {
@@ -268,8 +269,8 @@ void run_transformer(const TransformerArgs& a) {
   fmt::print("  {:<34} {:>22}   formula {}\n", "params", grouped(static_cast<double>(m.params)), grouped(r.params.value));
   fmt::print("  {:<34} {:>22}   formula {}\n", "matmul_flops_per_step", grouped(static_cast<double>(m.matmul_flops)),
              grouped(r.matmul_flops_per_token.value * step_tokens));
-  fmt::print("  {:<34} {:>22}   (the attention op: causal blocks of 64 query rows, softmax, backward's recompute)\n",
-             "attention_flops_per_step", grouped(static_cast<double>(m.attention_flops)));
+  fmt::print("  {:<34} {:>22}   (the attention op: causal blocks of {} query rows, softmax, backward's recompute)\n",
+             "attention_flops_per_step", grouped(static_cast<double>(m.attention_flops)), kernels::kAttentionBlockRows);
   fmt::print("  {:<34} {:>22}   (every op on the ledger)\n", "all_op_flops_per_step", grouped(static_cast<double>(m.all_flops)));
   for (int c = 0; c < kNumMemoryCategories; ++c) {
     if (m.peak[c] == 0) continue;

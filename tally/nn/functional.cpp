@@ -1,6 +1,5 @@
 #include "tally/nn/functional.h"
 
-
 #include "tally/core/geometry.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/attention.h"

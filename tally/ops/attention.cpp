@@ -32,10 +32,7 @@
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/machine/cpu_info.h"
 #include "tally/ops/apply.h"
-#include "tally/ops/creation.h"
-#include "tally/ops/elementwise.h"
 #include "tally/ops/matmul.h"
-#include "tally/ops/reduce.h"
 #include "tally/ops/softmax.h"
 
 namespace tally {
@@ -62,12 +59,14 @@ struct QueryBlock {
   int64_t r0, rows, keys;
 };
 
+/// The blocks of both CPU paths (the fused kernel walks the same ones), so the FLOPs the cost
+/// declares are the FLOPs run.
 std::vector<QueryBlock> query_blocks(const AttentionShape& s, bool causal) {
   if (!causal) return {{0, s.L, s.S}};
   std::vector<QueryBlock> blocks;
   for (int64_t r0 = 0; r0 < s.L; r0 += kBlockRows) {
     const int64_t rows = std::min(kBlockRows, s.L - r0);
-    blocks.push_back({r0, rows, std::min(s.S, r0 + rows)});  // the last row, r0 + rows − 1, sees keys up to itself
+    blocks.push_back({r0, rows, kernels::attention_block_keys(s.S, r0, rows, causal)});
   }
   return blocks;
 }
@@ -79,9 +78,8 @@ int64_t computed_scores(const AttentionShape& s, bool causal) {
   return s.B * area;
 }
 
-/// The problem for the AVX512_BF16 kernel when it runs it: bfloat16 on a CPU with the
-/// instructions, the avx512 kernel set in use (a forced narrower set tests the other path), and
-/// even E and Ev.
+/// Whether the AVX512_BF16 kernel runs here: a CPU with the instructions and the avx512 kernel
+/// set in use (a forced narrower set tests the other path).
 bool bf16_kernel_available() {
   // The CPU first: nothing of attention_bf16.cpp, compiled for x86-64-v4, runs on a CPU without it.
   static const bool available =
@@ -89,14 +87,25 @@ bool bf16_kernel_available() {
   return available;
 }
 
+/// The problem for that kernel when it runs it: bfloat16, here, even E and Ev.
 std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShape& s, Dtype dt, bool causal, double scale) {
   const kernels::AttentionProblem p{s.B, s.L, s.S, s.E, s.Ev, causal, static_cast<float>(scale)};
   if (dt != kBFloat16 || !bf16_kernel_available() || !kernels::attention_bf16_fits(p)) return std::nullopt;
   return p;
 }
 
-const uint16_t* halves(const Tensor& t) { return static_cast<const uint16_t*>(t.data_ptr()); }
-uint16_t* halves_out(const Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); }
+/// A bfloat16 tensor's elements as the kernel takes them.
+uint16_t* halves(const Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); }
+
+/// The probabilities as the composed ops make them: the GPU's path, and sizes with nothing to block.
+Tensor composed_probabilities(const Tensor& q, const Tensor& k, bool causal, double scale) {
+  return attention_softmax(matmul(q, k.transpose(-2, -1)), scale, causal);
+}
+
+/// PyTorch's default scale, 1/√E.
+double default_scale(const Tensor& query, std::optional<double> scale) {
+  return scale.value_or(query.dim() >= 1 && query.size(-1) > 0 ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0);
+}
 
 /// Contiguous elements of one dtype: a tensor's, or a call's scratch.
 struct Elements {
@@ -157,21 +166,17 @@ struct Attention {
     return {std::move(sizes), q.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& query, const Tensor& key, const Tensor& value, bool causal, double scale) {
-    if (out.is_cuda()) {
-      Tensor(out).copy_(matmul(attention_softmax(matmul(query, key.transpose(-2, -1)), scale, causal), value));
-      return;
-    }
     const AttentionShape s(query, key, value);
     if (out.numel() == 0) return;
-    if (s.S == 0 || s.E == 0) {  // no keys: an empty sum; no features: uniform probabilities over the values
-      Tensor(out).copy_(s.S == 0 ? zeros(out.sizes(), TensorOptions(out.dtype()))
-                                 : matmul(attention_softmax(matmul(query, key.transpose(-2, -1)), scale, causal), value));
+    // No keys: an empty sum; no features: uniform probabilities over the values.
+    if (out.is_cuda() || s.S == 0 || s.E == 0) {
+      Tensor(out).copy_(matmul(composed_probabilities(query, key, causal, scale), value));
       return;
     }
     const Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous();
     const Dtype dt = out.dtype();
     if (const auto p = bf16_kernel_problem(s, dt, causal, scale)) {
-      kernels::attention_bf16_forward(*p, halves(q), halves(k), halves(v), halves_out(out));
+      kernels::attention_bf16_forward(*p, halves(q), halves(k), halves(v), halves(out));
       return;
     }
     const std::vector<QueryBlock> blocks = query_blocks(s, causal);
@@ -253,10 +258,9 @@ struct AttentionBackward {
            dv = out.narrow(0, nq + nk, nv).view(value.sizes());
     const AttentionShape s(query, key, value);
     if (out.is_cuda() || s.L == 0 || s.S == 0 || s.E == 0) {
-      // The composed rule (the GPU, and sizes with nothing to block).
-      Tensor p = attention_softmax(matmul(query, key.transpose(-2, -1)), scale, causal);
-      Tensor dp = matmul(grad, value.transpose(-2, -1));
-      Tensor ds = scale * p * (dp - sum(dp * p, {-1}, true));
+      // The composed rule.
+      const Tensor p = composed_probabilities(query, key, causal, scale);
+      const Tensor ds = ops::detail::softmax_backward(matmul(grad, value.transpose(-2, -1)), p, -1, scale);
       dq.copy_(matmul(ds, key));
       dk.copy_(matmul(ds.transpose(-2, -1), query));
       dv.copy_(matmul(p.transpose(-2, -1), grad));
@@ -265,7 +269,7 @@ struct AttentionBackward {
     const Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous(), go = grad.contiguous();
     const Dtype dt = out.dtype();
     if (const auto p = bf16_kernel_problem(s, dt, causal, scale)) {
-      kernels::attention_bf16_backward(*p, halves(q), halves(k), halves(v), halves(go), halves_out(dq), halves_out(dk), halves_out(dv));
+      kernels::attention_bf16_backward(*p, halves(q), halves(k), halves(v), halves(go), halves(dq), halves(dk), halves(dv));
       return;
     }
     const std::vector<QueryBlock> blocks = query_blocks(s, causal);
@@ -328,13 +332,6 @@ struct AttentionBackward {
 
 }  // namespace
 
-namespace {
-/// PyTorch's default scale, 1/√E.
-double default_scale(const Tensor& query, std::optional<double> scale) {
-  return scale.value_or(query.dim() >= 1 && query.size(-1) > 0 ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0);
-}
-}  // namespace
-
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, bool is_causal,
                                     std::optional<double> scale) {
   return ops::apply<Attention>(query, key, value, is_causal, default_scale(query, scale));
@@ -345,8 +342,8 @@ Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal, st
 }
 
 std::vector<std::pair<std::string, std::string>> attention_paths() {
-  // The same test as bf16_kernel_problem's.
-  const std::string blocked = "batched products on the matmul paths, blocks of 64 query rows, rounded as the composed ops";
+  const std::string blocked = "batched products on the matmul paths, blocks of " + std::to_string(kBlockRows) +
+                              " query rows, rounded as the composed ops";
   return {{"bfloat16", bf16_kernel_available()
                            ? "fused AVX512_BF16 kernel (vdpbf16ps) for even head sizes: scores in registers and L2, never in memory"
                            : blocked + " (the fused kernel needs AVX512_BF16 and the avx512 kernel set)"},

@@ -198,7 +198,7 @@ struct Softmax {
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{false}, true}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, bool log, double scale, bool) {
     if (log) return {scale * (c.grad - exp(c.out) * sum(c.grad, {dim}, true))};
-    return {ops::apply<SoftmaxBackward>(c.grad.to(c.out.dtype()), c.out, x.dim() == 0 ? 0 : maybe_wrap_dim(dim, x.dim()), scale)};
+    return {ops::detail::softmax_backward(c.grad.to(c.out.dtype()), c.out, x.dim() == 0 ? 0 : maybe_wrap_dim(dim, x.dim()), scale)};
   }
 };
 
@@ -248,6 +248,8 @@ Tensor attention_softmax(const Tensor& scores, double scale, bool is_causal) { r
 Tensor Tensor::softmax(int64_t dim) const { return tally::softmax(*this, dim); }
 
 namespace ops::detail {
+
+Tensor softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, double scale) { return ops::apply<SoftmaxBackward>(g, y, dim, scale); }
 
 void attention_probs_rows(Dtype dtype, const void* scores, RowLayout scores_rows, void* probs, RowLayout probs_rows, int64_t rows,
                           int64_t n, int64_t causal_rows, int64_t first_row, double scale) {

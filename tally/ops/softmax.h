@@ -30,7 +30,10 @@ struct RowLayout {
 /// columns up to first_row + r mod causal_rows (masked entries 0). probs may be scores.
 void attention_probs_rows(Dtype dtype, const void* scores, RowLayout scores_rows, void* probs, RowLayout probs_rows, int64_t rows,
                           int64_t n, int64_t causal_rows, int64_t first_row, double scale);
-/// dx = scale · y · (g − Σ g·y) per row: softmax's gradient from its output y.
+/// softmax's gradient from its output y along `dim`, dx = scale · y · (g − Σ g·y), as the op
+/// softmax's backward rule runs (one row pass on the CPU): for rules composed of ops.
+Tensor softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, double scale);
+/// The same per row on raw CPU memory.
 void softmax_backward_rows(Dtype dtype, const void* g, RowLayout g_rows, const void* y, RowLayout y_rows, void* dx, RowLayout dx_rows,
                            int64_t rows, int64_t n, double scale);
 

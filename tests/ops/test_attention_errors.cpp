@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <tuple>
+
 #include "expect_error.h"
 #include "tally/kernels/cpu/attention_bf16.h"
 #include "tally/kernels/cpu/dispatch.h"
@@ -55,6 +58,27 @@ TEST(AttentionErrors, FunctionalFormBroadcastsBatchDims) {
   const Tensor expected = scaled_dot_product_attention(q, k.expand({2, 3, 6, 4}), v.expand({2, 3, 6, 4}), true);
   EXPECT_EQ(y.sizes(), IntArrayRef({2, 3, 5, 4}));
   EXPECT_TRUE(y.equal(expected));
+}
+
+// No keys (an empty sum: zeros), no features (uniform probabilities) and no queries take the
+// composed ops' path, forward and backward.
+TEST(AttentionErrors, EmptySizesFollowTheComposedOps) {
+  Generator g(6);
+  for (auto [L, S, E] : {std::tuple<int64_t, int64_t, int64_t>{3, 4, 0}, {3, 0, 4}, {0, 4, 4}}) {
+    for (bool causal : {false, true}) {
+      Tensor q = randn({2, L, E}, {}, &g).requires_grad_(), k = randn({2, S, E}, {}, &g).requires_grad_(),
+             v = randn({2, S, 5}, {}, &g).requires_grad_();
+      const Tensor y = scaled_dot_product_attention(q, k, v, causal);
+      const double scale = E > 0 ? 1.0 / std::sqrt(static_cast<double>(E)) : 1.0;
+      EXPECT_TRUE(y.detach().equal(matmul(attention_softmax(matmul(q.detach(), k.detach().transpose(-2, -1)), scale, causal), v.detach())))
+          << L << " " << S << " " << E;
+      y.sum().backward();
+      // Each query's probabilities sum to 1, so dv's entries sum to queries × Ev (none without keys).
+      EXPECT_EQ(v.grad().sum().item<double>(), S == 0 ? 0.0 : static_cast<double>(2 * L * 5));
+      EXPECT_EQ(q.grad().sizes(), q.sizes());
+      EXPECT_EQ(k.grad().sizes(), k.sizes());
+    }
+  }
 }
 
 // `tally info` names the fused bfloat16 kernel exactly where the op runs it.

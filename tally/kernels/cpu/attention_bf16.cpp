@@ -232,8 +232,6 @@ struct Dims {
       : S16(round_up(p.S, 16)), E16(round_up(p.E, 16)), Ev16(round_up(p.Ev, 16)), S2(round_up(p.S, 2)) {}
 };
 
-/// The keys query block r0 (of R rows) meets.
-int64_t keys_of(const AttentionProblem& p, int64_t r0, int64_t R) { return p.causal ? smaller(p.S, r0 + R) : p.S; }
 /// The keys row r of the block at r0 sees, of its block's e.
 int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
 
@@ -292,7 +290,7 @@ void attention_bf16_forward(const AttentionProblem& p, const uint16_t* q, const 
     transpose_pairs(kb, p.S, p.E, kt, d.S16);
     interleave_rows(vb, p.Ev, p.S, p.Ev, vp, d.Ev16);
     for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
-      const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R);
+      const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal);
       block_probabilities(p, d, qb + r0 * p.E, kt, r0, R, e, s, probs);
       gemm(R, p.Ev, round_up(e, 2) / 2, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false);
       round_rows(o, d.Ev16, R, p.Ev, out + (b * p.L + r0) * p.Ev);
@@ -324,7 +322,7 @@ void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const
     std::memset(dk_acc, 0, static_cast<size_t>(p.S * d.E16) * sizeof(float));
     std::memset(dv_acc, 0, static_cast<size_t>(p.S * d.Ev16) * sizeof(float));
     for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
-      const int64_t R = smaller(kRows, p.L - r0), e = keys_of(p, r0, R), e2 = round_up(e, 2);
+      const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal), e2 = round_up(e, 2);
       const uint16_t *q_blk = qb + r0 * p.E, *g_blk = gb + r0 * p.Ev;
       block_probabilities(p, d, q_blk, kt, r0, R, e, s, probs);
       gemm(R, e, p.Ev / 2, rows_of(g_blk, p.Ev), vt, d.S16, s, d.S16, false);  // dP

@@ -13,6 +13,13 @@ namespace tally::kernels {
 /// FLOPs both declare follow from it.
 inline constexpr int64_t kAttentionBlockRows = 64;
 
+/// The keys the query block of `rows` rows from row r0 meets, of S: under a causal mask those up
+/// to its last row's (upper-left, as PyTorch's is_causal), else all. Always inlined: this header
+/// is also compiled for x86-64-v4 (attention_bf16.cpp), which must emit nothing shared.
+[[gnu::always_inline]] inline constexpr int64_t attention_block_keys(int64_t S, int64_t r0, int64_t rows, bool causal) {
+  return causal && r0 + rows < S ? r0 + rows : S;
+}
+
 /// B matrices of q [L, E], k [S, E] and v [S, Ev], each contiguous and packed one after another.
 struct AttentionProblem {
   int64_t B, L, S, E, Ev;

@@ -65,10 +65,8 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
     sizes.push_back(t.size(-1));
     return t.expand(sizes);
   };
-  // Heads cut from a packed projection ([b, T, 3, h, d] permuted) are strided matrices, which the
-  // op would pack again in backward: packed once here instead. The graph keeps these copies in
-  // place of the projection (the same bytes).
-  return tally::scaled_dot_product_attention(with_batch(q).contiguous(), with_batch(k).contiguous(), with_batch(v).contiguous(), is_causal);
+  // Expanded and strided inputs (heads cut from a projection) are read where they lie.
+  return tally::scaled_dot_product_attention(with_batch(q), with_batch(k), with_batch(v), is_causal);
 }
 
 }  // namespace tally::nn::functional

@@ -96,18 +96,19 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   TALLY_CHECK(x.dim() == 3, "CausalSelfAttention: expected input [b, T, d], got ", x.sizes());
   const int64_t b = x.size(0), T = x.size(1), d = x.size(2), dh = d / num_heads;
   Tensor packed = qkv->forward(x);  // [b, T, 3d]
-  Tensor y;
+  Tensor y;  // [b, T, d]
   if (cos_.defined()) {
     auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).reshape({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
-    y = functional::scaled_dot_product_attention(rotate(heads(0)), rotate(heads(1)), heads(2), /*is_causal=*/true);  // [b, h, T, dh]
+    y = functional::scaled_dot_product_attention(rotate(heads(0)), rotate(heads(1)), heads(2), /*is_causal=*/true)
+            .permute({0, 2, 1, 3})
+            .reshape({b, T, d});
   } else {
-    // q, k and v stacked, [3, b, h, T, dh], packed once (the graph keeps this copy in place of
-    // the projection): the attention's backward then writes the projection's gradient in one
-    // piece.
-    const Tensor qkv_heads = packed.view({b, T, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}).contiguous();
-    y = scaled_dot_product_attention_packed(qkv_heads, /*is_causal=*/true);
+    // q, k and v stay where the projection put them, [b, T, 3, h, dh]: the op reads the heads in
+    // place and writes [b, T, h, dh], the output projection's input as it is; its backward
+    // writes the projection's gradient in one piece, in the projection's layout. No copies.
+    y = scaled_dot_product_attention_packed(packed.view({b, T, 3, num_heads, dh}), /*is_causal=*/true).view({b, T, d});
   }
-  return drop->forward(proj->forward(y.permute({0, 2, 1, 3}).reshape({b, T, d})));
+  return drop->forward(proj->forward(y));
 }
 
 TransformerBlock::TransformerBlock(const TransformerConfig& c, TensorOptions options, Generator* gen) : Layer("TransformerBlock") {

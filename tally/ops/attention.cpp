@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <numeric>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -94,9 +96,6 @@ std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShap
   return p;
 }
 
-/// A bfloat16 tensor's elements as the kernel takes them.
-uint16_t* halves(const Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); }
-
 /// The probabilities as the composed ops make them: the GPU's path, and sizes with nothing to block.
 Tensor composed_probabilities(const Tensor& q, const Tensor& k, bool causal, double scale) {
   return attention_softmax(matmul(q, k.transpose(-2, -1)), scale, causal);
@@ -107,7 +106,7 @@ double default_scale(const Tensor& query, std::optional<double> scale) {
   return scale.value_or(query.dim() >= 1 && query.size(-1) > 0 ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0);
 }
 
-/// Contiguous elements of one dtype: a tensor's, or a call's scratch.
+/// Contiguous elements of one dtype: a call's scratch.
 struct Elements {
   char* base;
   int64_t size;
@@ -115,7 +114,6 @@ struct Elements {
   char* at(int64_t i) const { return base + i * size; }
   void* data() const { return base; }
 };
-Elements elements(const Tensor& t) { return {static_cast<char*>(t.data_ptr()), t.element_size()}; }
 
 /// Scratch for one call's intermediates, in buffers the calling thread keeps between calls (as
 /// matmul's packing buffers: a training loop asks for the same sizes each step, so after the
@@ -130,10 +128,88 @@ Elements scratch(int slot, int64_t count, int64_t element_size) {
   return {b.data(), element_size};
 }
 
-/// A block's [B, rows, n] result copied into rows [r0, r0 + rows) of [B, total, n] `dst`.
-void copy_block(Elements block, Elements dst, int64_t B, int64_t total, int64_t r0, int64_t rows, int64_t n) {
-  const size_t bytes = static_cast<size_t>(rows * n * dst.size);
-  for (int64_t b = 0; b < B; ++b) std::memcpy(dst.at((b * total + r0) * n), block.at(b * rows * n), bytes);
+/// Where a tensor's B matrices [..., rows, n] lie, its batch dims folded into at most two
+/// levels: matrix b starts (b / inner)·outer + (b % inner)·inner_stride elements from data, its
+/// rows `row` apart, each row's elements contiguous. A heads view, [b, h, T, E] over [b, T, h, E]
+/// memory (scaled_dot_product_attention_packed's), is two levels, outer b and inner h;
+/// contiguous matrices are one, inner B. Both paths read and write operands where they lie.
+struct Matrices {
+  char* data;
+  int64_t element_size, outer, inner, inner_stride, row;
+  char* matrix(int64_t b) const { return data + ((b / inner) * outer + (b % inner) * inner_stride) * element_size; }
+  char* row_of(int64_t b, int64_t r) const { return matrix(b) + r * row * element_size; }
+  /// Rows from r0 of matrices b, b + 1, … (within one run of `inner`) as a matmul operand, or
+  /// their transposes.
+  kernels::MatrixRef ref(int64_t b, int64_t r0, bool transposed = false) const {
+    return {row_of(b, r0), inner_stride, transposed ? 1 : row, transposed ? row : 1};
+  }
+  kernels::Matrices halves() const { return {reinterpret_cast<uint16_t*>(data), outer, inner, inner_stride, row}; }
+};
+
+/// t's matrices as they lie, where its rows are contiguous and its batch dims fold into two
+/// levels (written ones also must not overlap); nullopt otherwise.
+std::optional<Matrices> matrices_of(const Tensor& t, bool written) {
+  int64_t sizes[2], strides[2], levels = 0;
+  for (int64_t d = 0; d + 2 < t.dim(); ++d) {
+    if (t.size(d) == 1) continue;
+    if (levels > 0 && strides[levels - 1] == t.stride(d) * t.size(d)) {  // folds into the dim before
+      sizes[levels - 1] *= t.size(d);
+      strides[levels - 1] = t.stride(d);
+    } else if (levels == 2 || (written && t.stride(d) == 0)) {
+      return std::nullopt;
+    } else {
+      sizes[levels] = t.size(d);
+      strides[levels++] = t.stride(d);
+    }
+  }
+  if (t.stride(-1) != 1 && t.size(-1) > 1) return std::nullopt;
+  Matrices m{static_cast<char*>(t.data_ptr()), t.element_size(), 0, 1, 0, t.stride(-2)};
+  if (levels == 2) m.outer = strides[0];
+  if (levels > 0) {
+    m.inner = sizes[levels - 1];
+    m.inner_stride = strides[levels - 1];
+  }
+  return m;
+}
+
+/// t's matrices where they lie if matrices_of describes them, else a contiguous copy's (of its
+/// elements unless written), which `staged` keeps for the caller to copy back if written.
+Matrices operand(const Tensor& t, Tensor& staged, bool written = false) {
+  if (const auto m = matrices_of(t, written)) return *m;
+  staged = written ? empty_like(t) : t.contiguous();
+  return *matrices_of(staged, written);
+}
+
+/// Matrices per matmul call: a run that lies at one batch stride in every operand.
+int64_t group_size(std::initializer_list<const Matrices*> operands) {
+  int64_t g = 0;
+  for (const Matrices* m : operands) g = std::gcd(g, m->inner);
+  return g;
+}
+
+/// A block's [B, rows, n] result into rows [r0, r0 + rows) of `dst`'s matrices.
+void copy_block(Elements block, const Matrices& dst, int64_t B, int64_t r0, int64_t rows, int64_t n) {
+  const auto bytes = static_cast<size_t>(n * block.size);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst.row_of(b, r0 + r), block.at((b * rows + r) * n), bytes);
+}
+
+/// The forward's blocked products, from and into matrices where they lie.
+void forward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scale, const Matrices& q, const Matrices& k,
+                     const Matrices& v, const Matrices& out) {
+  const std::vector<QueryBlock> blocks = query_blocks(s, causal);
+  const int64_t max_rows = blocks.front().rows, es = q.element_size, g = group_size({&q, &k, &v});
+  const Elements scores = scratch(0, s.B * max_rows * blocks.back().keys, es), o = scratch(1, s.B * max_rows * s.Ev, es);
+  for (const QueryBlock& blk : blocks) {
+    const int64_t area = blk.rows * blk.keys;
+    for (int64_t b = 0; b < s.B; b += g)
+      kernels::matmul(dt, g, blk.rows, blk.keys, s.E, q.ref(b, blk.r0), k.ref(b, 0, true), scores.at(b * area));
+    ops::detail::attention_probs_rows(dt, scores.data(), {blk.keys}, scores.data(), {blk.keys}, s.B * blk.rows, blk.keys,
+                                      causal ? blk.rows : 0, blk.r0, scale);
+    for (int64_t b = 0; b < s.B; b += g)
+      kernels::matmul(dt, g, blk.rows, s.Ev, blk.keys, {scores.at(b * area), area, blk.keys, 1}, v.ref(b, 0), o.at(b * blk.rows * s.Ev));
+    copy_block(o, out, s.B, blk.r0, blk.rows, s.Ev);
+  }
 }
 
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
@@ -154,7 +230,117 @@ void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, double s
   TALLY_CHECK(scale > 0 && std::isfinite(scale), "scaled_dot_product_attention: the scale must be positive and finite, got ", scale);
 }
 
-struct AttentionBackward;
+/// The backward's blocked products, from and into matrices where they lie.
+void backward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scale, const Matrices& q, const Matrices& k,
+                      const Matrices& v, const Matrices& go, const Matrices& dq, const Matrices& dk, const Matrices& dv) {
+  const std::vector<QueryBlock> blocks = query_blocks(s, causal);
+  const int64_t LS = s.L * s.S, g = group_size({&q, &k, &v, &go});
+  // Under a causal mask no query sees the keys from L on; their gradients are 0.
+  const int64_t seen = causal ? std::min(s.S, s.L) : s.S, key_block = causal ? kBlockRows : s.S;
+  // P and dS for every row, kept for this call only: the blocks of keys read them by columns.
+  // Entries right of a block's keys are never written nor read.
+  const int64_t es = q.element_size, widest = std::max(s.E, s.Ev);
+  const int64_t block_elements =
+      s.B * std::max(blocks.front().rows * std::max(blocks.back().keys, widest), std::min(key_block, seen) * widest);
+  const Elements p = scratch(0, s.B * LS, es), ds = scratch(1, s.B * LS, es), block = scratch(2, block_elements, es);
+  for (const QueryBlock& blk : blocks) {
+    const RowLayout dense{blk.keys}, in_full{s.S, blk.rows, LS};
+    const int64_t rows = s.B * blk.rows, area = blk.rows * blk.keys;
+    // P: the scores again, then softmax into P's rows.
+    for (int64_t b = 0; b < s.B; b += g)
+      kernels::matmul(dt, g, blk.rows, blk.keys, s.E, q.ref(b, blk.r0), k.ref(b, 0, true), block.at(b * area));
+    ops::detail::attention_probs_rows(dt, block.data(), dense, p.at(blk.r0 * s.S), in_full, rows, blk.keys, causal ? blk.rows : 0,
+                                      blk.r0, scale);
+    // dP = dO vᵀ, then dS = scale·P·(dP − Σ dP·P) into dS's rows.
+    for (int64_t b = 0; b < s.B; b += g)
+      kernels::matmul(dt, g, blk.rows, blk.keys, s.Ev, go.ref(b, blk.r0), v.ref(b, 0, true), block.at(b * area));
+    ops::detail::softmax_backward_rows(dt, block.data(), dense, p.at(blk.r0 * s.S), in_full, ds.at(blk.r0 * s.S), in_full, rows,
+                                       blk.keys, scale);
+    // dq = dS k over the keys the block sees.
+    for (int64_t b = 0; b < s.B; b += g)
+      kernels::matmul(dt, g, blk.rows, s.E, blk.keys, {ds.at(b * LS + blk.r0 * s.S), LS, s.S, 1}, k.ref(b, 0),
+                      block.at(b * blk.rows * s.E));
+    copy_block(block, dq, s.B, blk.r0, blk.rows, s.E);
+  }
+  // dk and dv by blocks of keys: keys [c0, c0 + n) meet the query rows from `first` on (under a
+  // causal mask, the rows at or below them, whose blocks' P and dS cover these keys).
+  for (int64_t c0 = 0; c0 < seen; c0 += key_block) {
+    const int64_t n = std::min(key_block, seen - c0), first = causal ? c0 : 0, m = s.L - first;
+    for (auto [grad_of, a, from, width] : {std::tuple{&dv, p, &go, s.Ev}, std::tuple{&dk, ds, &q, s.E}}) {
+      // (P or dS)[:, first:, c0:c0+n]ᵀ (dO or q)[:, first:]
+      for (int64_t b = 0; b < s.B; b += g)
+        kernels::matmul(dt, g, n, width, m, {a.at(b * LS + first * s.S + c0), LS, 1, s.S}, from->ref(b, first),
+                        block.at(b * n * width));
+      copy_block(block, *grad_of, s.B, c0, n, width);
+    }
+  }
+  for (auto [grad_of, width] : {std::pair{&dk, s.E}, std::pair{&dv, s.Ev}})
+    for (int64_t b = 0; b < s.B; ++b)
+      for (int64_t r = seen; r < s.S; ++r) std::memset(grad_of->row_of(b, r), 0, static_cast<size_t>(width * es));
+}
+
+/// dq, dk and dv (written, any strides) from the output's gradient and the inputs.
+void backward_into(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& grad, const Tensor& query, const Tensor& key,
+                   const Tensor& value, bool causal, double scale) {
+  const AttentionShape s(query, key, value);
+  if (dq.is_cuda() || s.L == 0 || s.S == 0 || s.E == 0) {
+    // The composed rule.
+    const Tensor p = composed_probabilities(query, key, causal, scale);
+    const Tensor ds = ops::detail::softmax_backward(matmul(grad, value.transpose(-2, -1)), p, -1, scale);
+    Tensor(dq).copy_(matmul(ds, key));
+    Tensor(dk).copy_(matmul(ds.transpose(-2, -1), query));
+    Tensor(dv).copy_(matmul(p.transpose(-2, -1), grad));
+    return;
+  }
+  const Tensor grads[3] = {dq, dk, dv};
+  Tensor staged[7];
+  const Matrices mq = operand(query, staged[0]), mk = operand(key, staged[1]), mv = operand(value, staged[2]),
+                 mgo = operand(grad, staged[3]), mdq = operand(dq, staged[4], true), mdk = operand(dk, staged[5], true),
+                 mdv = operand(dv, staged[6], true);
+  if (const auto p = bf16_kernel_problem(s, dq.dtype(), causal, scale))
+    kernels::attention_bf16_backward(*p, mq.halves(), mk.halves(), mv.halves(), mgo.halves(), mdq.halves(), mdk.halves(), mdv.halves());
+  else
+    backward_blocked(dq.dtype(), s, causal, scale, mq, mk, mv, mgo, mdq, mdk, mdv);
+  for (int i = 0; i < 3; ++i)
+    if (staged[4 + i].defined()) Tensor(grads[i]).copy_(staged[4 + i]);
+}
+
+/// The backward's cost: the scores' product and softmax again, dP's product, softmax's backward,
+/// and the three gradient products. The bytes are the inputs and the gradients: the fused kernel
+/// keeps P and dS in cache (the blocked products on other paths write them once and read them
+/// back).
+ops::Cost backward_cost(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                        double scale) {
+  const AttentionShape s(q, k, v);
+  const int64_t area = computed_scores(s, causal);
+  const int64_t flops = 2 * area * (3 * s.E + 2 * s.Ev) + ops::detail::softmax_flops_per_element(scale) * area +
+                        ops::detail::softmax_backward_flops_per_element(scale) * area;
+  return {flops, grad.nbytes() + q.nbytes() + k.nbytes() + v.nbytes(), out.nbytes()};
+}
+
+/// Attention's gradients dq, dk and dv, flattened one after another into one 1-D output.
+struct AttentionBackward {
+  static constexpr std::string_view name = "scaled_dot_product_attention_backward";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool, double scale) {
+    check_attention(q, k, v, scale);
+    DimVector expected(q.sizes());
+    expected.back() = v.size(-1);
+    TALLY_CHECK(grad.sizes() == IntArrayRef(expected) && grad.dtype() == q.dtype(), "scaled_dot_product_attention_backward: gradient ",
+                grad.sizes(), " ", dtype_name(grad.dtype()), " for an output ", IntArrayRef(expected), " ", dtype_name(q.dtype()));
+    return {{q.numel() + k.numel() + v.numel()}, q.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                      double scale) {
+    const int64_t nq = q.numel(), nk = k.numel();
+    backward_into(out.narrow(0, 0, nq).view(q.sizes()), out.narrow(0, nq, nk).view(k.sizes()),
+                  out.narrow(0, nq + nk, v.numel()).view(v.sizes()), grad, q, k, v, causal, scale);
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                        double scale) {
+    return backward_cost(out, grad, q, k, v, causal, scale);
+  }
+};
 
 struct Attention {
   static constexpr std::string_view name = "scaled_dot_product_attention";
@@ -173,26 +359,14 @@ struct Attention {
       Tensor(out).copy_(matmul(composed_probabilities(query, key, causal, scale), value));
       return;
     }
-    const Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous();
-    const Dtype dt = out.dtype();
-    if (const auto p = bf16_kernel_problem(s, dt, causal, scale)) {
-      kernels::attention_bf16_forward(*p, halves(q), halves(k), halves(v), halves(out));
-      return;
-    }
-    const std::vector<QueryBlock> blocks = query_blocks(s, causal);
-    const int64_t max_rows = blocks.front().rows;
-    const int64_t es = out.element_size();
-    const Elements scores = scratch(0, s.B * max_rows * blocks.back().keys, es),
-                   o = blocks.size() == 1 ? elements(out) : scratch(1, s.B * max_rows * s.Ev, es);
-    for (const QueryBlock& blk : blocks) {
-      kernels::matmul(dt, s.B, blk.rows, blk.keys, s.E, {elements(q).at(blk.r0 * s.E), s.L * s.E, s.E, 1},
-                      {k.data_ptr(), s.S * s.E, 1, s.E}, scores.data());
-      ops::detail::attention_probs_rows(dt, scores.data(), {blk.keys}, scores.data(), {blk.keys}, s.B * blk.rows, blk.keys,
-                                        causal ? blk.rows : 0, blk.r0, scale);
-      kernels::matmul(dt, s.B, blk.rows, s.Ev, blk.keys, {scores.data(), blk.rows * blk.keys, blk.keys, 1},
-                      {v.data_ptr(), s.S * s.Ev, s.Ev, 1}, o.data());
-      if (blocks.size() > 1) copy_block(o, elements(out), s.B, s.L, blk.r0, blk.rows, s.Ev);
-    }
+    Tensor staged[4];
+    const Matrices q = operand(query, staged[0]), k = operand(key, staged[1]), v = operand(value, staged[2]),
+                   o = operand(out, staged[3], true);
+    if (const auto p = bf16_kernel_problem(s, out.dtype(), causal, scale))
+      kernels::attention_bf16_forward(*p, q.halves(), k.halves(), v.halves(), o.halves());
+    else
+      forward_blocked(out.dtype(), s, causal, scale, q, k, v, o);
+    if (staged[3].defined()) Tensor(out).copy_(staged[3]);
   }
   // The two products over the scores the blocks compute, and softmax on each of them.
   static ops::Cost cost(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
@@ -213,120 +387,66 @@ struct Attention {
   }
 };
 
-/// Attention on query, key and value stacked along a leading dim, qkv [3, ..., T, E] (flash-attn's
-/// qkvpacked form): the same op on qkv[0], qkv[1] and qkv[2], whose gradient is the backward
-/// op's buffer as it is. Three inputs cut from one projection would each get a zero-filled
-/// gradient of the whole projection, to be added up.
+/// Head i of qkv [..., T, 3, h, E] (flash-attention's qkvpacked layout) as [..., h, T, E], a view.
+Tensor head(const Tensor& qkv, int64_t i) { return qkv.select(-3, i).transpose(-3, -2); }
+
+void check_packed(const Tensor& qkv) {
+  TALLY_CHECK(qkv.dim() >= 4 && qkv.size(-3) == 3, "scaled_dot_product_attention_packed: expected qkv of shape [..., T, 3, h, E] ",
+              "(query, key and value stacked per position), got ", qkv.sizes());
+}
+
+/// qkv's output (and its gradient's) sizes, [..., T, h, E].
+DimVector packed_output_sizes(const Tensor& qkv) {
+  DimVector sizes(qkv.sizes());
+  sizes.erase(sizes.end() - 3);
+  return sizes;
+}
+
+struct AttentionPackedBackward;
+
+/// Attention on query, key and value stacked per position, qkv [..., T, 3, h, E], as a projection
+/// to 3·h·E features lays them out, to out [..., T, h, E], which is [..., T, h·E] as a view: the
+/// same op on the heads, read and written where they lie (no permuted copies), whose gradient
+/// is one tensor laid out as qkv. Three inputs cut from one projection would each get a
+/// zero-filled gradient of the whole projection, to be added up.
 struct AttentionPacked {
   static constexpr std::string_view name = Attention::name;
   static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& qkv, bool causal, double scale) {
-    TALLY_CHECK(qkv.dim() >= 3 && qkv.size(0) == 3, "scaled_dot_product_attention_packed: expected qkv of shape [3, ..., T, E] ",
-                "(query, key and value stacked), got ", qkv.sizes());
-    return Attention::meta(qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), causal, scale);
+    check_packed(qkv);
+    Attention::meta(head(qkv, 0), head(qkv, 1), head(qkv, 2), causal, scale);
+    return {packed_output_sizes(qkv), qkv.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& qkv, bool causal, double scale) {
-    Attention::compute(out, qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), causal, scale);
+    Attention::compute(out.transpose(-3, -2), head(qkv, 0), head(qkv, 1), head(qkv, 2), causal, scale);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& qkv, bool causal, double scale) {
-    return Attention::cost(out, qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), causal, scale);
+    return Attention::cost(out, head(qkv, 0), head(qkv, 1), head(qkv, 2), causal, scale);
   }
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& qkv, bool causal, double scale) {
-    const Tensor packed =
-        ops::apply<AttentionBackward>(c.grad.to(qkv.dtype()), qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), causal, scale);
-    return {packed.view(qkv.sizes())};
+    return {ops::apply<AttentionPackedBackward>(c.grad.to(qkv.dtype()), qkv, causal, scale)};
   }
 };
 
-/// Attention's gradients dq, dk and dv, flattened one after another into one 1-D output.
-struct AttentionBackward {
-  static constexpr std::string_view name = "scaled_dot_product_attention_backward";
+/// The gradient of qkv [..., T, 3, h, E] from the output's [..., T, h, E].
+struct AttentionPackedBackward {
+  static constexpr std::string_view name = AttentionBackward::name;
   static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool, double scale) {
-    check_attention(q, k, v, scale);
-    DimVector expected(q.sizes());
-    expected.back() = v.size(-1);
-    TALLY_CHECK(grad.sizes() == IntArrayRef(expected) && grad.dtype() == q.dtype(), "scaled_dot_product_attention_backward: gradient ",
-                grad.sizes(), " ", dtype_name(grad.dtype()), " for an output ", IntArrayRef(expected), " ", dtype_name(q.dtype()));
-    return {{q.numel() + k.numel() + v.numel()}, q.dtype()};
+  static ops::OutputSpec meta(const Tensor& grad, const Tensor& qkv, bool, double scale) {
+    check_packed(qkv);
+    check_attention(head(qkv, 0), head(qkv, 1), head(qkv, 2), scale);
+    TALLY_CHECK(grad.sizes() == IntArrayRef(packed_output_sizes(qkv)) && grad.dtype() == qkv.dtype(),
+                "scaled_dot_product_attention_backward: gradient ", grad.sizes(), " ", dtype_name(grad.dtype()), " for an output ",
+                IntArrayRef(packed_output_sizes(qkv)), " ", dtype_name(qkv.dtype()));
+    return {DimVector(qkv.sizes()), qkv.dtype()};
   }
-  static void compute(const Tensor& out, const Tensor& grad, const Tensor& query, const Tensor& key, const Tensor& value, bool causal,
-                      double scale) {
-    const int64_t nq = query.numel(), nk = key.numel(), nv = value.numel();
-    Tensor dq = out.narrow(0, 0, nq).view(query.sizes()), dk = out.narrow(0, nq, nk).view(key.sizes()),
-           dv = out.narrow(0, nq + nk, nv).view(value.sizes());
-    const AttentionShape s(query, key, value);
-    if (out.is_cuda() || s.L == 0 || s.S == 0 || s.E == 0) {
-      // The composed rule.
-      const Tensor p = composed_probabilities(query, key, causal, scale);
-      const Tensor ds = ops::detail::softmax_backward(matmul(grad, value.transpose(-2, -1)), p, -1, scale);
-      dq.copy_(matmul(ds, key));
-      dk.copy_(matmul(ds.transpose(-2, -1), query));
-      dv.copy_(matmul(p.transpose(-2, -1), grad));
-      return;
-    }
-    const Tensor q = query.contiguous(), k = key.contiguous(), v = value.contiguous(), go = grad.contiguous();
-    const Dtype dt = out.dtype();
-    if (const auto p = bf16_kernel_problem(s, dt, causal, scale)) {
-      kernels::attention_bf16_backward(*p, halves(q), halves(k), halves(v), halves(go), halves(dq), halves(dk), halves(dv));
-      return;
-    }
-    const std::vector<QueryBlock> blocks = query_blocks(s, causal);
-    const int64_t LS = s.L * s.S;
-    // Under a causal mask no query sees the keys from L on; their gradients are 0.
-    const int64_t seen = causal ? std::min(s.S, s.L) : s.S, key_block = causal ? kBlockRows : s.S;
-    // P and dS for every row, kept for this call only: the blocks of keys read them by columns.
-    // Entries right of a block's keys are never written nor read.
-    const int64_t es = out.element_size(), widest = std::max(s.E, s.Ev);
-    const int64_t block_elements =
-        s.B * std::max(blocks.front().rows * std::max(blocks.back().keys, widest), std::min(key_block, seen) * widest);
-    const Elements p = scratch(0, s.B * LS, es), ds = scratch(1, s.B * LS, es), block = scratch(2, block_elements, es);
-    const Elements eq = elements(q), ego = elements(go);
-    for (const QueryBlock& blk : blocks) {
-      const RowLayout dense{blk.keys}, in_full{s.S, blk.rows, LS};
-      const int64_t rows = s.B * blk.rows;
-      // P: the scores again, then softmax into P's rows.
-      kernels::matmul(dt, s.B, blk.rows, blk.keys, s.E, {eq.at(blk.r0 * s.E), s.L * s.E, s.E, 1}, {k.data_ptr(), s.S * s.E, 1, s.E},
-                      block.data());
-      ops::detail::attention_probs_rows(dt, block.data(), dense, p.at(blk.r0 * s.S), in_full, rows, blk.keys, causal ? blk.rows : 0,
-                                        blk.r0, scale);
-      // dP = dO vᵀ, then dS = scale·P·(dP − Σ dP·P) into dS's rows.
-      kernels::matmul(dt, s.B, blk.rows, blk.keys, s.Ev, {ego.at(blk.r0 * s.Ev), s.L * s.Ev, s.Ev, 1},
-                      {v.data_ptr(), s.S * s.Ev, 1, s.Ev}, block.data());
-      ops::detail::softmax_backward_rows(dt, block.data(), dense, p.at(blk.r0 * s.S), in_full, ds.at(blk.r0 * s.S), in_full, rows,
-                                         blk.keys, scale);
-      // dq = dS k over the keys the block sees.
-      kernels::matmul(dt, s.B, blk.rows, s.E, blk.keys, {ds.at(blk.r0 * s.S), LS, s.S, 1}, {k.data_ptr(), s.S * s.E, s.E, 1},
-                      block.data());
-      copy_block(block, elements(dq), s.B, s.L, blk.r0, blk.rows, s.E);
-    }
-    // dk and dv by blocks of keys: keys [c0, c0 + n) meet the query rows from `first` on (under a
-    // causal mask, the rows at or below them, whose blocks' P and dS cover these keys).
-    for (int64_t c0 = 0; c0 < seen; c0 += key_block) {
-      const int64_t n = std::min(key_block, seen - c0), first = causal ? c0 : 0, m = s.L - first;
-      for (auto [grad_of, a, from, width] : {std::tuple{elements(dv), p, ego, s.Ev}, std::tuple{elements(dk), ds, eq, s.E}}) {
-        // (P or dS)[:, first:, c0:c0+n]ᵀ (dO or q)[:, first:]
-        kernels::matmul(dt, s.B, n, width, m, {a.at(first * s.S + c0), LS, 1, s.S}, {from.at(first * width), s.L * width, width, 1},
-                        block.data());
-        copy_block(block, grad_of, s.B, s.S, c0, n, width);
-      }
-    }
-    if (seen < s.S) {
-      dk.narrow(-2, seen, s.S - seen).fill_(0);
-      dv.narrow(-2, seen, s.S - seen).fill_(0);
-    }
+  static void compute(const Tensor& out, const Tensor& grad, const Tensor& qkv, bool causal, double scale) {
+    backward_into(head(out, 0), head(out, 1), head(out, 2), grad.transpose(-3, -2), head(qkv, 0), head(qkv, 1), head(qkv, 2), causal,
+                  scale);
   }
-  // The scores' product and softmax again, dP's product, softmax's backward, and the three
-  // gradient products. The bytes are the inputs and the gradients: the fused kernel keeps P and
-  // dS in cache (the blocked products on other paths write them once and read them back).
-  static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                        double scale) {
-    const AttentionShape s(q, k, v);
-    const int64_t area = computed_scores(s, causal);
-    const int64_t flops = 2 * area * (3 * s.E + 2 * s.Ev) + ops::detail::softmax_flops_per_element(scale) * area +
-                          ops::detail::softmax_backward_flops_per_element(scale) * area;
-    return {flops, grad.nbytes() + q.nbytes() + k.nbytes() + v.nbytes(), out.nbytes()};
+  static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& qkv, bool causal, double scale) {
+    return backward_cost(out, grad, head(qkv, 0), head(qkv, 1), head(qkv, 2), causal, scale);
   }
 };
 

@@ -18,10 +18,12 @@ namespace tally {
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, bool is_causal = false,
                                     std::optional<double> scale = std::nullopt);
 
-/// The same on query, key and value stacked along a leading dim: qkv [3, ..., T, E] (flash-attn's
-/// qkvpacked form; a [b, T, 3, h, E] projection permuted to [3, b, h, T, E] is one). Its backward
-/// writes the gradient of qkv once, where three heads cut from one projection would each get a
-/// zero-filled gradient of all of it, added up after.
+/// The same on query, key and value stacked per position, as a projection to 3·h·E features lays
+/// them out: qkv [..., T, 3, h, E] (flash-attention's qkvpacked layout) gives [..., T, h, E], i.e.
+/// the heads' outputs side by side, [..., T, h·E] as a view. The heads are read and written where
+/// they lie, with no permuted copies, and the backward writes qkv's gradient as one tensor in
+/// qkv's layout, where three heads cut from one projection would each get a zero-filled gradient
+/// of all of it, added up after.
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal = false, std::optional<double> scale = std::nullopt);
 
 /// Which path attention takes on this CPU, per dtype ("bfloat16" → "fused AVX512_BF16 kernel …"):

@@ -87,7 +87,7 @@ std::multimap<std::string, Case> cases() {
   add("scaled_dot_product_attention", "S > L, scale", [](const TensorList& v) { return scaled_dot_product_attention(v[0], v[1], v[2], false, 0.4); },
       {leaf({2, 4, 3}, "t"), leaf({2, 6, 3}), leaf({2, 6, 5})});
   add("scaled_dot_product_attention", "stacked q, k, v", [](const TensorList& v) { return scaled_dot_product_attention_packed(v[0], true); },
-      {leaf({3, 2, 66, 2}, "t")});
+      {leaf({2, 66, 3, 1, 2}, "t")});
   add("layer_norm", "weight and bias, transposed", [](const TensorList& v) { return layer_norm(v[0], {3}, v[1], v[2], 1e-3); },
       {leaf({4, 3}, "t"), leaf({3}), leaf({3})});
   add("layer_norm", "two dims, no affine", [](const TensorList& v) { return layer_norm(v[0], {3, 4}); }, {leaf({2, 3, 4}, "s")});

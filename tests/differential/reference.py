@@ -259,7 +259,8 @@ OPS = {
     "softmax": lambda v, b, a: [torch.softmax(v[0], a["dim"])],
     "log_softmax": lambda v, b, a: [torch.log_softmax(v[0], a["dim"])],
     "attention_softmax": lambda v, b, a: [attention_softmax(v[0], a["scale"], a["causal"])],
-    "scaled_dot_product_attention_packed": lambda v, b, a: [scaled_dot_product_attention(v[0][0], v[0][1], v[0][2], a["causal"], None)],
+    "scaled_dot_product_attention_packed": lambda v, b, a: [scaled_dot_product_attention(
+        *(v[0].select(-3, i).transpose(-3, -2) for i in range(3)), a["causal"], None).transpose(-3, -2)],
     "scaled_dot_product_attention": lambda v, b, a: [scaled_dot_product_attention(v[0], v[1], v[2], a["causal"], a.get("scale"))],
     "layer_norm": lambda v, b, a: [F.layer_norm(v[0], v[0].shape[-a["dims"]:], *v[1:], eps=a["eps"])],
     "rms_norm": lambda v, b, a: [rms_norm(v[0], a["dims"], v[1] if len(v) > 1 else None, a["eps"])],

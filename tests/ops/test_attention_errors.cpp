@@ -32,7 +32,9 @@ TEST(AttentionErrors, ShapesMustMatch) {
     expect_error<ValueError>([&] { nn::F::scaled_dot_product_attention(empty({2, 5, 4}, o), empty({6, 4}, o), empty({6, 4}, o)); },
                              {"of one rank"});
     expect_error<ValueError>([&] { scaled_dot_product_attention_packed(empty({2, 5, 4}, o)); },
-                             {"scaled_dot_product_attention_packed: expected qkv of shape [3, ..., T, E]", "got [2, 5, 4]"});
+                             {"scaled_dot_product_attention_packed: expected qkv of shape [..., T, 3, h, E]", "got [2, 5, 4]"});
+    expect_error<ValueError>([&] { scaled_dot_product_attention_packed(empty({2, 5, 2, 3, 4}, o)); },
+                             {"expected qkv of shape [..., T, 3, h, E]", "got [2, 5, 2, 3, 4]"});
   }
 }
 
@@ -47,17 +49,44 @@ TEST(AttentionErrors, DtypesAndScale) {
 
 TEST(AttentionErrors, StackedFormIsTheSameOp) {
   Generator g(4);
-  const Tensor qkv = randn({3, 2, 70, 8}, {}, &g);
-  EXPECT_TRUE(scaled_dot_product_attention_packed(qkv, true).equal(scaled_dot_product_attention(qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), true)));
+  for (Dtype dt : {kFloat32, kBFloat16}) {
+    const Tensor qkv = randn({2, 70, 3, 2, 8}, {}, &g).to(dt);  // [b, T, 3, h, E]
+    auto head = [&](int64_t i) { return qkv.select(2, i).transpose(1, 2).contiguous(); };
+    const Tensor y = scaled_dot_product_attention_packed(qkv, true);
+    EXPECT_EQ(y.sizes(), IntArrayRef({2, 70, 2, 8}));
+    // oneDNN may sum float32 in another order for other strides; bfloat16's kernel is exact.
+    const Tensor expected = scaled_dot_product_attention(head(0), head(1), head(2), true).transpose(1, 2);
+    EXPECT_TRUE(dt == kFloat32 ? y.allclose(expected, 1e-5, 1e-6) : y.equal(expected)) << dtype_name(dt);
+  }
 }
 
 TEST(AttentionErrors, FunctionalFormBroadcastsBatchDims) {
   Generator g(2);
-  const Tensor q = randn({2, 3, 5, 4}, {}, &g), k = randn({1, 3, 6, 4}, {}, &g), v = randn({6, 4}, {}, &g).expand({1, 1, 6, 4});
-  const Tensor y = nn::F::scaled_dot_product_attention(q, k, v, true);
-  const Tensor expected = scaled_dot_product_attention(q, k.expand({2, 3, 6, 4}), v.expand({2, 3, 6, 4}), true);
-  EXPECT_EQ(y.sizes(), IntArrayRef({2, 3, 5, 4}));
-  EXPECT_TRUE(y.equal(expected));
+  for (Dtype dt : {kFloat32, kBFloat16}) {
+    const Tensor q = randn({2, 3, 5, 4}, {}, &g).to(dt), k = randn({1, 3, 6, 4}, {}, &g).to(dt),
+                 v = randn({6, 4}, {}, &g).to(dt).expand({1, 1, 6, 4});
+    const Tensor y = nn::F::scaled_dot_product_attention(q, k, v, true);  // k and v read where they lie
+    const Tensor expected =
+        scaled_dot_product_attention(q, k.expand({2, 3, 6, 4}).contiguous(), v.expand({2, 3, 6, 4}).contiguous(), true);
+    EXPECT_EQ(y.sizes(), IntArrayRef({2, 3, 5, 4}));
+    EXPECT_TRUE(y.equal(expected)) << dtype_name(dt);
+  }
+}
+
+// Operands read and written where they lie, whatever their strides: heads of a projection (two
+// batch strides), sliced rows, a transposed last dim (copied first): the same numbers as
+// contiguous copies give, on every path.
+TEST(AttentionErrors, StridedOperandsGiveTheContiguousResult) {
+  Generator g(8);
+  for (Dtype dt : {kFloat32, kBFloat16, kFloat64}) {
+    const Tensor proj = randn({2, 70, 3, 2, 8}, {}, &g).to(dt);  // [b, T, 3, h, E]
+    const Tensor q = proj.select(2, 0).transpose(1, 2), k = randn({2, 2, 8, 90}, {}, &g).to(dt).transpose(-2, -1),
+                 v = proj.select(2, 2).transpose(1, 2).narrow(-2, 0, 70);
+    const Tensor expected = scaled_dot_product_attention(q.contiguous(), k.narrow(-2, 0, 70).contiguous(), v.contiguous(), true);
+    const Tensor y = scaled_dot_product_attention(q, k.narrow(-2, 0, 70), v, true);
+    // oneDNN may sum float32 in another order for other strides; the other paths are exact.
+    EXPECT_TRUE(dt == kFloat32 ? y.allclose(expected, 1e-5, 1e-6) : y.equal(expected)) << dtype_name(dt);
+  }
 }
 
 // No keys (an empty sum: zeros), no features (uniform probabilities) and no queries take the

@@ -137,18 +137,19 @@ void interleave_rows(const uint16_t* src, int64_t ld, int64_t R, int64_t e, uint
   }
 }
 
-/// The N rows of `src` (bfloat16 [N, K], K even) transposed into pairs along K: dst's pair k of
-/// column n is elements 2k and 2k + 1 of src's row n, one 32-bit word gathered per lane. As a B
-/// operand that is srcᵀ. Columns from N up to ldb are left as they are: they only reach lanes of
-/// C that are never stored.
-void transpose_pairs(const uint16_t* src, int64_t N, int64_t K, uint16_t* dst, int64_t ldb) {
+/// The N rows of `src` (bfloat16 [N, K] with row length ld, K even) transposed into pairs along
+/// K: dst's pair k of column n is elements 2k and 2k + 1 of src's row n, one 32-bit word gathered
+/// per lane. As a B operand that is srcᵀ. Columns from N up to ldb are left as they are: they
+/// only reach lanes of C that are never stored.
+void transpose_pairs(const uint16_t* src, int64_t ld, int64_t N, int64_t K, uint16_t* dst, int64_t ldb) {
+  // Lane offsets in elements, scaled by 2 bytes: a row length need not be even.
   const __m512i lanes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(static_cast<int>(K / 2)));
+                                           _mm512_set1_epi32(static_cast<int>(ld)));
   for (int64_t n0 = 0; n0 < N; n0 += 16) {
     const __mmask16 m = below(n0, N);
-    const uint16_t* rows = src + n0 * K;
+    const uint16_t* rows = src + n0 * ld;
     for (int64_t k = 0; k < K / 2; ++k) {
-      const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, lanes, rows + 2 * k, 4);
+      const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, lanes, rows + 2 * k, 2);
       _mm512_mask_storeu_epi32(dst + (k * ldb + n0) * 2, m, words);
     }
   }
@@ -190,10 +191,19 @@ void scores_grad_row(const uint16_t* p, const float* dp, int64_t e, int64_t widt
   }
 }
 
-/// `rows` rows of n float32 (row length ld) rounded into bfloat16 rows of length n.
-void round_rows(const float* src, int64_t ld, int64_t rows, int64_t n, uint16_t* dst) {
+/// R rows of n bfloat16 (row length ld) copied into contiguous rows of n. The tile reads its A
+/// rows from here: rows far apart (the heads of a [b, T, 3, h, E] projection are 3·h·E apart)
+/// crowd into a few of L1's sets, which the tile's streaming B operand then evicts.
+const uint16_t* contiguous_rows(const uint16_t* src, int64_t ld, int64_t R, int64_t n, uint16_t* dst) {
+  if (ld == n) return src;
+  for (int64_t r = 0; r < R; ++r) std::memcpy(dst + r * n, src + r * ld, static_cast<size_t>(n) * sizeof(uint16_t));
+  return dst;
+}
+
+/// `rows` rows of n float32 (row length ld) rounded into bfloat16 rows (row length ldd).
+void round_rows(const float* src, int64_t ld, int64_t rows, int64_t n, uint16_t* dst, int64_t ldd) {
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < n; c += 16) store_bf16(dst + r * n + c, _mm512_maskz_loadu_ps(below(c, n), src + r * ld + c), below(c, n));
+    for (int64_t c = 0; c < n; c += 16) store_bf16(dst + r * ldd + c, _mm512_maskz_loadu_ps(below(c, n), src + r * ld + c), below(c, n));
 }
 
 /// A thread's scratch, carved in 64-byte pieces out of a buffer the thread keeps between calls
@@ -236,9 +246,9 @@ struct Dims {
 int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
 
 /// Scores and probabilities of one block: S = q_blk kᵀ, P rounded to bfloat16 [R × S2].
-void block_probabilities(const AttentionProblem& p, const Dims& d, const uint16_t* q_blk, const uint16_t* kt, int64_t r0, int64_t R,
-                         int64_t e, float* s, uint16_t* probs) {
-  gemm(R, e, p.E / 2, rows_of(q_blk, p.E), kt, d.S16, s, d.S16, false);
+void block_probabilities(const AttentionProblem& p, const Dims& d, const uint16_t* q_blk, int64_t ldq, const uint16_t* kt, int64_t r0,
+                         int64_t R, int64_t e, float* s, uint16_t* probs) {
+  gemm(R, e, p.E / 2, rows_of(q_blk, ldq), kt, d.S16, s, d.S16, false);
   for (int64_t r = 0; r < R; ++r) probabilities_row(s + r * d.S16, visible_of(p, r0, r, e), round_up(e, 2), p.scale, probs + r * d.S2);
 }
 
@@ -261,13 +271,14 @@ void for_each_matrix(int64_t B, int64_t bytes, Body body) {
 }
 
 int64_t forward_scratch(const AttentionProblem& p, const Dims& d) {
-  return 2 * (p.E * d.S16 + d.S2 * d.Ev16 + kRows * d.S2) + 4 * (kRows * d.S16 + kRows * d.Ev16) + 6 * 64;
+  return 2 * (p.E * d.S16 + d.S2 * d.Ev16 + kRows * d.S2 + kRows * p.E) + 4 * (kRows * d.S16 + kRows * d.Ev16) + 7 * 64;
 }
 
 int64_t backward_scratch(const AttentionProblem& p, const Dims& d) {
-  const int64_t halves = p.E * d.S16 + p.Ev * d.S16 + d.S2 * d.E16 + 2 * kRows * d.S2 + 2 * kRows * d.S16 + kRows * (d.E16 + d.Ev16);
+  const int64_t halves = p.E * d.S16 + p.Ev * d.S16 + d.S2 * d.E16 + 2 * kRows * d.S2 + 2 * kRows * d.S16 + kRows * (d.E16 + d.Ev16) +
+                         kRows * (p.E + p.Ev);
   const int64_t floats = kRows * d.S16 + kRows * d.E16 + p.S * (d.E16 + d.Ev16);
-  return 2 * halves + 4 * floats + 16 * 64;
+  return 2 * halves + 4 * floats + 18 * 64;
 }
 
 }  // namespace
@@ -278,7 +289,7 @@ bool attention_bf16_fits(const AttentionProblem& p) {
   return p.L >= 1 && p.S >= 1 && p.E >= 2 && p.Ev >= 2 && p.E % 2 == 0 && p.Ev % 2 == 0;
 }
 
-void attention_bf16_forward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* out) {
+void attention_bf16_forward(const AttentionProblem& p, const Matrices& q, const Matrices& k, const Matrices& v, const Matrices& out) {
   const Dims d(p);
   for_each_matrix(p.B, forward_scratch(p, d), [&](Scratch& scratch, int64_t b) {
     uint16_t* kt = scratch.halves(p.E * d.S16);   // kᵀ in pairs along E
@@ -286,20 +297,21 @@ void attention_bf16_forward(const AttentionProblem& p, const uint16_t* q, const 
     uint16_t* probs = scratch.halves(kRows * d.S2);
     float* s = scratch.floats(kRows * d.S16);
     float* o = scratch.floats(kRows * d.Ev16);
-    const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev;
-    transpose_pairs(kb, p.S, p.E, kt, d.S16);
-    interleave_rows(vb, p.Ev, p.S, p.Ev, vp, d.Ev16);
+    uint16_t* q_rows = scratch.halves(kRows * p.E);
+    const uint16_t *qb = q(b), *kb = k(b), *vb = v(b);
+    transpose_pairs(kb, k.row, p.S, p.E, kt, d.S16);
+    interleave_rows(vb, v.row, p.S, p.Ev, vp, d.Ev16);
     for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
       const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal);
-      block_probabilities(p, d, qb + r0 * p.E, kt, r0, R, e, s, probs);
+      block_probabilities(p, d, contiguous_rows(qb + r0 * q.row, q.row, R, p.E, q_rows), p.E, kt, r0, R, e, s, probs);
       gemm(R, p.Ev, round_up(e, 2) / 2, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false);
-      round_rows(o, d.Ev16, R, p.Ev, out + (b * p.L + r0) * p.Ev);
+      round_rows(o, d.Ev16, R, p.Ev, out(b) + r0 * out.row, out.row);
     }
   });
 }
 
-void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* dout,
-                             uint16_t* dq, uint16_t* dk, uint16_t* dv) {
+void attention_bf16_backward(const AttentionProblem& p, const Matrices& q, const Matrices& k, const Matrices& v, const Matrices& dout,
+                             const Matrices& dq, const Matrices& dk, const Matrices& dv) {
   const Dims d(p);
   for_each_matrix(p.B, backward_scratch(p, d), [&](Scratch& scratch, int64_t b) {
     uint16_t* kt = scratch.halves(p.E * d.S16);    // kᵀ in pairs along E (the scores)
@@ -311,24 +323,27 @@ void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const
     uint16_t* ds_t = scratch.halves(kRows * d.S16);
     uint16_t* q_pairs = scratch.halves(kRows * d.E16);  // the block's q and dout in pairs along its rows
     uint16_t* dout_pairs = scratch.halves(kRows * d.Ev16);
+    uint16_t* q_rows = scratch.halves(kRows * p.E);  // the block's q and dout rows, contiguous
+    uint16_t* dout_rows = scratch.halves(kRows * p.Ev);
     float* s = scratch.floats(kRows * d.S16);  // the scores, then dP
     float* dq_blk = scratch.floats(kRows * d.E16);
     float* dk_acc = scratch.floats(p.S * d.E16);
     float* dv_acc = scratch.floats(p.S * d.Ev16);
-    const uint16_t *qb = q + b * p.L * p.E, *kb = k + b * p.S * p.E, *vb = v + b * p.S * p.Ev, *gb = dout + b * p.L * p.Ev;
-    transpose_pairs(kb, p.S, p.E, kt, d.S16);
-    transpose_pairs(vb, p.S, p.Ev, vt, d.S16);
-    interleave_rows(kb, p.E, p.S, p.E, kp, d.E16);
+    const uint16_t *qb = q(b), *kb = k(b), *vb = v(b), *gb = dout(b);
+    transpose_pairs(kb, k.row, p.S, p.E, kt, d.S16);
+    transpose_pairs(vb, v.row, p.S, p.Ev, vt, d.S16);
+    interleave_rows(kb, k.row, p.S, p.E, kp, d.E16);
     std::memset(dk_acc, 0, static_cast<size_t>(p.S * d.E16) * sizeof(float));
     std::memset(dv_acc, 0, static_cast<size_t>(p.S * d.Ev16) * sizeof(float));
     for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
       const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal), e2 = round_up(e, 2);
-      const uint16_t *q_blk = qb + r0 * p.E, *g_blk = gb + r0 * p.Ev;
-      block_probabilities(p, d, q_blk, kt, r0, R, e, s, probs);
+      const uint16_t *q_blk = contiguous_rows(qb + r0 * q.row, q.row, R, p.E, q_rows),
+                     *g_blk = contiguous_rows(gb + r0 * dout.row, dout.row, R, p.Ev, dout_rows);
+      block_probabilities(p, d, q_blk, p.E, kt, r0, R, e, s, probs);
       gemm(R, e, p.Ev / 2, rows_of(g_blk, p.Ev), vt, d.S16, s, d.S16, false);  // dP
       for (int64_t r = 0; r < R; ++r) scores_grad_row(probs + r * d.S2, s + r * d.S16, e, e2, p.scale, ds + r * d.S2);
       gemm(R, p.E, e2 / 2, rows_of(ds, d.S2), kp, d.E16, dq_blk, d.E16, false);
-      round_rows(dq_blk, d.E16, R, p.E, dq + (b * p.L + r0) * p.E);
+      round_rows(dq_blk, d.E16, R, p.E, dq(b) + r0 * dq.row, dq.row);
       interleave_rows(probs, d.S2, R, e, probs_t, d.S16);
       interleave_rows(ds, d.S2, R, e, ds_t, d.S16);
       interleave_rows(q_blk, p.E, R, p.E, q_pairs, d.E16);
@@ -337,8 +352,8 @@ void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const
       gemm(e, p.E, row_pairs, {ds_t, 2, 2 * d.S16}, q_pairs, d.E16, dk_acc, d.E16, true);
       gemm(e, p.Ev, row_pairs, {probs_t, 2, 2 * d.S16}, dout_pairs, d.Ev16, dv_acc, d.Ev16, true);
     }
-    round_rows(dk_acc, d.E16, p.S, p.E, dk + b * p.S * p.E);
-    round_rows(dv_acc, d.Ev16, p.S, p.Ev, dv + b * p.S * p.Ev);
+    round_rows(dk_acc, d.E16, p.S, p.E, dk(b), dk.row);
+    round_rows(dv_acc, d.Ev16, p.S, p.Ev, dv(b), dv.row);
   });
 }
 
@@ -349,9 +364,9 @@ void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const
 namespace tally::kernels {
 bool attention_bf16_built() { return false; }
 bool attention_bf16_fits(const AttentionProblem&) { return false; }
-void attention_bf16_forward(const AttentionProblem&, const uint16_t*, const uint16_t*, const uint16_t*, uint16_t*) {}
-void attention_bf16_backward(const AttentionProblem&, const uint16_t*, const uint16_t*, const uint16_t*, const uint16_t*, uint16_t*,
-                             uint16_t*, uint16_t*) {}
+void attention_bf16_forward(const AttentionProblem&, const Matrices&, const Matrices&, const Matrices&, const Matrices&) {}
+void attention_bf16_backward(const AttentionProblem&, const Matrices&, const Matrices&, const Matrices&, const Matrices&, const Matrices&,
+                             const Matrices&, const Matrices&) {}
 }  // namespace tally::kernels
 
 #endif

@@ -20,11 +20,23 @@ inline constexpr int64_t kAttentionBlockRows = 64;
   return causal && r0 + rows < S ? r0 + rows : S;
 }
 
-/// B matrices of q [L, E], k [S, E] and v [S, Ev], each contiguous and packed one after another.
+/// B matrices of q [L, E], k [S, E] and v [S, Ev] (each operand's layout is its Matrices).
 struct AttentionProblem {
   int64_t B, L, S, E, Ev;
   bool causal;
   float scale;
+};
+
+/// Where an operand's B bfloat16 matrices lie: matrix b's row r starts at
+/// data + (b / inner)·outer + (b % inner)·inner_stride + r·row, its elements one after another.
+/// Two strides describe the batch dims of a heads view, [b, h, T, E] over [b, T, h, E] memory
+/// (flash-attention's layout, as scaled_dot_product_attention_packed takes it), without a copy;
+/// B contiguous matrices [B, rows, n] are {data, rows·n, 1, 0, n}.
+struct Matrices {
+  uint16_t* data;
+  int64_t outer, inner, inner_stride, row;
+  /// Matrix b's first element. Always inlined, as attention_block_keys.
+  [[gnu::always_inline]] uint16_t* operator()(int64_t b) const { return data + (b / inner) * outer + (b % inner) * inner_stride; }
 };
 
 /// Whether this build has the kernel (an x86-64 compiler that knows AVX512_BF16); the caller also
@@ -35,11 +47,11 @@ bool attention_bf16_fits(const AttentionProblem& p);
 
 /// out [B, L, Ev] = softmax(scale · q kᵀ, causal) v: scores and the softmax in float32, the
 /// probabilities rounded to bfloat16 for their product with v, the output rounded once.
-void attention_bf16_forward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* out);
+void attention_bf16_forward(const AttentionProblem& p, const Matrices& q, const Matrices& k, const Matrices& v, const Matrices& out);
 
 /// dq, dk and dv from dout, recomputing the probabilities as the forward makes them; dk and dv
 /// accumulate over the query blocks in float32 and are rounded once.
-void attention_bf16_backward(const AttentionProblem& p, const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* dout,
-                             uint16_t* dq, uint16_t* dk, uint16_t* dv);
+void attention_bf16_backward(const AttentionProblem& p, const Matrices& q, const Matrices& k, const Matrices& v, const Matrices& dout,
+                             const Matrices& dq, const Matrices& dk, const Matrices& dv);
 
 }  // namespace tally::kernels

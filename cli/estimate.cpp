@@ -177,7 +177,10 @@ MetaStep meta_step(const accounting::TransformerConfig& config) {
   const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
   model.loss(empty({config.batch, config.seq_len}, ids), empty({config.batch, config.seq_len}, ids)).backward();
   m.params = model.num_parameters();
-  m.matmul_flops = counter.op("matmul", accounting::Phase::Forward).flops + counter.op("matmul", accounting::Phase::Backward).flops;
+  // The weight matmuls: matmul's rows and the linear layers' addmm, less its bias adds.
+  m.matmul_flops = counter.op("matmul", accounting::Phase::Forward).flops + counter.op("matmul", accounting::Phase::Backward).flops +
+                   counter.op("addmm", accounting::Phase::Forward).flops -
+                   config.batch * config.seq_len * nn::linear_bias_adds_per_row(model);
   // Attention is one op forward and one backward (products, softmax, the backward's recompute).
   m.attention_flops = counter.op("scaled_dot_product_attention", accounting::Phase::Forward).flops +
                       counter.op("scaled_dot_product_attention_backward", accounting::Phase::Backward).flops;

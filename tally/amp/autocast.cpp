@@ -13,8 +13,9 @@ namespace {
 
 // The table (Note in autocast.h). Names are those the ledger shows: ops, and the composites that
 // ask for themselves with ops::AutocastRegion.
-constexpr std::array<std::pair<std::string_view, CastPolicy>, 15> kTable{{
+constexpr std::array<std::pair<std::string_view, CastPolicy>, 16> kTable{{
     {"matmul", CastPolicy::LowerPrecision},   // mm, bmm
+    {"addmm", CastPolicy::LowerPrecision},
     {"linear", CastPolicy::LowerPrecision},   // x·Wᵀ + b: the bias joins in the low precision
     {"einsum", CastPolicy::LowerPrecision},
     // Attention as one operation, as in PyTorch 2's lists: its products in the low precision and

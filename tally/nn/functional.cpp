@@ -26,6 +26,13 @@ Tensor linear(const Tensor& x_, const Tensor& weight_, const Tensor& bias_) {
   const ops::AutocastRegion autocast("linear", {&x, &weight, &bias});
   TALLY_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input of shape ", x.sizes(),
               " does not fit weight of shape ", weight.sizes(), " (expected input [..., ", weight.dim() == 2 ? weight.size(1) : -1, "])");
+  // With a bias, as PyTorch's linear: one addmm, the bias added in the product's epilogue, for a
+  // matrix input or a contiguous one seen as one (rows of all its leading dims).
+  if (bias.defined() && (x.dim() == 2 || (x.dim() > 2 && x.is_contiguous()))) {
+    DimVector sizes(x.sizes());
+    sizes.back() = weight.size(0);
+    return addmm(bias, x.dim() == 2 ? x : x.view({-1, x.size(-1)}), weight.t()).view(sizes);
+  }
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
 }

@@ -29,6 +29,14 @@ Tensor Linear::forward(const Tensor& x) {
   return functional::linear(x, weight, bias);
 }
 
+int64_t linear_bias_adds_per_row(Module& model) {
+  int64_t adds = 0;
+  for (const auto& [path, m] : model.named_modules()) {
+    if (const auto* linear = dynamic_cast<const Linear*>(m); linear && linear->bias.defined() && !linear->fp8) adds += linear->bias.numel();
+  }
+  return adds;
+}
+
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, TensorOptions options, Generator* gen) : Layer("Embedding") {
   TALLY_CHECK(num_embeddings > 0 && embedding_dim > 0, "Embedding: num_embeddings (", num_embeddings, ") and embedding_dim (",
               embedding_dim, ") must be positive");

@@ -25,6 +25,12 @@ class Linear : public Layer {
   std::shared_ptr<amp::Fp8LinearState> fp8;
 };
 
+/// The bias adds one forward row through `model` makes: out_features of each Linear with a bias
+/// (not in FP8, which adds its bias apart). The ledger counts them in addmm's FLOPs, with each
+/// product's 2·in·out: tokens × this is what to take off addmm's rows to compare the products
+/// alone with napkin math, which counts matmuls only.
+int64_t linear_bias_adds_per_row(Module& model);
+
 /// A table of num_embeddings rows of embedding_dim, N(0, 1) at the start; forward looks up
 /// integer ids of any shape, giving [..., embedding_dim].
 class Embedding : public Layer {

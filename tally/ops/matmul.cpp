@@ -81,6 +81,17 @@ struct MatmulShape {
   }
 };
 
+/// The gradient of b, a matrix every matrix of a's batch multiplies (a layer's weight), from the
+/// product's gradient g: one product over all the batch's rows (K × nb·n by nb·n × N), not nb
+/// products summed afterwards. It is made in b's own layout: for a transposed weight (linear's
+/// w.t()) the transposed product, so the weight itself receives a dense gradient (its float32
+/// cast, its accumulation and the optimizer then read it in order, not across a transpose).
+Tensor shared_matrix_grad(const Tensor& a, const Tensor& g, const Tensor& b) {
+  const Tensor af = a.reshape({-1, a.size(-1)}), gf = g.reshape({-1, g.size(-1)});
+  const bool transposed = b.stride(0) == 1 && b.stride(1) != 1;
+  return transposed ? matmul(gf.transpose(0, 1), af).transpose(0, 1) : matmul(af.transpose(0, 1), gf);
+}
+
 struct Matmul {
   static constexpr std::string_view name = "matmul";
   static constexpr bool supports_cuda = true;
@@ -146,19 +157,60 @@ struct Matmul {
     if (c.needs_grad(0)) grads[0] = sum_to_size(matmul(g, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes());
     if (c.needs_grad(1)) {
       if (b2.dim() == 2) {
-        // A weight shared by every matrix of the batch: its gradient is one product over all the
-        // batch's rows (K × nb·n by nb·n × N), not nb products summed afterwards. It is made in
-        // b's own layout: for a transposed weight (linear's w.t()) the transposed product, so the
-        // weight itself receives a dense gradient (its float32 cast, its accumulation and the
-        // optimizer then read it in order, not across a transpose).
-        const Tensor af = a2.reshape({-1, a2.size(-1)}), gf = g.reshape({-1, g.size(-1)});
-        const bool transposed = b2.stride(0) == 1 && b2.stride(1) != 1;
-        grads[1] = (transposed ? matmul(gf.transpose(0, 1), af).transpose(0, 1) : matmul(af.transpose(0, 1), gf)).reshape(b.sizes());
+        grads[1] = shared_matrix_grad(a2, g, b2).reshape(b.sizes());
       } else {
         grads[1] = sum_to_size(matmul(a2.transpose(-1, -2), g), b2.sizes()).reshape(b.sizes());
       }
     }
     return grads;
+  }
+};
+
+/// self + mat1 · mat2 (torch.addmm with beta = alpha = 1), mat1 n×k and mat2 k×m, self
+/// broadcast to n×m: a linear layer's product with its bias. On the CPU a bias row (self of m
+/// elements, or a row broadcast over n) is added in the product's epilogue, before the result is
+/// rounded to its dtype, so the n×m result is written once; any other self is added after. Its
+/// FLOPs are the product's and one add per output element.
+struct Addmm {
+  static constexpr std::string_view name = "addmm";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
+    TALLY_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "addmm: mat1 and mat2 must be matrices, got ", mat1.dim(), "-D and ", mat2.dim(),
+                "-D tensors");
+    TALLY_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x", mat1.size(1), " and ",
+                mat2.size(0), "x", mat2.size(1), ")");
+    TALLY_CHECK_TYPE_ERROR(mat1.dtype() == mat2.dtype() && self.dtype() == mat1.dtype(),
+                           "addmm: expected self, mat1 and mat2 to have the same dtype, but got: ", dtype_name(self.dtype()), ", ",
+                           dtype_name(mat1.dtype()), " and ", dtype_name(mat2.dtype()));
+    TALLY_CHECK_TYPE_ERROR(mat1.dtype() != kBool && !is_float8(mat1.dtype()), "\"addmm\" not implemented for '",
+                           dtype_name(mat1.dtype()), "'", is_float8(mat1.dtype()) ? ": use scaled_mm for float8 operands" : "");
+    const DimVector sizes{mat1.size(0), mat2.size(1)};
+    TALLY_CHECK(self.dim() <= 2 && geometry::broadcast_shapes(self.sizes(), sizes) == IntArrayRef(sizes), "addmm: self of shape ",
+                self.sizes(), " does not broadcast to the product's shape ", IntArrayRef(sizes));
+    return {sizes, mat1.dtype()};
+  }
+  static void compute(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
+    if (out.numel() == 0) return;
+    const int64_t n = mat1.size(0), k = mat1.size(1), m = mat2.size(1);
+    const Tensor bias = self.expand({n, m});
+    // A row broadcast over the rows, its elements contiguous: the epilogue's bias.
+    const bool bias_row = (n == 1 || bias.stride(0) == 0) && (m == 1 || bias.stride(1) == 1);
+    if (out.is_cuda() || !bias_row) {
+      Tensor(out).copy_(matmul(mat1, mat2));
+      Tensor(out).add_(bias);
+      return;
+    }
+    kernels::matmul(out.dtype(), 1, n, m, k, {mat1.data_ptr(), 0, mat1.stride(0), mat1.stride(1)},
+                    {mat2.data_ptr(), 0, mat2.stride(0), mat2.stride(1)}, out.data_ptr(), bias.data_ptr());
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
+    return {2 * out.numel() * mat1.size(1) + out.numel(), self.nbytes() + mat1.nbytes() + mat2.nbytes(), out.nbytes()};
+  }
+  // d self = g summed to self's shape; mat1 and mat2 as matmul's.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) { return {{false, needs[2], needs[1]}, false}; }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
+    return {c.needs_grad(0) ? sum_to_size(c.grad, self.sizes()) : Tensor(), c.needs_grad(1) ? matmul(c.grad, mat2.t()) : Tensor(),
+            c.needs_grad(2) ? shared_matrix_grad(mat1, c.grad, mat2) : Tensor()};
   }
 };
 
@@ -207,6 +259,13 @@ struct ScaledMm {
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return ops::apply<Matmul>(a, b); }
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Matmul>(out, a, b); }
+
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
+  if (beta.to_double() == 1.0 && alpha.to_double() == 1.0) return ops::apply<Addmm>(self, mat1, mat2);
+  // Scaled: composed, as PyTorch's beta = 0 ignores self (its NaNs included).
+  const Tensor product = alpha.to_double() == 1.0 ? mm(mat1, mat2) : mm(mat1, mat2) * alpha;
+  return beta.to_double() == 0.0 ? product + zeros_like(self) : product + self * beta;
+}
 
 Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
   return ops::apply<ScaledMm>(a, b, scale_a, scale_b, out_dtype);

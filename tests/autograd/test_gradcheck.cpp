@@ -108,6 +108,10 @@ std::multimap<std::string, Case> cases() {
   add("cat", "", [](const TensorList& v) { return cat({v[0], v[1]}, 1); }, {leaf({3, 2}, "t"), leaf({3, 4})});
   add("index_select", "repeats", [](const TensorList& v) { return index_select(v[0], 0, tensor({2, 0, 2})); }, {leaf({3, 4}, "s")});
   add("index_add", "", [](const TensorList& v) { return index_add(v[0], 0, tensor({1, 1}), v[1]); }, {leaf({3, 4}), leaf({2, 4}, "t")});
+  add("addmm", "bias row, transposed weight", [](const TensorList& v) { return addmm(v[0], v[1], v[2].t()); },
+      {leaf({3}), leaf({4, 5}), leaf({3, 5})});
+  add("addmm", "full self, scaled", [](const TensorList& v) { return addmm(v[0], v[1], v[2], 0.5, 2.0); },
+      {leaf({4, 3}), leaf({4, 5}, "t"), leaf({5, 3})});
   add("matmul", "batched broadcast", [](const TensorList& v) { return matmul(v[0], v[1]); }, {leaf({2, 3, 4}, "t"), leaf({4, 5})});
   add("matmul", "vector", [](const TensorList& v) { return matmul(v[0], v[1]); }, {leaf({4}), leaf({4, 3}, "s")});
   add("matmul", "batch against a transposed weight", [](const TensorList& v) { return matmul(v[0], v[1].t()); }, {leaf({2, 3, 4}), leaf({5, 4})});

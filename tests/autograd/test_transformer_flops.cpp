@@ -23,11 +23,17 @@ TEST(TransformerFlops, LedgerMatchesEstimateExactly) {
 
   const auto est = accounting::transformer(config, accounting::recipe("fp32-adamw"));
   const int64_t tokens_per_step = config.batch * config.seq_len;
-  // The weight matmuls: the ledger's matmul rows.
-  const int64_t ledger = counter.op("matmul", Phase::Forward).flops + counter.op("matmul", Phase::Backward).flops;
+  // The weight matmuls: the ledger's matmul rows, and forward the linear layers' addmm rows, which
+  // add their biases too (one add per output element of each: d·(3 + 1 + 4 + 1) per token and
+  // layer, the head has none).
+  const int64_t bias_adds = tokens_per_step * nn::linear_bias_adds_per_row(model);
+  EXPECT_EQ(bias_adds, tokens_per_step * config.layers * 9 * config.d_model);
+  const int64_t forward = counter.op("matmul", Phase::Forward).flops + counter.op("addmm", Phase::Forward).flops - bias_adds;
+  const int64_t ledger = forward + counter.op("matmul", Phase::Backward).flops;
   EXPECT_EQ(static_cast<double>(ledger), est.matmul_flops_per_token.value * tokens_per_step);
   // Backward matmuls cost exactly twice the forward ones: every matmul input needs a gradient.
-  EXPECT_EQ(counter.op("matmul", Phase::Backward).flops, 2 * counter.op("matmul", Phase::Forward).flops);
+  EXPECT_EQ(counter.op("matmul", Phase::Backward).flops, 2 * forward);
+  EXPECT_EQ(counter.op("addmm", Phase::Forward).calls, 4 * config.layers);
   // Attention is one op. At T = 16 its causal blocks (64 query rows) are one block over all T×T
   // scores, so its products are the estimate's full ones: QKᵀ and P·V forward (a third of the
   // training term), and backward the scores again, dP, dq, dk and dv (five halves of the forward).

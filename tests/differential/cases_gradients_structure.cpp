@@ -195,6 +195,13 @@ void add_matmul(std::vector<Case>& cases) {
     c.inputs[frozen].requires_grad = false;
     cases.push_back(c);
   }
+  // addmm: a bias row in the product's epilogue, or a self added after; scaled forms compose.
+  for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
+    for (const std::vector<int64_t>& self : {std::vector<int64_t>{3}, {1, 3}, {6, 3}, {6, 1}})
+      cases.push_back(grad_case(kFamily, "addmm", {in(self, dt), in({6, 8}, dt), in({8, 3}, dt, "normal", Layout::Transposed)}));
+    cases.push_back(grad_case(kFamily, "addmm", {in({3}, dt), in({6, 8}, dt, "normal", Layout::Sliced), in({8, 3}, dt)}));
+    cases.push_back(grad_case(kFamily, "addmm", {in({6, 3}, dt), in({6, 8}, dt), in({8, 3}, dt)}, {{"beta", 0.5}, {"alpha", 2.0}}));
+  }
 }
 
 void add_triangles(std::vector<Case>& cases) {

@@ -212,6 +212,9 @@ const std::map<std::string, OpFn>& table() {
       {"index_select", [](auto& v, auto&, const Json& a) -> Outs { return {index_select(v[0], a["dim"].get<int64_t>(), v[1])}; }},
       {"index_add", [](auto& v, auto&, const Json& a) -> Outs { return {index_add(v[0], a["dim"].get<int64_t>(), v[1], v[2])}; }},
       {"matmul", [](auto& v, auto&, const Json&) -> Outs { return {matmul(v[0], v[1])}; }},
+      {"addmm", [](auto& v, auto&, const Json& a) -> Outs {
+         return {addmm(v[0], v[1], v[2], a.value("beta", 1.0), a.value("alpha", 1.0))};
+       }},
       {"triu", [](auto& v, auto&, const Json& a) -> Outs { return {triu(v[0], a["diagonal"].get<int64_t>())}; }},
       {"tril", [](auto& v, auto&, const Json& a) -> Outs { return {tril(v[0], a["diagonal"].get<int64_t>())}; }},
       {"reshape", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].reshape(a["shape"].get<std::vector<int64_t>>())}; }},

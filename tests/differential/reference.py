@@ -270,6 +270,7 @@ OPS = {
     "index_select": lambda v, b, a: [torch.index_select(v[0], a["dim"], v[1])],
     "index_add": lambda v, b, a: [torch.index_add(v[0], a["dim"], v[1], v[2])],
     "matmul": lambda v, b, a: [torch.matmul(v[0], v[1])],
+    "addmm": lambda v, b, a: [torch.addmm(v[0], v[1], v[2], beta=a.get("beta", 1), alpha=a.get("alpha", 1))],
     "triu": lambda v, b, a: [torch.triu(v[0], a["diagonal"])],
     "tril": lambda v, b, a: [torch.tril(v[0], a["diagonal"])],
     "reshape": lambda v, b, a: [v[0].reshape(a["shape"])],

@@ -84,7 +84,11 @@ TEST(TransformerMeta, MatchesTheEstimateFormula) {
   const auto est = accounting::transformer(config, accounting::recipe("fp32-adamw"));
   EXPECT_EQ(static_cast<double>(meta.parameters), est.params.value);
   EXPECT_GT(meta.parameters, 1'300'000'000);
-  const int64_t matmul = meta.ledger.at({"matmul", Phase::Forward}).flops + meta.ledger.at({"matmul", Phase::Backward}).flops;
+  // The linear layers' products are addmm forward, which adds the biases too: d·(3 + 1 + 4 + 1) per
+  // token and layer.
+  const int64_t bias_adds = config.batch * config.seq_len * config.layers * 9 * config.d_model;
+  const int64_t matmul = meta.ledger.at({"matmul", Phase::Forward}).flops + meta.ledger.at({"addmm", Phase::Forward}).flops - bias_adds +
+                         meta.ledger.at({"matmul", Phase::Backward}).flops;
   EXPECT_EQ(static_cast<double>(matmul), est.matmul_flops_per_token.value * static_cast<double>(config.batch * config.seq_len));
   // Attention, one op, runs causal blocks of 64 query rows: block i meets 64·(i + 1) keys, so at
   // T = 2048 each head computes 64·64·(1 + … + 32) of the T² scores (51.6%); forward, the two

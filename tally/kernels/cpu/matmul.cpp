@@ -1,6 +1,7 @@
 #include "tally/kernels/cpu/matmul.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "tally/error/error.h"
 
@@ -34,9 +35,24 @@ detail::MatmulProblem fold_broadcast_b(detail::MatmulProblem p) {
   return p;
 }
 
+// The bias on the paths whose kernels take none (float32's tiny products, float64, integers):
+// added to C's rows afterwards, in C's dtype.
+void add_bias_rows(Dtype dtype, void* C, int64_t rows, int64_t N, const void* bias) {
+  dispatch(dtype, "addmm", [&]<class T>() {
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      auto* c = static_cast<T*>(C);
+      const auto* b = static_cast<const T*>(bias);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < N; ++j) c[r * N + j] = static_cast<T>(c[r * N + j] + b[j]);
+    } else {
+      TALLY_INTERNAL_ASSERT(false, "add_bias_rows: ", dtype_name(dtype), " takes its bias in the product");
+    }
+  });
+}
+
 }  // namespace
 
-void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixRef A, MatrixRef B, void* C) {
+void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixRef A, MatrixRef B, void* C, const void* bias) {
   TALLY_CHECK_TYPE_ERROR(dtype != Dtype::Bool && !is_float8(dtype), "matmul: \"addmm\" not implemented for '",
                          dtype_name(dtype), "'");
   TALLY_CHECK(batch >= 0 && M >= 0 && N >= 0 && K >= 0, "matmul: sizes must be non-negative, got batch=", batch,
@@ -45,18 +61,21 @@ void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixR
   const int64_t c_bytes = batch * M * N * element_size(dtype);
   if (K == 0) {  // an empty sum: all-zero bytes are 0 in every supported dtype
     std::memset(C, 0, static_cast<size_t>(c_bytes));
+    if (bias) add_bias_rows(dtype, C, batch * M, N, bias);
     return;
   }
-  detail::MatmulProblem p{batch, M, N, K, canonical(A, batch, M, K), canonical(B, batch, K, N)};
+  detail::MatmulProblem p{batch, M, N, K, canonical(A, batch, M, K), canonical(B, batch, K, N), bias};
   // Both operands shared by the batch: every C[b] is the same product, computed once and copied.
   const int64_t copies = p.batch > 1 && p.A.batch_stride == 0 && p.B.batch_stride == 0 ? p.batch : 1;
   if (copies > 1) p.batch = 1;
   p = fold_broadcast_b(p);
 
+  bool bias_added = true;  // by the path's own kernel
   switch (dtype) {
     case Dtype::Float32:
       if (detail::is_small_matmul(p)) {
         detail::matmul_small_f32(p, static_cast<float*>(C));
+        bias_added = false;
       } else {
         detail::matmul_onednn(dtype, p, C);
       }
@@ -69,8 +88,12 @@ void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixR
       }
       break;
     case Dtype::Float16: detail::matmul_widened(dtype, p, C); break;
-    default: detail::matmul_blocked(dtype, p, C); break;
+    default:
+      detail::matmul_blocked(dtype, p, C);
+      bias_added = false;
+      break;
   }
+  if (bias && !bias_added) add_bias_rows(dtype, C, p.batch * p.M, N, bias);
   auto* bytes = static_cast<std::byte*>(C);
   const int64_t one_bytes = c_bytes / copies;
   for (int64_t b = 1; b < copies; ++b) std::memcpy(bytes + b * one_bytes, bytes, static_cast<size_t>(one_bytes));

@@ -21,10 +21,13 @@ struct MatrixRef {
   int64_t col_stride;
 };
 
-/// C[b] = A[b] @ B[b] for b < batch, with A[b] M×K, B[b] K×N, C contiguous row-major (batch stride M*N,
-/// row stride N). A, B and C all have dtype `dtype`; strides are in elements and may be transposed,
-/// stepped, negative or 0. Raises TypeError for bool and float8.
-void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixRef A, MatrixRef B, void* C);
+/// C[b] = A[b] @ B[b] (+ bias) for b < batch, with A[b] M×K, B[b] K×N, C contiguous row-major (batch
+/// stride M*N, row stride N). A, B and C all have dtype `dtype`; strides are in elements and may be
+/// transposed, stepped, negative or 0. `bias`, when given, is N contiguous elements of that dtype
+/// added to every row of C: in oneDNN's epilogue (and on the widened path) before C is rounded to
+/// its dtype, so C is written once. Raises TypeError for bool and float8.
+void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixRef A, MatrixRef B, void* C,
+            const void* bias = nullptr);
 
 /// Which path a matmul of each dtype takes on this CPU, chosen at run time ("bfloat16" →
 /// "oneDNN with AVX512_BF16 (vdpbf16ps)"), in the order float32, bfloat16, float16, float8,
@@ -42,12 +45,14 @@ namespace detail {
 struct MatmulProblem {
   int64_t batch, M, N, K;
   MatrixRef A, B;
+  const void* bias = nullptr;  // N elements added to every row of C, or none
 };
-/// float32 and bfloat16 through a cached oneDNN primitive.
+/// float32 and bfloat16 through a cached oneDNN primitive, the bias in its epilogue.
 void matmul_onednn(Dtype dtype, const MatmulProblem& p, void* C);
-/// float64 and the integer dtypes through the cache-blocked OpenMP kernel.
+/// float64 and the integer dtypes through the cache-blocked OpenMP kernel (p.bias ignored: the
+/// caller adds it).
 void matmul_blocked(Dtype dtype, const MatmulProblem& p, void* C);
-/// float16 or bfloat16 widened to float32, multiplied by oneDNN and rounded back once.
+/// float16 or bfloat16 widened to float32, multiplied by oneDNN (with the bias) and rounded back once.
 void matmul_widened(Dtype dtype, const MatmulProblem& p, void* C);
 /// Multiply-adds (batch·M·N·K) up to which a float32 product skips oneDNN (matmul_small.cpp).
 inline constexpr int64_t kSmallMatmulMacs = 16 * 16 * 16;

@@ -42,6 +42,7 @@ struct PlanKey {
   int threads;
   int64_t batch, M, N, K;
   int64_t a_strides[3], b_strides[3];
+  bool bias;
   bool operator==(const PlanKey&) const = default;
 };
 
@@ -51,6 +52,7 @@ struct PlanKeyHash {
     auto mix = [&h](int64_t v) { h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
     for (int64_t v : {k.batch, k.M, k.N, k.K}) mix(v);
     for (int i = 0; i < 3; ++i) mix(k.a_strides[i]), mix(k.b_strides[i]);
+    mix(k.bias);
     return h;
   }
 };
@@ -66,7 +68,7 @@ struct OperandPlan {
 struct Plan {
   dnnl::matmul primitive;
   OperandPlan a, b;
-  memory::desc c_md;
+  memory::desc c_md, bias_md;  // bias_md empty without a bias
 };
 
 // oneDNN's fast kernels take positive strides with a unit stride inside each matrix and matrices that
@@ -93,14 +95,17 @@ std::shared_ptr<const Plan> make_plan(Dtype dtype, const detail::MatmulProblem& 
   const auto type = dtype == Dtype::BFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
   bool pack_a = !onednn_layout(p.A, p.M, p.K), pack_b = !onednn_layout(p.B, p.K, p.N);
   const memory::desc c_md({p.batch, p.M, p.N}, type, {p.M * p.N, p.N, 1});
+  // The bias, one row broadcast over the batch and the rows, is added in the epilogue.
+  const memory::desc bias_md = p.bias ? memory::desc({1, 1, p.N}, type, {p.N, p.N, 1}) : memory::desc();
   while (true) {
     try {
       OperandPlan a = plan_operand(type, p.A, p.batch, p.M, p.K, pack_a);
       OperandPlan b = plan_operand(type, p.B, p.batch, p.K, p.N, pack_b);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a.md, b.md, c_md), cpu_engine());
+      dnnl::matmul::primitive_desc pd(p.bias ? dnnl::matmul::desc(a.md, b.md, bias_md, c_md) : dnnl::matmul::desc(a.md, b.md, c_md),
+                                      cpu_engine());
       const bool reference = std::string_view(pd.impl_info_str()).starts_with("ref");
       if (!reference || (pack_a && pack_b)) {
-        auto plan = std::make_shared<Plan>(Plan{dnnl::matmul(pd), a, b, c_md});
+        auto plan = std::make_shared<Plan>(Plan{dnnl::matmul(pd), a, b, c_md, bias_md});
         primitives_created.fetch_add(1, std::memory_order_relaxed);
         return plan;
       }
@@ -121,7 +126,8 @@ std::shared_ptr<const Plan> find_plan(Dtype dtype, const detail::MatmulProblem& 
                     omp_get_max_threads(),
                     p.batch, p.M, p.N, p.K,
                     {p.A.batch_stride, p.A.row_stride, p.A.col_stride},
-                    {p.B.batch_stride, p.B.row_stride, p.B.col_stride}};
+                    {p.B.batch_stride, p.B.row_stride, p.B.col_stride},
+                    p.bias != nullptr};
   // Held while creating, so that two threads asking for the same new problem create it once.
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = plans.find(key); it != plans.end()) return it->second;
@@ -167,7 +173,9 @@ void run(const Plan& plan, const detail::MatmulProblem& p, void* C) {
   if (a.packed) pack(p.A, a, buffer), a_data = buffer;
   if (b.packed) pack(p.B, b, buffer + a_elements), b_data = buffer + a_elements;
   memory a_mem(a.md, cpu_engine(), a_data), b_mem(b.md, cpu_engine(), b_data), c_mem(plan.c_md, cpu_engine(), C);
-  plan.primitive.execute(cpu_stream(), {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+  if (p.bias) args.emplace(DNNL_ARG_BIAS, memory(plan.bias_md, cpu_engine(), const_cast<void*>(p.bias)));
+  plan.primitive.execute(cpu_stream(), args);
   cpu_stream().wait();
 }
 

@@ -122,15 +122,18 @@ void matmul_widened(Dtype dtype, const MatmulProblem& p, void* C) {
   TALLY_INTERNAL_ASSERT(dtype == Dtype::Float16 || dtype == Dtype::BFloat16);
   const int64_t a_size = (p.A.batch_stride == 0 ? 1 : p.batch) * p.M * p.K;
   const int64_t b_size = (p.B.batch_stride == 0 ? 1 : p.batch) * p.K * p.N;
-  const int64_t c_size = p.batch * p.M * p.N;
+  const int64_t c_size = p.batch * p.M * p.N, bias_size = p.bias ? p.N : 0;
   // Grows only: a training loop repeats its shapes, so later steps do not allocate.
   thread_local std::vector<float> buffer;
-  buffer.resize(std::max<size_t>(buffer.size(), static_cast<size_t>(a_size + b_size + c_size)));
+  buffer.resize(std::max<size_t>(buffer.size(), static_cast<size_t>(a_size + b_size + c_size + bias_size)));
   float* a = buffer.data();
   float* b = a + a_size;
   float* c = b + b_size;
+  float* bias = c + c_size;
   const MatmulProblem wide{p.batch, p.M, p.N, p.K, cpu_kernels().run<&widen_kernel>(dtype, p.A, p.batch, p.M, p.K, a),
-                           cpu_kernels().run<&widen_kernel>(dtype, p.B, p.batch, p.K, p.N, b)};
+                           cpu_kernels().run<&widen_kernel>(dtype, p.B, p.batch, p.K, p.N, b),
+                           p.bias ? cpu_kernels().run<&widen_kernel>(dtype, MatrixRef{p.bias, 0, p.N, 1}, 1, 1, p.N, bias).data
+                                  : nullptr};
   matmul_onednn(Dtype::Float32, wide, c);
   cpu_kernels().run<&narrow_kernel>(dtype, c, static_cast<uint16_t*>(C), c_size);
 }

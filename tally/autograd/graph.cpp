@@ -64,16 +64,24 @@ Edge gradient_edge(const Tensor& t) {
   // A leaf: every use shares one accumulator, made on first use.
   std::shared_ptr<Node> acc = meta->grad_accumulator.lock();
   if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(meta);
+    acc = std::make_shared<AccumulateGrad>(t);
     meta->grad_accumulator = acc;
   }
   return {acc, 0};
 }
 
+bool AccumulateGrad::can_steal(const Tensor& grad) const {
+  const TensorImpl& g = grad.impl();
+  return grad.impl_ptr().use_count() == 1 && g.storage && g.storage.use_count() == 1 && g.storage_offset == 0 &&
+         grad.dtype() == dtype_ && grad.device() == device_ && grad.sizes() == IntArrayRef(sizes_) &&
+         grad.strides() == IntArrayRef(strides_) && g.storage->nbytes() == grad.nbytes();
+}
+
 TensorList AccumulateGrad::apply(const Tensor& grad_output) {
   if (!leaf_->grad.defined()) {
-    // A private copy: the incoming tensor may be shared with other gradients.
-    leaf_->grad = grad_output.clone();
+    // The incoming tensor itself where nothing else holds it (the usual case: a weight's
+    // gradient made for it), else a private copy.
+    leaf_->grad = can_steal(grad_output) ? grad_output.detach() : grad_output.clone();
     accounting::set_memory_category(leaf_->grad, MemoryCategory::Gradients);
   } else {
     leaf_->grad.add_(grad_output);

@@ -41,17 +41,42 @@ void reduce_rows(const T* x, int64_t outer, int64_t row_stride, int64_t inner, c
   });
 }
 
+/// Results up to which reduce_columns splits the rows between threads, each keeping a row of
+/// partial results (a bias gradient's thousands fit in L1 many times).
+inline constexpr int64_t kRowSplitColumns = 1 << 16;
+
 /// out[j] = fold over rows i < inner of x[i*row_stride + j], j < outer (contiguous results).
 template <class T, class R, class Store>
 void reduce_columns(const T* x, int64_t inner, int64_t row_stride, int64_t outer, const R& r, Store store) {
   using C = compute_t<T>;
-  parallel_for(outer, std::max<int64_t>(16, kReduceGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
-    struct Slot { typename R::Acc acc; };
-    std::vector<Slot> acc(static_cast<size_t>(e - b), Slot{r.init()});
-    for (int64_t i = 0; i < inner; ++i) {
-      const T* row = x + i * row_stride;
-      for (int64_t j = b; j < e; ++j) acc[j - b].acc = r.step(acc[j - b].acc, static_cast<C>(row[j]), i);
+  struct Slot { typename R::Acc acc; };  // not vector<bool>: threads write their own slots
+  // Rows [i0, i1) folded into acc[0, j1 - j0) for columns [j0, j1). By value: the loop must not
+  // reload anything through a reference after each store.
+  auto fold = [x, row_stride, r](int64_t i0, int64_t i1, int64_t j0, int64_t j1, Slot* __restrict acc) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const T* __restrict row = x + i * row_stride + j0;
+      for (int64_t j = 0; j < j1 - j0; ++j) acc[j].acc = r.step(acc[j].acc, static_cast<C>(row[j]), i);
     }
+  };
+  if (outer <= kRowSplitColumns) {
+    // Each thread folds a block of rows into its own partial results, combined in row order
+    // after: a thread reads the rows the elementwise op before it wrote (the same split), from
+    // its own cache, where splitting the columns would have each thread read every row.
+    const int64_t threads = num_threads();
+    std::vector<Slot> partial(static_cast<size_t>(threads * outer), Slot{r.init()});
+    parallel_for(inner, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(outer, 1)), [&](int64_t b, int64_t e) {
+      fold(b, e, 0, outer, partial.data() + omp_get_thread_num() * outer);
+    });
+    for (int64_t j = 0; j < outer; ++j) {
+      typename R::Acc acc = partial[static_cast<size_t>(j)].acc;
+      for (int64_t t = 1; t < threads; ++t) acc = r.combine(acc, partial[static_cast<size_t>(t * outer + j)].acc);
+      store(j, acc);
+    }
+    return;
+  }
+  parallel_for(outer, std::max<int64_t>(16, kReduceGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+    std::vector<Slot> acc(static_cast<size_t>(e - b), Slot{r.init()});
+    fold(0, inner, b, e, acc.data());
     for (int64_t j = b; j < e; ++j) store(j, acc[j - b].acc);
   });
 }

@@ -121,7 +121,7 @@ struct Elements {
 /// live only inside the op, where the meta device, which runs no kernel, could not count them.
 /// `slot` tells a call's buffers apart.
 Elements scratch(int slot, int64_t count, int64_t element_size) {
-  thread_local std::vector<char> buffers[3];
+  thread_local std::vector<char> buffers[7];
   std::vector<char>& b = buffers[slot];
   const auto bytes = static_cast<size_t>(count * element_size);
   if (b.size() < bytes) b.resize(bytes);
@@ -187,16 +187,33 @@ int64_t group_size(std::initializer_list<const Matrices*> operands) {
   return g;
 }
 
+/// m's B matrices [rows, n] where one matmul call reaches them all: as they lie if one batch
+/// stride does, else (a heads view, two levels) copied into scratch `slot`, contiguous. A matmul
+/// call per run of heads would be many small products: at a GPT's sizes in float32, 1.6 times the
+/// time of one copy and one call.
+Matrices one_batch_stride(const Matrices& m, int64_t B, int64_t rows, int64_t n, int slot) {
+  if (m.inner == B) return m;
+  const Elements dense = scratch(slot, B * rows * n, m.element_size);
+  const auto bytes = static_cast<size_t>(n * m.element_size);
+#pragma omp parallel for schedule(static) if (B * rows * n > (1 << 15))
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dense.at((b * rows + r) * n), m.row_of(b, r), bytes);
+  return {dense.base, m.element_size, 0, B, rows * n, n};
+}
+
 /// A block's [B, rows, n] result into rows [r0, r0 + rows) of `dst`'s matrices.
 void copy_block(Elements block, const Matrices& dst, int64_t B, int64_t r0, int64_t rows, int64_t n) {
   const auto bytes = static_cast<size_t>(n * block.size);
+#pragma omp parallel for schedule(static) if (B * rows * n > (1 << 15))
   for (int64_t b = 0; b < B; ++b)
     for (int64_t r = 0; r < rows; ++r) std::memcpy(dst.row_of(b, r0 + r), block.at((b * rows + r) * n), bytes);
 }
 
 /// The forward's blocked products, from and into matrices where they lie.
-void forward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scale, const Matrices& q, const Matrices& k,
-                     const Matrices& v, const Matrices& out) {
+void forward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scale, const Matrices& q_in, const Matrices& k_in,
+                     const Matrices& v_in, const Matrices& out) {
+  const Matrices q = one_batch_stride(q_in, s.B, s.L, s.E, 3), k = one_batch_stride(k_in, s.B, s.S, s.E, 4),
+                 v = one_batch_stride(v_in, s.B, s.S, s.Ev, 5);
   const std::vector<QueryBlock> blocks = query_blocks(s, causal);
   const int64_t max_rows = blocks.front().rows, es = q.element_size, g = group_size({&q, &k, &v});
   const Elements scores = scratch(0, s.B * max_rows * blocks.back().keys, es), o = scratch(1, s.B * max_rows * s.Ev, es);
@@ -231,8 +248,10 @@ void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, double s
 }
 
 /// The backward's blocked products, from and into matrices where they lie.
-void backward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scale, const Matrices& q, const Matrices& k,
-                      const Matrices& v, const Matrices& go, const Matrices& dq, const Matrices& dk, const Matrices& dv) {
+void backward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scale, const Matrices& q_in, const Matrices& k_in,
+                      const Matrices& v_in, const Matrices& go_in, const Matrices& dq, const Matrices& dk, const Matrices& dv) {
+  const Matrices q = one_batch_stride(q_in, s.B, s.L, s.E, 3), k = one_batch_stride(k_in, s.B, s.S, s.E, 4),
+                 v = one_batch_stride(v_in, s.B, s.S, s.Ev, 5), go = one_batch_stride(go_in, s.B, s.L, s.Ev, 6);
   const std::vector<QueryBlock> blocks = query_blocks(s, causal);
   const int64_t LS = s.L * s.S, g = group_size({&q, &k, &v, &go});
   // Under a causal mask no query sees the keys from L on; their gradients are 0.

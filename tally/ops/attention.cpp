@@ -22,8 +22,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <initializer_list>
-#include <numeric>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -138,10 +136,10 @@ struct Matrices {
   int64_t element_size, outer, inner, inner_stride, row;
   char* matrix(int64_t b) const { return data + ((b / inner) * outer + (b % inner) * inner_stride) * element_size; }
   char* row_of(int64_t b, int64_t r) const { return matrix(b) + r * row * element_size; }
-  /// Rows from r0 of matrices b, b + 1, … (within one run of `inner`) as a matmul operand, or
-  /// their transposes.
-  kernels::MatrixRef ref(int64_t b, int64_t r0, bool transposed = false) const {
-    return {row_of(b, r0), inner_stride, transposed ? 1 : row, transposed ? row : 1};
+  /// Rows from r0 of every matrix as one batched matmul operand, or their transposes: for
+  /// matrices at one batch stride (inner B, one_batch_stride).
+  kernels::MatrixRef ref(int64_t r0, bool transposed = false) const {
+    return {row_of(0, r0), inner_stride, transposed ? 1 : row, transposed ? row : 1};
   }
   kernels::Matrices halves() const { return {reinterpret_cast<uint16_t*>(data), outer, inner, inner_stride, row}; }
 };
@@ -180,17 +178,10 @@ Matrices operand(const Tensor& t, Tensor& staged, bool written = false) {
   return *matrices_of(staged, written);
 }
 
-/// Matrices per matmul call: a run that lies at one batch stride in every operand.
-int64_t group_size(std::initializer_list<const Matrices*> operands) {
-  int64_t g = 0;
-  for (const Matrices* m : operands) g = std::gcd(g, m->inner);
-  return g;
-}
-
 /// m's B matrices [rows, n] where one matmul call reaches them all: as they lie if one batch
 /// stride does, else (a heads view, two levels) copied into scratch `slot`, contiguous. A matmul
-/// call per run of heads would be many small products: at a GPT's sizes in float32, 1.6 times the
-/// time of one copy and one call.
+/// call per run of heads would be many small products: at a GPT's sizes in float32, about 1.5
+/// times the time of one copy and one call.
 Matrices one_batch_stride(const Matrices& m, int64_t B, int64_t rows, int64_t n, int slot) {
   if (m.inner == B) return m;
   const Elements dense = scratch(slot, B * rows * n, m.element_size);
@@ -215,16 +206,14 @@ void forward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scal
   const Matrices q = one_batch_stride(q_in, s.B, s.L, s.E, 3), k = one_batch_stride(k_in, s.B, s.S, s.E, 4),
                  v = one_batch_stride(v_in, s.B, s.S, s.Ev, 5);
   const std::vector<QueryBlock> blocks = query_blocks(s, causal);
-  const int64_t max_rows = blocks.front().rows, es = q.element_size, g = group_size({&q, &k, &v});
+  const int64_t max_rows = blocks.front().rows, es = q.element_size;
   const Elements scores = scratch(0, s.B * max_rows * blocks.back().keys, es), o = scratch(1, s.B * max_rows * s.Ev, es);
   for (const QueryBlock& blk : blocks) {
     const int64_t area = blk.rows * blk.keys;
-    for (int64_t b = 0; b < s.B; b += g)
-      kernels::matmul(dt, g, blk.rows, blk.keys, s.E, q.ref(b, blk.r0), k.ref(b, 0, true), scores.at(b * area));
+    kernels::matmul(dt, s.B, blk.rows, blk.keys, s.E, q.ref(blk.r0), k.ref(0, true), scores.data());
     ops::detail::attention_probs_rows(dt, scores.data(), {blk.keys}, scores.data(), {blk.keys}, s.B * blk.rows, blk.keys,
                                       causal ? blk.rows : 0, blk.r0, scale);
-    for (int64_t b = 0; b < s.B; b += g)
-      kernels::matmul(dt, g, blk.rows, s.Ev, blk.keys, {scores.at(b * area), area, blk.keys, 1}, v.ref(b, 0), o.at(b * blk.rows * s.Ev));
+    kernels::matmul(dt, s.B, blk.rows, s.Ev, blk.keys, {scores.data(), area, blk.keys, 1}, v.ref(0), o.data());
     copy_block(o, out, s.B, blk.r0, blk.rows, s.Ev);
   }
 }
@@ -253,7 +242,7 @@ void backward_blocked(Dtype dt, const AttentionShape& s, bool causal, double sca
   const Matrices q = one_batch_stride(q_in, s.B, s.L, s.E, 3), k = one_batch_stride(k_in, s.B, s.S, s.E, 4),
                  v = one_batch_stride(v_in, s.B, s.S, s.Ev, 5), go = one_batch_stride(go_in, s.B, s.L, s.Ev, 6);
   const std::vector<QueryBlock> blocks = query_blocks(s, causal);
-  const int64_t LS = s.L * s.S, g = group_size({&q, &k, &v, &go});
+  const int64_t LS = s.L * s.S;
   // Under a causal mask no query sees the keys from L on; their gradients are 0.
   const int64_t seen = causal ? std::min(s.S, s.L) : s.S, key_block = causal ? kBlockRows : s.S;
   // P and dS for every row, kept for this call only: the blocks of keys read them by columns.
@@ -264,21 +253,17 @@ void backward_blocked(Dtype dt, const AttentionShape& s, bool causal, double sca
   const Elements p = scratch(0, s.B * LS, es), ds = scratch(1, s.B * LS, es), block = scratch(2, block_elements, es);
   for (const QueryBlock& blk : blocks) {
     const RowLayout dense{blk.keys}, in_full{s.S, blk.rows, LS};
-    const int64_t rows = s.B * blk.rows, area = blk.rows * blk.keys;
+    const int64_t rows = s.B * blk.rows;
     // P: the scores again, then softmax into P's rows.
-    for (int64_t b = 0; b < s.B; b += g)
-      kernels::matmul(dt, g, blk.rows, blk.keys, s.E, q.ref(b, blk.r0), k.ref(b, 0, true), block.at(b * area));
+    kernels::matmul(dt, s.B, blk.rows, blk.keys, s.E, q.ref(blk.r0), k.ref(0, true), block.data());
     ops::detail::attention_probs_rows(dt, block.data(), dense, p.at(blk.r0 * s.S), in_full, rows, blk.keys, causal ? blk.rows : 0,
                                       blk.r0, scale);
     // dP = dO vᵀ, then dS = scale·P·(dP − Σ dP·P) into dS's rows.
-    for (int64_t b = 0; b < s.B; b += g)
-      kernels::matmul(dt, g, blk.rows, blk.keys, s.Ev, go.ref(b, blk.r0), v.ref(b, 0, true), block.at(b * area));
+    kernels::matmul(dt, s.B, blk.rows, blk.keys, s.Ev, go.ref(blk.r0), v.ref(0, true), block.data());
     ops::detail::softmax_backward_rows(dt, block.data(), dense, p.at(blk.r0 * s.S), in_full, ds.at(blk.r0 * s.S), in_full, rows,
                                        blk.keys, scale);
     // dq = dS k over the keys the block sees.
-    for (int64_t b = 0; b < s.B; b += g)
-      kernels::matmul(dt, g, blk.rows, s.E, blk.keys, {ds.at(b * LS + blk.r0 * s.S), LS, s.S, 1}, k.ref(b, 0),
-                      block.at(b * blk.rows * s.E));
+    kernels::matmul(dt, s.B, blk.rows, s.E, blk.keys, {ds.at(blk.r0 * s.S), LS, s.S, 1}, k.ref(0), block.data());
     copy_block(block, dq, s.B, blk.r0, blk.rows, s.E);
   }
   // dk and dv by blocks of keys: keys [c0, c0 + n) meet the query rows from `first` on (under a
@@ -287,9 +272,7 @@ void backward_blocked(Dtype dt, const AttentionShape& s, bool causal, double sca
     const int64_t n = std::min(key_block, seen - c0), first = causal ? c0 : 0, m = s.L - first;
     for (auto [grad_of, a, from, width] : {std::tuple{&dv, p, &go, s.Ev}, std::tuple{&dk, ds, &q, s.E}}) {
       // (P or dS)[:, first:, c0:c0+n]ᵀ (dO or q)[:, first:]
-      for (int64_t b = 0; b < s.B; b += g)
-        kernels::matmul(dt, g, n, width, m, {a.at(b * LS + first * s.S + c0), LS, 1, s.S}, from->ref(b, first),
-                        block.at(b * n * width));
+      kernels::matmul(dt, s.B, n, width, m, {a.at(first * s.S + c0), LS, 1, s.S}, from->ref(first), block.data());
       copy_block(block, *grad_of, s.B, c0, n, width);
     }
   }

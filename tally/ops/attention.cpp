@@ -20,6 +20,7 @@
 #include "tally/ops/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -170,12 +171,21 @@ std::optional<Matrices> matrices_of(const Tensor& t, bool written) {
   return m;
 }
 
-/// t's matrices where they lie if matrices_of describes them, else a contiguous copy's (of its
-/// elements unless written), which `staged` keeps for the caller to copy back if written.
-Matrices operand(const Tensor& t, Tensor& staged, bool written = false) {
-  if (const auto m = matrices_of(t, written)) return *m;
-  staged = written ? empty_like(t) : t.contiguous();
-  return *matrices_of(staged, written);
+/// An input's matrices where they lie if matrices_of describes them, else a contiguous copy's,
+/// which `staged` keeps alive for the call.
+Matrices input(const Tensor& t, Tensor& staged) {
+  if (const auto m = matrices_of(t, false)) return *m;
+  staged = t.contiguous();
+  return *matrices_of(staged, false);
+}
+
+/// An output's matrices: the ops write only into what they allocate, or views of it (a heads
+/// view of the packed form's output, pieces of the backward's flat buffer), which matrices_of
+/// always describes.
+Matrices output(const Tensor& t) {
+  const auto m = matrices_of(t, true);
+  TALLY_INTERNAL_ASSERT(m.has_value(), "scaled_dot_product_attention: an output of strides ", t.strides(), " it cannot write in place");
+  return *m;
 }
 
 /// m's B matrices [rows, n] where one matmul call reaches them all: as they lie if one batch
@@ -216,6 +226,19 @@ void forward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scal
     kernels::matmul(dt, s.B, blk.rows, s.Ev, blk.keys, {scores.data(), area, blk.keys, 1}, v.ref(0), o.data());
     copy_block(o, out, s.B, blk.r0, blk.rows, s.Ev);
   }
+}
+
+/// The output's sizes, [..., L, Ev].
+DimVector output_sizes(const Tensor& q, const Tensor& v) {
+  DimVector sizes(q.sizes());
+  sizes.back() = v.size(-1);
+  return sizes;
+}
+
+/// dq, dk and dv as views of the backward's flat buffer, in that order.
+std::array<Tensor, 3> gradient_views(const Tensor& flat, const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t nq = q.numel(), nk = k.numel();
+  return {flat.narrow(0, 0, nq).view(q.sizes()), flat.narrow(0, nq, nk).view(k.sizes()), flat.narrow(0, nq + nk, v.numel()).view(v.sizes())};
 }
 
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
@@ -281,7 +304,7 @@ void backward_blocked(Dtype dt, const AttentionShape& s, bool causal, double sca
       for (int64_t r = seen; r < s.S; ++r) std::memset(grad_of->row_of(b, r), 0, static_cast<size_t>(width * es));
 }
 
-/// dq, dk and dv (written, any strides) from the output's gradient and the inputs.
+/// dq, dk and dv (written where they lie) from the output's gradient and the inputs.
 void backward_into(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& grad, const Tensor& query, const Tensor& key,
                    const Tensor& value, bool causal, double scale) {
   const AttentionShape s(query, key, value);
@@ -294,17 +317,13 @@ void backward_into(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
     Tensor(dv).copy_(matmul(p.transpose(-2, -1), grad));
     return;
   }
-  const Tensor grads[3] = {dq, dk, dv};
-  Tensor staged[7];
-  const Matrices mq = operand(query, staged[0]), mk = operand(key, staged[1]), mv = operand(value, staged[2]),
-                 mgo = operand(grad, staged[3]), mdq = operand(dq, staged[4], true), mdk = operand(dk, staged[5], true),
-                 mdv = operand(dv, staged[6], true);
+  Tensor staged[4];
+  const Matrices mq = input(query, staged[0]), mk = input(key, staged[1]), mv = input(value, staged[2]), mgo = input(grad, staged[3]),
+                 mdq = output(dq), mdk = output(dk), mdv = output(dv);
   if (const auto p = bf16_kernel_problem(s, dq.dtype(), causal, scale))
     kernels::attention_bf16_backward(*p, mq.halves(), mk.halves(), mv.halves(), mgo.halves(), mdq.halves(), mdk.halves(), mdv.halves());
   else
     backward_blocked(dq.dtype(), s, causal, scale, mq, mk, mv, mgo, mdq, mdk, mdv);
-  for (int i = 0; i < 3; ++i)
-    if (staged[4 + i].defined()) Tensor(grads[i]).copy_(staged[4 + i]);
 }
 
 /// The backward's cost: the scores' product and softmax again, dP's product, softmax's backward,
@@ -326,17 +345,15 @@ struct AttentionBackward {
   static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool, double scale) {
     check_attention(q, k, v, scale);
-    DimVector expected(q.sizes());
-    expected.back() = v.size(-1);
+    const DimVector expected = output_sizes(q, v);
     TALLY_CHECK(grad.sizes() == IntArrayRef(expected) && grad.dtype() == q.dtype(), "scaled_dot_product_attention_backward: gradient ",
                 grad.sizes(), " ", dtype_name(grad.dtype()), " for an output ", IntArrayRef(expected), " ", dtype_name(q.dtype()));
     return {{q.numel() + k.numel() + v.numel()}, q.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                       double scale) {
-    const int64_t nq = q.numel(), nk = k.numel();
-    backward_into(out.narrow(0, 0, nq).view(q.sizes()), out.narrow(0, nq, nk).view(k.sizes()),
-                  out.narrow(0, nq + nk, v.numel()).view(v.sizes()), grad, q, k, v, causal, scale);
+    const auto [dq, dk, dv] = gradient_views(out, q, k, v);
+    backward_into(dq, dk, dv, grad, q, k, v, causal, scale);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                         double scale) {
@@ -349,9 +366,7 @@ struct Attention {
   static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& q, const Tensor& k, const Tensor& v, bool, double scale) {
     check_attention(q, k, v, scale);
-    DimVector sizes(q.sizes());
-    sizes.back() = v.size(-1);
-    return {std::move(sizes), q.dtype()};
+    return {output_sizes(q, v), q.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& query, const Tensor& key, const Tensor& value, bool causal, double scale) {
     const AttentionShape s(query, key, value);
@@ -361,14 +376,12 @@ struct Attention {
       Tensor(out).copy_(matmul(composed_probabilities(query, key, causal, scale), value));
       return;
     }
-    Tensor staged[4];
-    const Matrices q = operand(query, staged[0]), k = operand(key, staged[1]), v = operand(value, staged[2]),
-                   o = operand(out, staged[3], true);
+    Tensor staged[3];
+    const Matrices q = input(query, staged[0]), k = input(key, staged[1]), v = input(value, staged[2]), o = output(out);
     if (const auto p = bf16_kernel_problem(s, out.dtype(), causal, scale))
       kernels::attention_bf16_forward(*p, q.halves(), k.halves(), v.halves(), o.halves());
     else
       forward_blocked(out.dtype(), s, causal, scale, q, k, v, o);
-    if (staged[3].defined()) Tensor(out).copy_(staged[3]);
   }
   // The two products over the scores the blocks compute, and softmax on each of them.
   static ops::Cost cost(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
@@ -381,11 +394,11 @@ struct Attention {
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true, true, true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
     // One op writes all three gradients, one after another in one buffer.
-    const Tensor packed = ops::apply<AttentionBackward>(c.grad.to(q.dtype()), q, k, v, causal, scale);
-    const int64_t nq = q.numel(), nk = k.numel();
-    return {c.needs_grad(0) ? packed.narrow(0, 0, nq).view(q.sizes()) : Tensor(),
-            c.needs_grad(1) ? packed.narrow(0, nq, nk).view(k.sizes()) : Tensor(),
-            c.needs_grad(2) ? packed.narrow(0, nq + nk, v.numel()).view(v.sizes()) : Tensor()};
+    const auto grads = gradient_views(ops::apply<AttentionBackward>(c.grad.to(q.dtype()), q, k, v, causal, scale), q, k, v);
+    TensorList out(3);
+    for (size_t i = 0; i < 3; ++i)
+      if (c.needs_grad(i)) out[i] = grads[i];
+    return out;
   }
 };
 
@@ -435,12 +448,11 @@ struct AttentionPacked {
 struct AttentionPackedBackward {
   static constexpr std::string_view name = AttentionBackward::name;
   static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& grad, const Tensor& qkv, bool, double scale) {
+  static ops::OutputSpec meta(const Tensor& grad, const Tensor& qkv, bool causal, double scale) {
     check_packed(qkv);
-    check_attention(head(qkv, 0), head(qkv, 1), head(qkv, 2), scale);
-    TALLY_CHECK(grad.sizes() == IntArrayRef(packed_output_sizes(qkv)) && grad.dtype() == qkv.dtype(),
-                "scaled_dot_product_attention_backward: gradient ", grad.sizes(), " ", dtype_name(grad.dtype()), " for an output ",
-                IntArrayRef(packed_output_sizes(qkv)), " ", dtype_name(qkv.dtype()));
+    TALLY_CHECK(grad.dim() == qkv.dim() - 1, "scaled_dot_product_attention_backward: gradient ", grad.sizes(), " for an output ",
+                IntArrayRef(packed_output_sizes(qkv)));
+    AttentionBackward::meta(grad.transpose(-3, -2), head(qkv, 0), head(qkv, 1), head(qkv, 2), causal, scale);
     return {DimVector(qkv.sizes()), qkv.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& grad, const Tensor& qkv, bool causal, double scale) {

@@ -92,15 +92,20 @@ Tensor shared_matrix_grad(const Tensor& a, const Tensor& g, const Tensor& b) {
   return transposed ? matmul(gf.transpose(0, 1), af).transpose(0, 1) : matmul(af.transpose(0, 1), gf);
 }
 
+/// The dtypes a product takes, on every device, as in PyTorch: float8 products go through
+/// scaled_mm, never a plain product; bool has none.
+void check_product_dtype(std::string_view op, Dtype d) {
+  TALLY_CHECK_TYPE_ERROR(d != kBool && !is_float8(d), op, ": \"addmm\" not implemented for '", dtype_name(d), "'",
+                         is_float8(d) ? ": use scaled_mm for float8 operands" : "");
+}
+
 struct Matmul {
   static constexpr std::string_view name = "matmul";
   static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& a, const Tensor& b) {
     TALLY_CHECK_TYPE_ERROR(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ", dtype_name(a.dtype()),
                            " != ", dtype_name(b.dtype()));
-    // On every device, as in PyTorch: float8 products go through scaled_mm, never plain matmul.
-    TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && !is_float8(a.dtype()), "matmul: \"addmm\" not implemented for '",
-                           dtype_name(a.dtype()), "'", is_float8(a.dtype()) ? ": use scaled_mm for float8 operands" : "");
+    check_product_dtype(name, a.dtype());
     const MatmulShape shape(a, b);
     // The dims that the 1-D operands did not have are dropped.
     DimVector sizes = shape.batch;
@@ -177,14 +182,12 @@ struct Addmm {
   static ops::OutputSpec meta(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
     TALLY_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "addmm: mat1 and mat2 must be matrices, got ", mat1.dim(), "-D and ", mat2.dim(),
                 "-D tensors");
-    TALLY_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", mat1.size(0), "x", mat1.size(1), " and ",
-                mat2.size(0), "x", mat2.size(1), ")");
+    const MatmulShape shape(mat1, mat2);  // its message for matrices that do not fit
     TALLY_CHECK_TYPE_ERROR(mat1.dtype() == mat2.dtype() && self.dtype() == mat1.dtype(),
                            "addmm: expected self, mat1 and mat2 to have the same dtype, but got: ", dtype_name(self.dtype()), ", ",
                            dtype_name(mat1.dtype()), " and ", dtype_name(mat2.dtype()));
-    TALLY_CHECK_TYPE_ERROR(mat1.dtype() != kBool && !is_float8(mat1.dtype()), "\"addmm\" not implemented for '",
-                           dtype_name(mat1.dtype()), "'", is_float8(mat1.dtype()) ? ": use scaled_mm for float8 operands" : "");
-    const DimVector sizes{mat1.size(0), mat2.size(1)};
+    check_product_dtype(name, mat1.dtype());
+    const DimVector sizes{shape.n, shape.m};
     TALLY_CHECK(self.dim() <= 2 && geometry::broadcast_shapes(self.sizes(), sizes) == IntArrayRef(sizes), "addmm: self of shape ",
                 self.sizes(), " does not broadcast to the product's shape ", IntArrayRef(sizes));
     return {sizes, mat1.dtype()};

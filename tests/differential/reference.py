@@ -171,6 +171,13 @@ def out_form(fn, *keys):
     return run
 
 
+def gelu(x, approximate):
+    """F.gelu, except at +inf: PyTorch 2's CPU kernel returns NaN there (seen with 2.11), where
+    1.13, the function's limit and tally give +inf."""
+    y = F.gelu(x, approximate=approximate)
+    return torch.where(x == math.inf, x, y) if x.is_floating_point() else y
+
+
 OPS = {
     # elementwise, tensor ∘ tensor
     "add": lambda v, b, a: [torch.add(v[0], v[1], alpha=a.get("alpha", 1))],
@@ -232,7 +239,7 @@ OPS = {
     "tanh": lambda v, b, a: [torch.tanh(v[0])],
     "sigmoid": lambda v, b, a: [torch.sigmoid(v[0])],
     "relu": lambda v, b, a: [torch.relu(v[0])],
-    "gelu": lambda v, b, a: [F.gelu(v[0], approximate=a["approximate"])],
+    "gelu": lambda v, b, a: [gelu(v[0], a["approximate"])],
     "silu": lambda v, b, a: [F.silu(v[0])],
     "square": lambda v, b, a: [torch.square(v[0])],
     "erf": lambda v, b, a: [torch.erf(v[0])],

@@ -116,6 +116,12 @@ std::string TorchReference::run() {
   return {};
 }
 
+int TorchReference::torch_major() const {
+  std::string version;
+  std::ifstream(dir_ + "/torch_version.txt") >> version;
+  return version.empty() ? 0 : std::atoi(version.c_str());
+}
+
 bool TorchReference::has(const std::string& name) const { return fs::exists(dir_ + "/" + name + ".bin"); }
 
 Tensor TorchReference::result(const std::string& name, IntArrayRef sizes) const {

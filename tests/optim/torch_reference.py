@@ -7,7 +7,7 @@ step t gives parameter k the gradient g<t>_<k>.bin (no file: no gradient). For k
 is "max_norm norm_type": clip_grad_norm_ of the step-0 gradients.
 Inputs p<k>.bin and gradients are raw little-endian float32. Outputs, float64: <id>_p<k>.bin the
 final parameters, <id>_s<k>_<name>.bin each state tensor, <id>_g<k>.bin clipped gradients,
-<id>_norm.bin the total norm.
+<id>_norm.bin the total norm; torch_version.txt names the PyTorch that computed them.
 """
 import math
 import os
@@ -34,6 +34,8 @@ def main(directory):
     def save(name, t):
         t.detach().double().contiguous().numpy().astype("<f8").tofile(os.path.join(directory, name))
 
+    with open(os.path.join(directory, "torch_version.txt"), "w") as f:
+        f.write(torch.__version__)
     for line in lines[2:]:
         case_id, kind, text = line.split("\t")
         params = [load(f"p{k}.bin", s).requires_grad_() for k, s in enumerate(shapes)]

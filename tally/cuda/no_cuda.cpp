@@ -51,12 +51,23 @@ void binary(BinaryOp, const Launch&) { ::tally::cuda::detail_nc::no_cuda(); }
 void unary(UnaryOp, const Launch&) { ::tally::cuda::detail_nc::no_cuda(); }
 void pow_scalar(const Launch&, double) { ::tally::cuda::detail_nc::no_cuda(); }
 void clamp(const Launch&, bool, double, bool, double) { ::tally::cuda::detail_nc::no_cuda(); }
+void pointwise(PointwiseOp, const Launch&, double) { ::tally::cuda::detail_nc::no_cuda(); }
+void lerp(const Launch&, double) { ::tally::cuda::detail_nc::no_cuda(); }
 void where(const Launch&) { ::tally::cuda::detail_nc::no_cuda(); }
 void copy(const Launch&) { ::tally::cuda::detail_nc::no_cuda(); }
 void fill(const Launch&, const unsigned char[8]) { ::tally::cuda::detail_nc::no_cuda(); }
 void reduce_rows(ReduceOp, uint8_t, const void*, int64_t, int64_t, uint8_t, void*, void*) { ::tally::cuda::detail_nc::no_cuda(); }
 int64_t reduce_rows_scratch_bytes() { ::tally::cuda::detail_nc::no_cuda(); }
 void softmax_rows(uint8_t, const void*, void*, int64_t, int64_t, bool) { ::tally::cuda::detail_nc::no_cuda(); }
+void index_select_rows(int, const void*, void*, const int64_t*, int64_t, int64_t, int64_t, int64_t) {
+  ::tally::cuda::detail_nc::no_cuda();
+}
+void index_add_rows(uint8_t, void*, const int64_t*, const void*, int64_t, int64_t, int64_t, int64_t) {
+  ::tally::cuda::detail_nc::no_cuda();
+}
+void adam_update(uint8_t, int64_t, void*, const void*, void*, void*, void*, const optim::AdamScalars&) {
+  ::tally::cuda::detail_nc::no_cuda();
+}
 void matmul(uint8_t, uint8_t, int64_t, int64_t, int64_t, int64_t, Matrix, Matrix, void*, const float*, const float*, bool) {
   ::tally::cuda::detail_nc::no_cuda();
 }

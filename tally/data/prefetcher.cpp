@@ -1,12 +1,15 @@
 #include "tally/data/prefetcher.h"
 
+#include "tally/cuda/runtime.h"
 #include "tally/error/error.h"
 
 namespace tally::data {
 
-Prefetcher::Prefetcher(TokenLoader loader, int64_t depth)
-    : loader_(std::move(loader)), depth_(depth), consumed_(loader_.state()) {
+Prefetcher::Prefetcher(TokenLoader loader, int64_t depth, Device device)
+    : loader_(std::move(loader)), depth_(depth), device_(device), consumed_(loader_.state()) {
   TALLY_CHECK(depth >= 1, "Prefetcher: depth must be at least 1, got ", depth);
+  TALLY_CHECK_TYPE(DeviceError, !device.is_cuda() || cuda::is_available(), "Prefetcher: batches for ", device.str(),
+                   " but CUDA is not available");
   worker_ = std::thread([this] { work(); });
 }
 
@@ -30,6 +33,11 @@ void Prefetcher::work() {
     try {
       item.batch = loader_.next();
       item.after = loader_.state();
+      if (device_.is_cuda()) {  // Note [Prefetching to the GPU]
+        const Tensor x = item.batch.first.pin_memory(), y = item.batch.second.pin_memory();
+        item.batch = {x.to(device_, /*non_blocking=*/true), y.to(device_, /*non_blocking=*/true)};
+        cuda::synchronize(device_.index());
+      }
     } catch (...) {
       item.error = std::current_exception();
     }

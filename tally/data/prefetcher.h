@@ -1,7 +1,8 @@
 #pragma once
-// A background thread that prepares the next batches while the training step runs: the CPU
-// analogue of the lecture's x.pin_memory(); x.to(device, non_blocking=True), which overlaps the
-// copy of the next batch with the compute of this one.
+// A background thread that prepares the next batches while the training step runs. For a model
+// on the GPU it is the lecture's x.pin_memory(); x.to(device, non_blocking=True): the worker
+// stages each batch in page-locked memory and queues its copy to the device, off the training
+// thread.
 
 #include <condition_variable>
 #include <cstdint>
@@ -15,7 +16,15 @@
 
 namespace tally::data {
 
-/// Runs a TokenLoader on a worker thread, `depth` batches ahead of the caller.
+/// Runs a TokenLoader on a worker thread, `depth` batches ahead of the caller, and hands the
+/// batches over on `device`.
+///
+/// Note [Prefetching to the GPU]
+/// For a CUDA device the worker pins each batch and copies it with non_blocking=true, which the
+/// driver runs as a DMA from the page-locked pages without a staging copy. All of tally's work on
+/// a device is queued on one stream, so the copy is ordered after the steps already queued and
+/// before any use of the batch; the worker then waits for it (the wait blocks the worker, not the
+/// training thread) before it frees the pinned pages, which must outlive the copy.
 ///
 /// Note [Prefetcher state]
 /// The worker has already drawn batches the caller has not seen, so its loader's state is
@@ -25,7 +34,7 @@ namespace tally::data {
 class Prefetcher {
  public:
   /// Starts the worker; ValueError for a depth below 1.
-  explicit Prefetcher(TokenLoader loader, int64_t depth = 2);
+  explicit Prefetcher(TokenLoader loader, int64_t depth = 2, Device device = Device(kCPU));
   /// Stops the worker after the batch it is making, if any, and joins it.
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
@@ -47,6 +56,7 @@ class Prefetcher {
 
   TokenLoader loader_;  // used by the worker only, once started
   const int64_t depth_;
+  const Device device_;
   LoaderState consumed_;  // state after the last batch next() returned
   mutable std::mutex mu_;
   std::condition_variable ready_;  // an item was queued

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "tally/kernels/cuda/kernels.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
@@ -74,8 +75,22 @@ std::pair<int64_t, int64_t> around(const Tensor& x, int64_t dim) {
   return {outer, inner};
 }
 
+/// The indices as contiguous int64 on the host, each checked against a dim of size n (the message
+/// from `what`) and wrapped into [0, n): the bounds are checked here, with the values, on either
+/// device (a GPU index is copied over to be read).
+Tensor checked_index(const Tensor& index, int64_t n, const char* what, int64_t dim) {
+  Tensor idx = index.to(kCPU).to(kInt64).contiguous().reshape({-1}).clone();
+  int64_t* ids = idx.data_ptr<int64_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    TALLY_CHECK_INDEX(ids[i] >= -n && ids[i] < n, what, ids[i], " is out of bounds for dimension ", dim, " with size ", n);
+    if (ids[i] < 0) ids[i] += n;
+  }
+  return idx;
+}
+
 struct IndexSelect {
   static constexpr std::string_view name = "index_select";
+  static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& x, int64_t dim, const Tensor& index) {
     TALLY_CHECK_TYPE_ERROR(index.dtype() == kInt64 || index.dtype() == kInt32,
                            "index_select(): Expected dtype int32/int64 for index but got: ", dtype_name(index.dtype()));
@@ -89,12 +104,7 @@ struct IndexSelect {
   static void compute(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
     dim = maybe_wrap_dim(dim, x.dim());
     const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
-    Tensor idx = index.to(kInt64).contiguous().reshape({-1});
-    const int64_t* ids = idx.data_ptr<int64_t>();
-    for (int64_t i = 0; i < idx.numel(); ++i) {
-      TALLY_CHECK_INDEX(ids[i] >= -n && ids[i] < n, "index out of range in self: index ", ids[i], " is out of bounds for dimension ",
-                        dim, " with size ", n);
-    }
+    const Tensor idx = checked_index(index, n, "index out of range in self: index ", dim);
     if (x.dim() == 0) {
       Tensor(out).copy_(x);
       return;
@@ -102,15 +112,20 @@ struct IndexSelect {
     // Rows of the output are copied from the selected rows: contiguous blocks when `x` is.
     Tensor src = x.contiguous();
     const auto [outer, inner] = around(x, dim);
+    const int64_t k = idx.numel();
+    if (out.is_cuda()) {
+      const Tensor ids = idx.to(out.device());
+      kernels::cuda::index_select_rows(static_cast<int>(x.element_size()), src.data_ptr(), out.data_ptr(),
+                                       ids.data_ptr<int64_t>(), outer, n, k, inner);
+      return;
+    }
+    const int64_t* ids = idx.data_ptr<int64_t>();
     const int64_t row_bytes = inner * x.element_size();
     const char* s = static_cast<const char*>(src.data_ptr());
     char* o = static_cast<char*>(out.data_ptr());
-    const int64_t k = idx.numel();
     for (int64_t a = 0; a < outer; ++a) {
-      for (int64_t i = 0; i < k; ++i) {
-        const int64_t row = ids[i] < 0 ? ids[i] + n : ids[i];
-        std::memcpy(o + (a * k + i) * row_bytes, s + (a * n + row) * row_bytes, static_cast<size_t>(row_bytes));
-      }
+      for (int64_t i = 0; i < k; ++i)
+        std::memcpy(o + (a * k + i) * row_bytes, s + (a * n + ids[i]) * row_bytes, static_cast<size_t>(row_bytes));
     }
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index) {
@@ -126,6 +141,7 @@ struct IndexSelect {
 
 struct IndexAdd {
   static constexpr std::string_view name = "index_add";
+  static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
     TALLY_CHECK_TYPE_ERROR(index.dtype() == kInt64 || index.dtype() == kInt32,
                            "index_add_(): Expected dtype int32/int64 for index but got: ", dtype_name(index.dtype()));
@@ -141,26 +157,30 @@ struct IndexAdd {
   }
   static void compute(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
     dim = maybe_wrap_dim(dim, x.dim());
-    Tensor idx = index.to(kInt64).contiguous().reshape({-1});
+    const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
+    const Tensor idx = checked_index(index, n, "index_add_(): index ", dim);
     if (!out.is_same(x)) Tensor(out).copy_(x);
-    const int64_t n = x.dim() == 0 ? 1 : x.size(dim), k = idx.numel();
-    const int64_t* ids = idx.data_ptr<int64_t>();
-    for (int64_t i = 0; i < k; ++i) {
-      TALLY_CHECK_INDEX(ids[i] >= -n && ids[i] < n, "index_add_(): index ", ids[i], " is out of bounds for dimension ", dim,
-                        " with size ", n);
-    }
+    const int64_t k = idx.numel();
     // Row by row in index order, as index_select's gather in reverse (an embedding's backward:
     // thousands of token rows into a small table), each sum rounded once like add_'s; repeated
-    // indices accumulate in order. `out` is contiguous (Note [Forms]).
+    // indices accumulate in order on the CPU, in no fixed order on the GPU (its atomics). `out`
+    // is contiguous (Note [Forms]).
     const Tensor src = source.contiguous();
     const auto [outer, inner] = around(x, dim);
+    if (out.is_cuda()) {
+      const Tensor ids = idx.to(out.device());
+      kernels::cuda::index_add_rows(static_cast<uint8_t>(x.dtype()), out.data_ptr(), ids.data_ptr<int64_t>(), src.data_ptr(),
+                                    outer, n, k, inner);
+      return;
+    }
+    const int64_t* ids = idx.data_ptr<int64_t>();
     dispatch_arith(x.dtype(), name, [&]<class T>() {
       using C = compute_t<T>;
       T* o = static_cast<T*>(out.data_ptr());
       const T* sp = static_cast<const T*>(src.data_ptr());
       for (int64_t a = 0; a < outer; ++a) {
         for (int64_t i = 0; i < k; ++i) {
-          T* dst = o + (a * n + (ids[i] < 0 ? ids[i] + n : ids[i])) * inner;
+          T* dst = o + (a * n + ids[i]) * inner;
           const T* row = sp + (a * k + i) * inner;
           for (int64_t j = 0; j < inner; ++j) dst[j] = cast_to<T>(static_cast<C>(dst[j]) + static_cast<C>(row[j]));
         }

@@ -1,6 +1,7 @@
 // cross_entropy as one op over rows of logits, and its backward as another: each reads a row of
 // C logits once (max, then exp-sum, in cache) and never materialises log_softmax, so a language
-// model's [B·T, V] log-probabilities cost no memory. mse_loss is a composite of existing ops.
+// model's [B·T, V] log-probabilities cost no memory (on the CPU; GpuRows says how the GPU does it).
+// mse_loss is a composite of existing ops.
 //
 // Per row with target t, log-sum-exp L = m + log Σ exp(x_c − m) and smoothing ε:
 //   loss = (1 − ε)·(L − x_t) + ε·(L − mean_c x_c)          (= −Σ_c q_c log p_c, q = (1 − ε)·onehot + ε/C)
@@ -17,7 +18,9 @@
 #include "tally/kernels/cpu/rows.h"
 #include "tally/kernels/cpu/vec_math.h"
 #include "tally/ops/apply.h"
+#include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
+#include "tally/ops/join.h"
 #include "tally/ops/reduce.h"
 
 namespace tally {
@@ -124,18 +127,56 @@ void check_inputs(const char* op, const Tensor& input, const Tensor& target, dou
               label_smoothing);
   TALLY_CHECK(input.device() == target.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
               input.device(), " and ", target.device(), "!");
-  TALLY_CHECK_TYPE(DeviceError, !input.is_cuda(), op, " is not implemented on ", input.device(), " yet");
+}
+
+/// On the GPU both ops are the same maths composed of the GPU's row ops (log_softmax, softmax,
+/// index_select, index_add, masked_fill) in float32 (float64 for float64 logits), like the CPU
+/// rows' float and double sums. The targets are read on the host, to check them as the CPU does
+/// and to find each row's logit: these are the rows.
+struct GpuRows {
+  Tensor x;        ///< the logits [N, C] in the compute dtype
+  Tensor picked;   ///< [N] flat indices i·C + t_i into x (column 0 for an ignored row)
+  Tensor ignored;  ///< [N] bool: target = ignore_index
+  int64_t count;   ///< rows not ignored
+};
+GpuRows gpu_rows(const Tensor& input, const Tensor& target, Rows r, int64_t ignore_index) {
+  const Tensor t = target.to(kCPU).contiguous();
+  const int64_t* pt = t.data_ptr<int64_t>();
+  const int64_t count = counted_rows(pt, r, ignore_index);
+  Tensor picked = empty({r.n}, kInt64), ignored = empty({r.n}, kBool);
+  int64_t* pp = picked.data_ptr<int64_t>();
+  bool* pi = ignored.data_ptr<bool>();
+  for (int64_t i = 0; i < r.n; ++i) {
+    pi[i] = pt[i] == ignore_index;
+    pp[i] = i * r.c + (pi[i] ? 0 : pt[i]);
+  }
+  const Dtype compute = input.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  return {input.reshape({r.n, r.c}).to(compute), picked.to(input.device()), ignored.to(input.device()), count};
 }
 
 /// The loss's backward: ∂loss/∂input for the incoming gradient of the (reduced) loss.
 struct CrossEntropyBackward {
   static constexpr std::string_view name = "cross_entropy_backward";
+  static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& grad, const Tensor& input, const Tensor&, int64_t, double, Reduction) {
     return {DimVector(input.sizes()), input.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& grad, const Tensor& input, const Tensor& target, int64_t ignore_index,
                       double smoothing, Reduction reduction) {
     const Rows r = rows_of(input);
+    if (out.is_cuda()) {
+      const GpuRows g = gpu_rows(input, target, r, ignore_index);
+      Tensor d = g.x.softmax(-1);
+      if (smoothing != 0) d = d - smoothing / static_cast<double>(r.c);
+      const Tensor minus_one = full({r.n}, -(1.0 - smoothing), TensorOptions(d.dtype()).device(d.device()));
+      d = index_add(d.reshape({-1}), 0, g.picked, minus_one).view({r.n, r.c});
+      const Tensor gs = grad.to(d.dtype());
+      const Tensor scale = reduction == Reduction::None ? gs.reshape({r.n, 1})
+                           : reduction == Reduction::Sum ? gs
+                                                         : gs / static_cast<double>(g.count);
+      Tensor(out).copy_((d * scale).masked_fill(g.ignored.reshape({r.n, 1}), 0.0).reshape(out.sizes()));
+      return;
+    }
     const Tensor x = input.contiguous(), t = target.contiguous();
     const Tensor g = grad.to(kFloat64).contiguous();
     const int64_t* pt = t.data_ptr<int64_t>();
@@ -176,6 +217,7 @@ struct CrossEntropyBackward {
 
 struct CrossEntropy {
   static constexpr std::string_view name = "cross_entropy";
+  static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& input, const Tensor& target, int64_t, double smoothing, Reduction reduction) {
     check_inputs("cross_entropy", input, target, smoothing);
     DimVector sizes;
@@ -185,6 +227,18 @@ struct CrossEntropy {
   static void compute(const Tensor& out, const Tensor& input, const Tensor& target, int64_t ignore_index, double smoothing,
                       Reduction reduction) {
     const Rows r = rows_of(input);
+    if (out.is_cuda()) {
+      const GpuRows g = gpu_rows(input, target, r, ignore_index);
+      const Tensor logp = g.x.log_softmax(-1);
+      Tensor loss = -index_select(logp.reshape({-1}), 0, g.picked);
+      if (smoothing != 0) loss = loss * (1.0 - smoothing) - logp.mean({-1}) * smoothing;
+      loss = loss.masked_fill(g.ignored, 0.0);
+      const Tensor result = reduction == Reduction::None ? loss
+                            : reduction == Reduction::Sum ? loss.sum()
+                                                          : loss.sum() / static_cast<double>(g.count);  // 0/0 = NaN, as PyTorch
+      Tensor(out).copy_(result.reshape(out.sizes()));
+      return;
+    }
     const Tensor x = input.contiguous(), t = target.contiguous();
     const int64_t* pt = t.data_ptr<int64_t>();
     const int64_t count = counted_rows(pt, r, ignore_index);

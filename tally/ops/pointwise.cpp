@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tally/kernels/cpu/dispatch.h"
+#include "tally/ops/cuda_launch.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
 #include "tally/ops/reduce.h"
@@ -16,6 +17,7 @@ namespace {
 
 struct AddcmulDef {
   static constexpr std::string_view name = "addcmul";
+  static constexpr auto cuda_op = kernels::cuda::PointwiseOp::Addcmul;
   static constexpr int64_t flops = 3;  // t1·t2, ·v, +self
   template <class C> static C f(C self, C t1, C t2, C v) { return self + v * t1 * t2; }
   static Tensor grad_t1(const Tensor& g, const Tensor&, const Tensor& t2, Scalar v) { return g * t2 * v; }
@@ -23,6 +25,7 @@ struct AddcmulDef {
 };
 struct AddcdivDef {
   static constexpr std::string_view name = "addcdiv";
+  static constexpr auto cuda_op = kernels::cuda::PointwiseOp::Addcdiv;
   static constexpr int64_t flops = 3;  // t1/t2, ·v, +self
   template <class C> static C f(C self, C t1, C t2, C v) { return self + v * (t1 / t2); }
   static void check(Dtype dt) {
@@ -38,6 +41,7 @@ template <class Def>
 struct Pointwise {
   static constexpr std::string_view name = Def::name;
   static constexpr bool elementwise = true;
+  static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
     const Dtype dt = result_type({&self, &t1, &t2});
     check_arith(dt, Def::name);
@@ -48,6 +52,8 @@ struct Pointwise {
   static void compute(const Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
     const Dtype dt = out.dtype();
     Tensor a = self.to(dt), b = t1.to(dt), c = t2.to(dt);
+    if (out.numel() == 0) return;
+    if (out.is_cuda()) return kernels::cuda::pointwise(Def::cuda_op, ops::cuda_launch<4>(out, {&a, &b, &c}), value.to_double());
     cpu_kernels().run<&Pointwise::kernel>(ops::make_loop<4>(out, {&a, &b, &c}), dt, value);
   }
   /// The CPU loop, built once per target (Note [CPU kernel dispatch]).
@@ -77,6 +83,7 @@ struct Pointwise {
 struct Lerp {
   static constexpr std::string_view name = "lerp";
   static constexpr bool elementwise = true;
+  static constexpr bool supports_cuda = true;
   static ops::OutputSpec meta(const Tensor& self, const Tensor& end, Scalar) {
     TALLY_CHECK_TYPE_ERROR(self.dtype() == end.dtype(), "expected dtype ", dtype_name(self.dtype()), " for `end` but got dtype ",
                            dtype_name(end.dtype()));
@@ -86,6 +93,8 @@ struct Lerp {
     return {geometry::broadcast_shapes(self.sizes(), end.sizes()), self.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& self, const Tensor& end, Scalar weight) {
+    if (out.numel() == 0) return;
+    if (out.is_cuda()) return kernels::cuda::lerp(ops::cuda_launch<3>(out, {&self, &end}), weight.to_double());
     cpu_kernels().run<&Lerp::kernel>(ops::make_loop<3>(out, {&self, &end}), out.dtype(), weight);
   }
   static void kernel(const kernels::StridedLoop<3>& loop, Dtype dt, Scalar weight) {

@@ -8,17 +8,13 @@
 #include <cmath>
 
 #include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cuda/kernels.h"
+#include "tally/optim/adam_scalars.h"
 #include "tally/optim/fused.h"
 
 namespace tally::optim {
 
 namespace {
-
-/// One step's scalars, worked out in double by the primary pass.
-struct AdamScalars {
-  double decay, weight_decay, beta1, beta2, bias_correction2_sqrt, eps, neg_step_size;
-  bool l2, decoupled;
-};
 
 /// The per-element update: PyTorch's AdamW p = (1 − lr·wd)·p, Adam g = g + wd·p;
 /// m = β1·m + (1 − β1)·g; v = β2·v + (1 − β2)·g²; AMSGrad v̂ = max(v̂, v);
@@ -63,13 +59,20 @@ ops::Cost adam_update(std::string_view op, const Tensor& param, const Tensor& gr
   const bool l2 = !h.decoupled && h.weight_decay != 0;
   const AdamScalars scalars{1 - h.lr * h.weight_decay, h.weight_decay, h.beta1, h.beta2, std::sqrt(bias_correction2), h.eps,
                             -(h.lr / bias_correction1), l2, h.decoupled};
-  if (h.amsgrad) {
-    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
-                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&adam_kernel<3>>(scalars, a); });
-  } else {
-    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq"},
-                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&adam_kernel<2>>(scalars, a); });
-  }
+  const bool amsgrad = h.amsgrad;
+  const auto run = [&](const detail::FusedArrays& a) {
+    if (param.is_cuda())
+      kernels::cuda::adam_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, a.state[0], a.state[1],
+                                 amsgrad ? a.state[2] : nullptr, scalars);
+    else if (amsgrad)
+      cpu_kernels().run<&adam_kernel<3>>(scalars, a);
+    else
+      cpu_kernels().run<&adam_kernel<2>>(scalars, a);
+  };
+  if (amsgrad)
+    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}, run, /*cuda=*/true);
+  else
+    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq"}, run, /*cuda=*/true);
   // FLOPs per element: AdamW's decay 1 (mul) or Adam's weight decay 2 (mul, add), none when
   // wd = 0; m 3 (mul, mul, add); v 4 (mul, mul, mul, add); AMSGrad 1 (max); denominator 3
   // (sqrt, div, add); the step 3 (mul, div, add). AdamW: 14 per element, 15 with AMSGrad.

@@ -127,8 +127,9 @@ void run_fused(const Make& make, const FusedArrays& a) {
 /// The dtype of an optimizer's state for a parameter of `param` dtype: float32 for bfloat16
 /// (Note [Stochastic rounding]), else the parameter's.
 inline Dtype state_dtype(Dtype param) { return param == kBFloat16 ? kFloat32 : param; }
-/// Raises unless `param` and `grad` can go through the fused update of optimizer `op`.
-void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad);
+/// Raises unless `param` and `grad` can go through the fused update of optimizer `op`; on a GPU
+/// only where the optimizer has a CUDA kernel (`cuda`).
+void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad, bool cuda);
 
 /// Writes `updated` back into `param` when the update ran on a copy.
 void finish_update(const Tensor& param, const Tensor& updated);
@@ -136,11 +137,12 @@ void finish_update(const Tensor& param, const Tensor& updated);
 /// Checks `param` and `grad`, then calls `kernel(arrays)` once over them and the state tensors
 /// `names` of `state` (contiguous, as the optimizer made them), with its rounding key, on a
 /// contiguous copy of the parameter where it is not (Note [Fused update]). `kernel` runs the
-/// optimizer's kernel through its file's cpu_kernels().
+/// optimizer's kernel through its file's cpu_kernels(), or its CUDA kernel for a parameter on a GPU
+/// where it has one (`cuda`).
 template <class Kernel>
 void fused_update(std::string_view op, const Tensor& param, const Tensor& grad, const OptimizerParamState& state,
-                  std::initializer_list<const char*> names, const Kernel& kernel) {
-  check_fusable(op, param, grad);
+                  std::initializer_list<const char*> names, const Kernel& kernel, bool cuda = false) {
+  check_fusable(op, param, grad, cuda);
   if (param.device().is_meta() || param.numel() == 0) return;  // a meta run counts, computes nothing
   const Tensor p = param.contiguous(), g = grad.contiguous();
   FusedArrays arrays{param.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), {}, state.rounding_key};

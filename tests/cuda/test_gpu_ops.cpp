@@ -328,8 +328,7 @@ TEST(CudaOps, MixedDevicesRaisePytorchsError) {
   EXPECT_THROW(matmul(ones({2, 2}), ones({2, 2}, kGpu)), DeviceError);
   EXPECT_NO_THROW(g + ones({}));  // a 0-d CPU tensor joins, as in PyTorch
   EXPECT_EQ((g + ones({})).device(), Device(kGpu));
-  Tensor idx = tensor({0, 1});
-  EXPECT_THROW(index_select(g, 0, idx.to(kGpu)), NotImplementedError);  // no CUDA kernel yet: said, not crashed
+  EXPECT_THROW(index_select(g, 0, tensor({0, 1})), DeviceError);  // only a 0-d CPU tensor may join
 }
 
 TEST(CudaOps, PrintsLikePytorch) {

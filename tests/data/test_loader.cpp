@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "data/data_test_util.h"
+#include "tally/cuda/runtime.h"
 #include "tally/ops/random.h"
 
 namespace tally::data::test {
@@ -199,6 +200,15 @@ TEST(Prefetcher, GivesTheLoadersSequence) {
       EXPECT_EQ(prefetcher.state(), loader.state());
     }
   }
+}
+
+TEST(Prefetcher, AGpuWithoutCudaIsADeviceError) {
+  if (cuda::is_available()) GTEST_SKIP() << "this machine has a GPU (tests/cuda covers the prefetcher there)";
+  TempDir dir;
+  const TokenFile data = arange_file(dir, 50);
+  const LoaderOptions options{.batch_size = 2, .context_length = 4};
+  expect_error<DeviceError>([&] { Prefetcher(TokenLoader(data, options), 2, Device("cuda:0")); },
+                            {"Prefetcher: batches for cuda:0 but CUDA is not available"});
 }
 
 TEST(Prefetcher, StateResumesAfterTheLastBatchTaken) {

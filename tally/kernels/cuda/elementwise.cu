@@ -459,6 +459,31 @@ struct IntPowF {
   __device__ __forceinline__ C operator()(C v) const { return int_pow(v, e); }
 };
 
+/// A number as the compute type C, as Scalar::to<C> converts it (integers through int64).
+template <class C>
+C scalar_as(double v) {
+  if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<int64_t>(v));
+  else return static_cast<C>(v);
+}
+
+template <class C>
+struct AddcmulF {
+  C value;
+  __device__ __forceinline__ C operator()(C self, C t1, C t2) const { return static_cast<C>(self + value * t1 * t2); }
+};
+template <class C>
+struct AddcdivF {
+  C value;
+  __device__ __forceinline__ C operator()(C self, C t1, C t2) const { return self + value * (t1 / t2); }
+};
+template <class C>
+struct LerpF {
+  C w;
+  __device__ __forceinline__ C operator()(C a, C b) const {
+    return abs_(w) < C(0.5) ? a + w * (b - a) : b - (b - a) * (C(1) - w);
+  }
+};
+
 struct WhereF {
   template <class C>
   __device__ __forceinline__ C operator()(uint8_t cond, C a, C b) const { return cond ? a : b; }
@@ -579,6 +604,29 @@ void clamp(const Launch& l, bool has_lo, double lo, bool has_hi, double hi) {
     };
     const C clo = has_lo ? bound(lo) : C(0), chi = has_hi ? bound(hi) : C(0);
     launch<T, T>(l, ClampF<C>{clo, chi, has_lo, has_hi}, "clamp");
+  });
+}
+
+void pointwise(PointwiseOp op, const Launch& l, double value) {
+  expect_dtype(l, 1, 3, l.op[0].dtype, "pointwise");
+  if (op == PointwiseOp::Addcmul) {
+    dispatch<kFloatDtypes | kIntDtypes>(l.op[0].dtype, "addcmul", [&](auto t) {
+      using T = typename decltype(t)::type;
+      launch<T, T, T, T>(l, AddcmulF<compute_t<T>>{scalar_as<compute_t<T>>(value)}, "addcmul");
+    });
+  } else {
+    dispatch<kFloatDtypes>(l.op[0].dtype, "addcdiv", [&](auto t) {
+      using T = typename decltype(t)::type;
+      launch<T, T, T, T>(l, AddcdivF<compute_t<T>>{scalar_as<compute_t<T>>(value)}, "addcdiv");
+    });
+  }
+}
+
+void lerp(const Launch& l, double weight) {
+  expect_dtype(l, 1, 2, l.op[0].dtype, "lerp");
+  dispatch<kFloatDtypes>(l.op[0].dtype, "lerp", [&](auto t) {
+    using T = typename decltype(t)::type;
+    launch<T, T, T>(l, LerpF<compute_t<T>>{static_cast<compute_t<T>>(weight)}, "lerp");
   });
 }
 

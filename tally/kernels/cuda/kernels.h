@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tally/optim/adam_scalars.h"
+
 namespace tally::kernels::cuda {
 
 /// Every failure of the CUDA side (a CUDA or cuBLASLt call, an argument a kernel cannot take)
@@ -52,6 +54,12 @@ void unary(UnaryOp op, const Launch& l);
 /// out = x ** e (e a number), out = clamp(x, lo, hi) with either bound optional.
 void pow_scalar(const Launch& l, double e);
 void clamp(const Launch& l, bool has_lo, double lo, bool has_hi, double hi);
+/// The optimizers' pointwise ops, out = self + value·t1·t2 (addcmul) or self + value·(t1 / t2)
+/// (addcdiv) over operands 1–3 of out's dtype (addcdiv: floating dtypes only).
+enum class PointwiseOp : uint8_t { Addcmul, Addcdiv };
+void pointwise(PointwiseOp op, const Launch& l, double value);
+/// out = a + w·(b − a) for |w| < 0.5, else b − (b − a)·(1 − w) (PyTorch's lerp; floating dtypes).
+void lerp(const Launch& l, double weight);
 /// out = cond ? a : b (operands 1, 2, 3; cond bool).
 void where(const Launch& l);
 /// out = in, converted from in's dtype to out's with the library's rounding (round to nearest even;
@@ -72,6 +80,19 @@ int64_t reduce_rows_scratch_bytes();
 /// or float64).
 void softmax_rows(uint8_t dtype, const void* x, void* y, int64_t rows, int64_t n, bool log);
 
+/// Rows along a dim of a contiguous tensor seen as [outer, n, inner], `index` k device int64s in
+/// [0, n) (checked and wrapped by the caller). index_select: out [outer, k, inner] gathers rows
+/// index[i] of src [outer, n, inner], any dtype (by element size). index_add: out [outer, n,
+/// inner] gets row i of src [outer, k, inner] added at row index[i], atomically (floating dtypes,
+/// int32 and int64).
+void index_select_rows(int element_size, const void* src, void* out, const int64_t* index, int64_t outer, int64_t n,
+                       int64_t k, int64_t inner);
+void index_add_rows(uint8_t dtype, void* out, const int64_t* index, const void* src, int64_t outer, int64_t n, int64_t k,
+                    int64_t inner);
+/// One Adam or AdamW step over n contiguous elements of float32 or float64 (`dtype`): the
+/// parameter p, its gradient g, the moments m and v, and with AMSGrad v_max (else null), in
+/// tally/optim/adam.cpp's order and rounding, so that a GPU step equals the CPU's bit for bit.
+void adam_update(uint8_t dtype, int64_t n, void* p, const void* g, void* m, void* v, void* v_max, const optim::AdamScalars& h);
 /// A row-major matrix operand: element (i, j) of batch b at data + b·batch_stride + i·row_stride
 /// + j·col_stride (in elements). One of row_stride, col_stride must be 1.
 struct Matrix {

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <utility>
+
 #include "tally/tally.h"
 
 #define TALLY_REQUIRE_GPU()                                                                          \
@@ -14,6 +17,19 @@
   } while (0)
 
 namespace tally::testing_gpu {
+
+inline const Device kGpu("cuda:0");
+
+/// Random values of `d` from `seed`: normals times `scale` for floats (with `positive`, their
+/// magnitudes plus 0.1), small non-negative integers for ints, coin flips for bool.
+inline Tensor sample(IntArrayRef sizes, Dtype d, uint64_t seed, bool positive = false, double scale = 3) {
+  Generator g(seed);
+  Tensor t = randn(sizes, kFloat64, &g) * scale;
+  if (positive) t = t.abs() + 0.1;
+  if (d == kBool) return t > 0;
+  if (!is_floating_point(d)) t = (positive ? t : t.abs()).clamp(0, 100);
+  return t.to(d);
+}
 
 /// Whether the GPU result equals the CPU one: exactly for integers and bool, within `rtol` (and
 /// the same `atol`) for floats, NaNs where NaNs are.
@@ -31,6 +47,27 @@ inline ::testing::AssertionResult same_as_cpu(const Tensor& gpu, const Tensor& c
   Tensor diff = (g.to(kFloat64) - cpu.to(kFloat64)).abs();
   const double worst = diff.masked_fill(diff != diff, 0).max().item<double>();
   return ::testing::AssertionFailure() << "max |GPU - CPU| " << worst << "\nGPU " << g << "\nCPU " << cpu;
+}
+
+/// A module built on the CPU in float64 from `seed`, and a copy of it on the GPU with the same
+/// weights.
+template <class M, class Config>
+std::pair<std::unique_ptr<M>, std::unique_ptr<M>> cpu_and_gpu(const Config& config, uint64_t seed) {
+  Generator gen(seed);
+  auto cpu = std::make_unique<M>(config, TensorOptions(kFloat64), &gen);
+  auto gpu = std::make_unique<M>(config, TensorOptions(kFloat64).device(kGpu));
+  gpu->load_state_dict(cpu->state_dict());
+  return {std::move(cpu), std::move(gpu)};
+}
+
+/// Every parameter of `gpu` (or its gradient, with `grads`) against the one of the same name in `cpu`.
+inline void expect_same_parameters(const nn::Module& gpu, const nn::Module& cpu, bool grads, double rtol, double atol) {
+  const auto on_gpu = gpu.named_parameters();
+  for (const auto& [name, p] : cpu.named_parameters().items()) {
+    SCOPED_TRACE(name);
+    const Tensor& g = on_gpu[name];
+    EXPECT_TRUE(same_as_cpu(grads ? g.grad() : g.detach(), grads ? p.grad() : p.detach(), rtol, atol));
+  }
 }
 
 }  // namespace tally::testing_gpu

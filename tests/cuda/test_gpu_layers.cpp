@@ -8,16 +8,12 @@
 #include "gpu_test.h"
 
 using namespace tally;
-using tally::testing_gpu::same_as_cpu;
+using namespace tally::testing_gpu;
 
 namespace {
 
-const Device kGpu("cuda:0");
-
-Tensor sample(IntArrayRef sizes, Dtype d, uint64_t seed) {
-  Generator g(seed);
-  return randn(sizes, kFloat64, &g).to(d);
-}
+/// Standard normals as `d`.
+Tensor unit_normal(IntArrayRef sizes, Dtype d, uint64_t seed) { return sample(sizes, d, seed, false, 1); }
 
 /// Tolerance for a dtype's result on two devices: the same maths in another order.
 double tol(Dtype d) { return d == kFloat64 ? 1e-10 : d == kFloat32 ? 2e-5 : 3e-2; }
@@ -29,7 +25,7 @@ std::vector<Tensor> forward_backward(F f, const std::vector<Tensor>& inputs, con
   std::vector<Tensor> leaves;
   for (const Tensor& t : inputs) leaves.push_back(t.to(device).detach().requires_grad_());
   Tensor out = f(leaves);
-  Tensor weights = sample(out.sizes(), kFloat64, 99).to(out.dtype()).to(device);
+  Tensor weights = unit_normal(out.sizes(), kFloat64, 99).to(out.dtype()).to(device);
   (out * weights).sum().backward();
   std::vector<Tensor> results = {out.detach()};
   for (const Tensor& l : leaves) results.push_back(l.grad());
@@ -59,16 +55,16 @@ TEST(CudaLayers, AddmmWithEveryKindOfSelf) {
   for (Dtype d : kFloats) {
     SCOPED_TRACE(std::string(dtype_name(d)));
     const double t = tol(d);
-    Tensor x = sample({24, 40}, d, 1), w = sample({40, 16}, d, 2);
+    Tensor x = unit_normal({24, 40}, d, 1), w = unit_normal({40, 16}, d, 2);
     for (const std::vector<int64_t>& self_shape : std::vector<std::vector<int64_t>>{{16}, {1, 16}, {24, 16}, {24, 1}}) {
       SCOPED_TRACE("self " + std::to_string(self_shape.size()) + "-d, last " + std::to_string(self_shape.back()));
-      Tensor self = sample(self_shape, d, 3);
+      Tensor self = unit_normal(self_shape, d, 3);
       expect_same_on_both([](const std::vector<Tensor>& v) { return addmm(v[0], v[1], v[2]); }, {self, x, w}, t, t);
       expect_same_on_both([](const std::vector<Tensor>& v) { return addmm(v[0], v[1], v[2], 0.5, -2); }, {self, x, w}, t,
                           t * 4);
     }
     // A Linear layer's bias and a transposed weight, as nn::F::linear passes them.
-    Tensor wt = sample({16, 40}, d, 4), b = sample({16}, d, 5);
+    Tensor wt = unit_normal({16, 40}, d, 4), b = unit_normal({16}, d, 5);
     expect_same_on_both([](const std::vector<Tensor>& v) { return addmm(v[0], v[1], v[2].t()); }, {b, x, wt}, t, t);
   }
 }
@@ -79,12 +75,12 @@ TEST(CudaLayers, NormsForwardAndBackward) {
     for (int64_t n : {1, 7, 768, 5000}) {
       SCOPED_TRACE(std::string(dtype_name(d)) + " n=" + std::to_string(n));
       const double t = 4 * tol(d);
-      Tensor x = sample({3, 5, n}, d, 6), g = sample({n}, d, 7), b = sample({n}, d, 8);
+      Tensor x = unit_normal({3, 5, n}, d, 6), g = unit_normal({n}, d, 7), b = unit_normal({n}, d, 8);
       expect_same_on_both([n](const std::vector<Tensor>& v) { return layer_norm(v[0], {n}, v[1], v[2]); }, {x, g, b}, t, t);
       expect_same_on_both([n](const std::vector<Tensor>& v) { return layer_norm(v[0], {n}); }, {x}, t, t);
       expect_same_on_both([n](const std::vector<Tensor>& v) { return rms_norm(v[0], {n}, v[1]); }, {x, g}, t, t);
       // A strided input: every other row.
-      Tensor rows = sample({6, 5, n}, d, 9);
+      Tensor rows = unit_normal({6, 5, n}, d, 9);
       expect_same_on_both(
           [n](const std::vector<Tensor>& v) { return layer_norm(v[0].slice(0, 0, 6, 2), {n}, v[1], v[2]); },
           {rows, g, b}, t, t);
@@ -100,18 +96,18 @@ TEST(CudaLayers, AttentionForwardAndBackward) {
     for (bool causal : {false, true}) {
       SCOPED_TRACE(std::string(dtype_name(d)) + (causal ? " causal" : " full"));
       // [b, h, T, E] operands, and the same read as heads views of [b, T, h, E].
-      Tensor q = sample({b, h, T, E}, d, 10), k = sample({b, h, T, E}, d, 11), v = sample({b, h, T, E}, d, 12);
+      Tensor q = unit_normal({b, h, T, E}, d, 10), k = unit_normal({b, h, T, E}, d, 11), v = unit_normal({b, h, T, E}, d, 12);
       expect_same_on_both(
           [causal](const std::vector<Tensor>& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); },
           {q, k, v}, t, t);
-      Tensor qh = sample({b, T, h, E}, d, 13), kh = sample({b, T, h, E}, d, 14), vh = sample({b, T, h, E}, d, 15);
+      Tensor qh = unit_normal({b, T, h, E}, d, 13), kh = unit_normal({b, T, h, E}, d, 14), vh = unit_normal({b, T, h, E}, d, 15);
       expect_same_on_both(
           [causal](const std::vector<Tensor>& x) {
             return scaled_dot_product_attention(x[0].transpose(1, 2), x[1].transpose(1, 2), x[2].transpose(1, 2), causal);
           },
           {qh, kh, vh}, t, t);
       // The packed form the GPT uses: qkv [b, T, 3, h, E] → [b, T, h, E].
-      Tensor qkv = sample({b, T, 3, h, E}, d, 16);
+      Tensor qkv = unit_normal({b, T, 3, h, E}, d, 16);
       expect_same_on_both(
           [causal](const std::vector<Tensor>& x) { return scaled_dot_product_attention_packed(x[0], causal); }, {qkv}, t,
           t);
@@ -125,22 +121,14 @@ TEST(CudaLayers, TransformerBlockMatchesTheCpu) {
   config.d_model = 64;
   config.num_heads = 4;
   config.context_length = 32;
-  Generator gen(21);
-  nn::TransformerBlock cpu_block(config, TensorOptions(kFloat64), &gen);
-  nn::TransformerBlock gpu_block(config, TensorOptions(kFloat64).device(kGpu));
-  gpu_block.load_state_dict(cpu_block.state_dict());
-  for (const Tensor& p : gpu_block.parameters()) ASSERT_TRUE(p.is_cuda());
-  Tensor x = sample({2, 32, 64}, kFloat64, 22);
-  Tensor yc = cpu_block.forward(x.detach().requires_grad_());
-  Tensor yg = gpu_block.forward(x.to(kGpu));
+  const auto [cpu_block, gpu_block] = cpu_and_gpu<nn::TransformerBlock>(config, 21);
+  for (const Tensor& p : gpu_block->parameters()) ASSERT_TRUE(p.is_cuda());
+  Tensor x = unit_normal({2, 32, 64}, kFloat64, 22);
+  Tensor yc = cpu_block->forward(x);
+  Tensor yg = gpu_block->forward(x.to(kGpu));
   EXPECT_TRUE(same_as_cpu(yg, yc, 1e-10));
-  Tensor weights = sample({2, 32, 64}, kFloat64, 23);
+  Tensor weights = unit_normal({2, 32, 64}, kFloat64, 23);
   (yc * weights).sum().backward();
   (yg * weights.to(kGpu)).sum().backward();
-  const auto cpu_params = cpu_block.named_parameters();
-  const auto gpu_params = gpu_block.named_parameters();
-  for (const auto& [name, p] : cpu_params.items()) {
-    SCOPED_TRACE(name);
-    EXPECT_TRUE(same_as_cpu(gpu_params[name].grad(), p.grad(), 1e-9, 1e-10));
-  }
+  expect_same_parameters(*gpu_block, *cpu_block, /*grads=*/true, 1e-9, 1e-10);
 }

@@ -9,11 +9,9 @@
 #include "gpu_test.h"
 
 using namespace tally;
-using tally::testing_gpu::same_as_cpu;
+using namespace tally::testing_gpu;
 
 namespace {
-
-const Device kGpu("cuda:0");
 
 const std::vector<Dtype> kArith = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
 const std::vector<Dtype> kFloating = {kFloat32, kFloat64, kFloat16, kBFloat16};
@@ -26,16 +24,6 @@ double tol(Dtype d) {
     case kFloat32: return 2e-6;
     default: return 1e-12;
   }
-}
-
-/// Random values of `d`: normals for floats, small integers for ints, coin flips for bool.
-Tensor sample(IntArrayRef sizes, Dtype d, uint64_t seed, bool positive = false) {
-  Generator g(seed);
-  Tensor t = randn(sizes, kFloat64, &g) * 3;
-  if (positive) t = t.abs() + 0.1;
-  if (d == kBool) return t > 0;
-  if (!is_floating_point(d)) t = (positive ? t : t.abs()).clamp(0, 100);
-  return t.to(d);
 }
 
 /// The inputs each case runs on: contiguous, a transposed view, and a broadcast pair.

@@ -10,19 +10,9 @@
 #include "gpu_test.h"
 
 using namespace tally;
-using tally::testing_gpu::same_as_cpu;
+using namespace tally::testing_gpu;
 
 namespace {
-
-const Device kGpu("cuda:0");
-
-Tensor sample(IntArrayRef sizes, Dtype d, uint64_t seed) {
-  Generator g(seed);
-  Tensor t = randn(sizes, kFloat64, &g) * 3;
-  if (d == kBool) return t > 0;
-  if (!is_floating_point(d)) t = t.abs().clamp(0, 100);
-  return t.to(d);
-}
 
 double tol(Dtype d) { return d == kFloat64 ? 1e-12 : d == kFloat32 ? 2e-6 : d == kBFloat16 ? 1.6e-2 : 2e-3; }
 
@@ -189,12 +179,9 @@ TEST(CudaTrainOps, TransformerLmStepsMatchTheCpu) {
   config.d_model = 32;
   config.num_layers = 2;
   config.num_heads = 4;
-  Generator gen(31);
-  nn::TransformerLM cpu_model(config, TensorOptions(kFloat64), &gen);
-  nn::TransformerLM gpu_model(config, TensorOptions(kFloat64).device(kGpu));
-  gpu_model.load_state_dict(cpu_model.state_dict());
-  optim::AdamW cpu_opt(cpu_model.parameters(), optim::AdamWOptions(1e-2));
-  optim::AdamW gpu_opt(gpu_model.parameters(), optim::AdamWOptions(1e-2));
+  const auto [cpu_model, gpu_model] = cpu_and_gpu<nn::TransformerLM>(config, 31);
+  optim::AdamW cpu_opt(cpu_model->parameters(), optim::AdamWOptions(1e-2));
+  optim::AdamW gpu_opt(gpu_model->parameters(), optim::AdamWOptions(1e-2));
   Generator data(32);
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
@@ -202,17 +189,12 @@ TEST(CudaTrainOps, TransformerLmStepsMatchTheCpu) {
     const Tensor targets = randint(0, config.vocab_size, {2, 16}, TensorOptions(kInt64), &data);
     cpu_opt.zero_grad();
     gpu_opt.zero_grad();
-    Tensor lc = cpu_model.loss(ids, targets), lg = gpu_model.loss(ids.to(kGpu), targets.to(kGpu));
+    Tensor lc = cpu_model->loss(ids, targets), lg = gpu_model->loss(ids.to(kGpu), targets.to(kGpu));
     lc.backward();
     lg.backward();
     EXPECT_TRUE(same_as_cpu(lg.detach(), lc.detach(), 1e-10));
     cpu_opt.step();
     gpu_opt.step();
   }
-  const auto cpu_params = cpu_model.named_parameters();
-  const auto gpu_params = gpu_model.named_parameters();
-  for (const auto& [name, p] : cpu_params.items()) {
-    SCOPED_TRACE(name);
-    EXPECT_TRUE(same_as_cpu(gpu_params[name].detach(), p.detach(), 1e-9, 1e-10));
-  }
+  expect_same_parameters(*gpu_model, *cpu_model, /*grads=*/false, 1e-9, 1e-10);
 }

@@ -5,11 +5,7 @@
 #include "gpu_test.h"
 
 using namespace tally;
-using tally::testing_gpu::same_as_cpu;
-
-namespace {
-const Device kGpu("cuda:0");
-}
+using namespace tally::testing_gpu;
 
 TEST(CudaLecture, TensorsOnGpu) {
   TALLY_REQUIRE_GPU();

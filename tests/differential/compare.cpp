@@ -87,8 +87,9 @@ Tolerance tolerance_for(Dtype dtype, bool accumulates, double max_abs_want) {
   return t;
 }
 
-std::optional<std::string> compare(const Tensor& got, const NpyArray& want, Dtype want_dtype, bool accumulates,
+std::optional<std::string> compare(const Tensor& got_anywhere, const NpyArray& want, Dtype want_dtype, bool accumulates,
                                    bool exact_values) {
+  const Tensor got = got_anywhere.is_cpu() ? got_anywhere : got_anywhere.cpu();  // a GPU result, read on the host
   std::ostringstream os;
   if (got.dtype() != want_dtype) {
     os << "dtype: tally " << dtype_name(got.dtype()) << ", torch " << dtype_name(want_dtype);

@@ -20,7 +20,7 @@ Tensor strided_copy(const Tensor& t) {
   if (t.dim() == 0) return t;
   std::vector<int64_t> wide = t.sizes().vec();
   wide.back() *= 2;
-  Tensor out = zeros(wide, t.dtype()).slice(-1, 0, std::nullopt, 2);
+  Tensor out = zeros(wide, TensorOptions(t.dtype()).device(t.device())).slice(-1, 0, std::nullopt, 2);
   out.copy_(t);
   return out;
 }
@@ -62,7 +62,7 @@ std::optional<std::string> check_gradients(const ReferencedCase& rc, const std::
   if (want.size() != bases.size()) return "reference.py saved " + std::to_string(want.size()) + " gradients for " +
                                           std::to_string(bases.size()) + " inputs";
   if (outs.empty() || !outs[0].requires_grad()) return "tally's output 0 does not require grad";
-  const Tensor upstream = to_tensor(load_npy(dir, rc.id + "_gout0.npy", outs[0].dtype()), outs[0].dtype());
+  const Tensor upstream = to_tensor(load_npy(dir, rc.id + "_gout0.npy", outs[0].dtype()), outs[0].dtype()).to(outs[0].device());
   if (auto why = backward_and_compare(rc, dir, bases, outs[0], upstream, /*retain_graph=*/true)) return *why;
   if (auto why = backward_and_compare(rc, dir, bases, outs[0], strided_copy(upstream), /*retain_graph=*/false))
     return "with a strided upstream gradient: " + *why;

@@ -62,8 +62,8 @@ std::pair<std::unique_ptr<M>, std::unique_ptr<M>> cpu_and_gpu(const Config& conf
 
 /// Every parameter of `gpu` (or its gradient, with `grads`) against the one of the same name in `cpu`.
 inline void expect_same_parameters(const nn::Module& gpu, const nn::Module& cpu, bool grads, double rtol, double atol) {
-  const auto on_gpu = gpu.named_parameters();
-  for (const auto& [name, p] : cpu.named_parameters().items()) {
+  const auto on_gpu = gpu.named_parameters(), on_cpu = cpu.named_parameters();  // kept: the loop reads into them
+  for (const auto& [name, p] : on_cpu.items()) {
     SCOPED_TRACE(name);
     const Tensor& g = on_gpu[name];
     EXPECT_TRUE(same_as_cpu(grads ? g.grad() : g.detach(), grads ? p.grad() : p.detach(), rtol, atol));

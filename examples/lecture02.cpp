@@ -181,6 +181,20 @@ void gradients_flops() {
                  peak / 1e9, roof.bytes_per_sec / 1e9, roof.ridge_point(), counter.table(roof));
     }
   }
+  if (!cuda::is_available()) return;
+  // The same on the GPU: the same formulas give the FLOPs; CUDA events time the ops.
+  const Device gpu("cuda:0");
+  const TensorOptions on_gpu = TensorOptions().device(gpu);
+  Tensor x = ones({B, D}, on_gpu).requires_grad_();
+  Tensor w1 = randn({D, D}, on_gpu).requires_grad_(), w2 = randn({D, K}, on_gpu).requires_grad_();
+  (void)matmul(x.detach(), w1.detach());  // the first product creates cuBLASLt's handle: GPU-idle time the events would see
+  accounting::FlopCounter counter;
+  Tensor loss = matmul(matmul(x, w1), w2).pow(2).mean();
+  loss.backward();
+  const auto fwd = counter.op("matmul", accounting::Phase::Forward), bwd = counter.op("matmul", accounting::Phase::Backward);
+  fmt::print("on {}: matmul forward {} FLOPs in {:.3f} ms, backward {} FLOPs in {:.3f} ms (CUDA events), ratio {:.2f}\n",
+             gpu.str(), fwd.flops, fwd.seconds * 1e3, bwd.flops, bwd.seconds * 1e3,
+             static_cast<double>(bwd.flops) / static_cast<double>(fwd.flops));
 }
 
 void napkin_math() {

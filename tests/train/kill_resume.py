@@ -33,19 +33,21 @@ def reference_run(steps):
     return time.time() - start
 
 
-# Each kill at a random moment lets the run progress up to about 1.5 s (0.8 s on average, less the
-# start), the kills during a save much less: the run must last at least about 0.4 s a kill, or it
-# may end before every kill has landed. On a CPU fast enough to train the given steps in less,
-# lengthen the run to half as long again as that.
+# Every other kill lands at a random moment (the rest wait for a save in progress): the delays
+# are fixed by the seed. The run progresses at most those delays in all between its kills, so one
+# that trains for less could end before every kill has landed (a fast CPU): lengthen it to 1.4
+# times their sum.
+rng = random.Random(1)
+delays = [rng.uniform(0.05, 1.5) for _ in range((kills_wanted + 1) // 2)]
+needed = 1.4 * sum(delays)
 took = reference_run(steps)
-if took < 0.4 * kills_wanted:
-    steps = int(steps * 0.6 * kills_wanted / took)
+if took < needed:
+    steps = int(steps * needed / took) + 1
     reference_run(steps)
 common = options(steps)
 subprocess.run(["rm", "-rf", killed], check=True)
 final = "checkpoints/step-%09d.safetensors" % steps
 
-rng = random.Random(1)
 kills = during_save = 0
 attempts = 0
 while True:
@@ -68,7 +70,7 @@ while True:
                     break
                 time.sleep(0.0005)
         else:
-            time.sleep(rng.uniform(0.05, 1.5))
+            time.sleep(delays[kills // 2])
         if p.poll() is None:
             tmp_before = temporaries(ckpt_dir)
             p.send_signal(signal.SIGKILL)

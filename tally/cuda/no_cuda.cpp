@@ -68,6 +68,7 @@ void index_add_rows(uint8_t, void*, const int64_t*, const void*, int64_t, int64_
 void adam_update(uint8_t, int64_t, void*, const void*, void*, void*, void*, const optim::AdamScalars&) {
   ::tally::cuda::detail_nc::no_cuda();
 }
+void sgd_update(uint8_t, int64_t, void*, const void*, void*, const optim::SgdScalars&) { ::tally::cuda::detail_nc::no_cuda(); }
 void matmul(uint8_t, uint8_t, int64_t, int64_t, int64_t, int64_t, Matrix, Matrix, void*, const float*, const float*, bool) {
   ::tally::cuda::detail_nc::no_cuda();
 }

@@ -7,17 +7,13 @@
 #include <cmath>
 
 #include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cuda/kernels.h"
 #include "tally/optim/fused.h"
+#include "tally/optim/update_scalars.h"
 
 namespace tally::optim {
 
 namespace {
-
-/// One step's scalars, from the options.
-struct SgdScalars {
-  double weight_decay, momentum, dampening, lr;
-  bool decay, nesterov, first;
-};
 
 /// PyTorch: d = g + wd·p; buf = d on the first step, else buf = momentum·buf + (1 − dampening)·d;
 /// d = d + momentum·buf (Nesterov) or buf; p = p − lr·d. Its add(alpha=) is one fused
@@ -61,12 +57,18 @@ ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& st
   const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0, momentum = o.momentum() != 0, first = state.step == 1;
   const SgdScalars scalars{o.weight_decay(), o.momentum(), o.dampening(), o.lr(), decay, o.nesterov(), first};
-  if (momentum) {
-    detail::fused_update("sgd_step", param, grad, state, {"momentum_buffer"},
-                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<1>>(scalars, a); });
-  } else {
-    detail::fused_update("sgd_step", param, grad, state, {}, [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<0>>(scalars, a); });
-  }
+  const auto run = [&](const detail::FusedArrays& a) {
+    if (param.is_cuda())
+      kernels::cuda::sgd_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, momentum ? a.state[0] : nullptr, scalars);
+    else if (momentum)
+      cpu_kernels().run<&sgd_kernel<1>>(scalars, a);
+    else
+      cpu_kernels().run<&sgd_kernel<0>>(scalars, a);
+  };
+  if (momentum)
+    detail::fused_update("sgd_step", param, grad, state, {"momentum_buffer"}, run, /*cuda=*/true);
+  else
+    detail::fused_update("sgd_step", param, grad, state, {}, run, /*cuda=*/true);
   // FLOPs per element: weight decay 2 (mul, add); momentum 3 (mul, mul, add; 0 on the first
   // step, a copy); Nesterov 2 (mul, add); the step 2 (mul, add). Bytes: read p, g (+ buf after
   // the first step); write p (+ buf).

@@ -1,10 +1,14 @@
 // What training a language model on the GPU needs beyond the layers, against the CPU: an
 // embedding's gather and scatter (index_select, index_add), the optimizers' pointwise ops
-// (addcmul, addcdiv, lerp), cross_entropy forward and backward, AdamW's fused update (bit for
-// bit), the prefetcher's pinned, non-blocking batches, and a few steps of a whole TransformerLM.
+// (addcmul, addcdiv, lerp), cross_entropy forward and backward, the Adam, AdamW and SGD updates
+// (bit for bit), the prefetcher's pinned, non-blocking batches, and a few steps of a whole
+// TransformerLM.
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "data/data_test_util.h"
 #include "gpu_test.h"
@@ -127,18 +131,32 @@ TEST(CudaTrainOps, CrossEntropyForwardAndBackward) {
   }
 }
 
-TEST(CudaTrainOps, AdamStepsEqualTheCpuBitForBit) {
+TEST(CudaTrainOps, FusedUpdatesEqualTheCpuBitForBit) {
   TALLY_REQUIRE_GPU();
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(const Tensor&)>;
+  const std::vector<std::pair<std::string, Make>> optimizers = {
+      {"adamw", [](const Tensor& w) { return std::make_unique<optim::AdamW>(std::vector<Tensor>{w}, optim::AdamWOptions(1e-2).weight_decay(0.1)); }},
+      {"adamw amsgrad",
+       [](const Tensor& w) { return std::make_unique<optim::AdamW>(std::vector<Tensor>{w}, optim::AdamWOptions(1e-2).amsgrad(true)); }},
+      {"adam l2", [](const Tensor& w) { return std::make_unique<optim::Adam>(std::vector<Tensor>{w}, optim::AdamOptions(1e-2).weight_decay(0.1)); }},
+      {"sgd", [](const Tensor& w) { return std::make_unique<optim::SGD>(std::vector<Tensor>{w}, optim::SGDOptions(0.1)); }},
+      {"sgd nesterov",
+       [](const Tensor& w) {
+         return std::make_unique<optim::SGD>(std::vector<Tensor>{w}, optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01));
+       }},
+      {"sgd dampening",
+       [](const Tensor& w) { return std::make_unique<optim::SGD>(std::vector<Tensor>{w}, optim::SGDOptions(0.1).momentum(0.9).dampening(0.2)); }},
+  };
   for (Dtype d : {kFloat32, kFloat64}) {
-    for (bool amsgrad : {false, true}) {
-      SCOPED_TRACE(std::string(dtype_name(d)) + (amsgrad ? " amsgrad" : ""));
+    for (const auto& [name, make] : optimizers) {
+      SCOPED_TRACE(std::string(dtype_name(d)) + " " + name);
       auto run = [&](const Device& dev) {
         Tensor w = sample({37, 29}, d, 12).to(dev).detach().requires_grad_();
-        optim::AdamW opt({w}, optim::AdamWOptions(1e-2).weight_decay(0.1).amsgrad(amsgrad));
+        std::unique_ptr<optim::Optimizer> opt = make(w);
         for (int step = 0; step < 5; ++step) {
-          opt.zero_grad();
+          opt->zero_grad();
           (w * sample({37, 29}, d, 13 + static_cast<uint64_t>(step)).to(dev)).square().sum().backward();
-          opt.step();
+          opt->step();
         }
         return w.detach();
       };

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tally/optim/adam_scalars.h"
+#include "tally/optim/update_scalars.h"
 
 namespace tally::kernels::cuda {
 
@@ -93,6 +93,8 @@ void index_add_rows(uint8_t dtype, void* out, const int64_t* index, const void* 
 /// parameter p, its gradient g, the moments m and v, and with AMSGrad v_max (else null), in
 /// tally/optim/adam.cpp's order and rounding, so that a GPU step equals the CPU's bit for bit.
 void adam_update(uint8_t dtype, int64_t n, void* p, const void* g, void* m, void* v, void* v_max, const optim::AdamScalars& h);
+/// One SGD step likewise (tally/optim/sgd.cpp): p, g and, with momentum, its buffer (else null).
+void sgd_update(uint8_t dtype, int64_t n, void* p, const void* g, void* buf, const optim::SgdScalars& h);
 /// A row-major matrix operand: element (i, j) of batch b at data + b·batch_stride + i·row_stride
 /// + j·col_stride (in elements). One of row_stride, col_stride must be 1.
 struct Matrix {

@@ -1,4 +1,4 @@
-// The optimizers' fused updates on the GPU (Note [Fused update] in tally/optim/fused.h): one pass
+// The optimizers' fused updates on the GPU (Adam, AdamW and SGD) (Note [Fused update] in tally/optim/fused.h): one pass
 // that reads the parameter, its gradient and the state once and writes them once. Every product,
 // sum, quotient and root is an explicitly rounded intrinsic (the compiler may not contract them),
 // and the fused multiply-adds are the ones the CPU kernel writes as std::fma, so that a step on
@@ -63,6 +63,30 @@ adam_kernel(int64_t n, T* p, const T* g, T* m, T* v, T* v_max, AdamConsts<T> c) 
   }
 }
 
+/// The step's scalars rounded to T, as the CPU kernel rounds them.
+template <class T>
+struct SgdConsts {
+  T wd, momentum, one_minus_dampening, neg_lr;
+  bool decay, nesterov, first;
+};
+
+template <class T, bool kMomentum>
+__global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t n, T* p, const T* g, T* buf, SgdConsts<T> c) {
+  using R = Rn<T>;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
+    const T pi = p[i];
+    T d = c.decay ? R::fma(pi, c.wd, g[i]) : g[i];
+    if constexpr (kMomentum) {
+      const T b = c.first ? d : R::fma(d, c.one_minus_dampening, R::mul(buf[i], c.momentum));
+      buf[i] = b;
+      d = c.nesterov ? R::fma(b, c.momentum, d) : b;
+    }
+    p[i] = R::fma(d, c.neg_lr, pi);
+  }
+}
+
+int grid_for(int64_t n) { return static_cast<int>(std::min<int64_t>(ceil_div(n, kThreads), int64_t{sm_count()} * 16)); }
+
 }  // namespace
 
 void adam_update(uint8_t dtype, int64_t n, void* p, const void* g, void* m, void* v, void* v_max, const optim::AdamScalars& h) {
@@ -71,13 +95,26 @@ void adam_update(uint8_t dtype, int64_t n, void* p, const void* g, void* m, void
     using T = typename decltype(t)::type;
     const AdamConsts<T> c{T(h.decay), T(h.weight_decay), T(h.beta1), T(h.beta2), T(1 - h.beta1), T(1 - h.beta2),
                           T(h.bias_correction2_sqrt), T(h.eps), T(h.neg_step_size), h.l2, h.decoupled};
-    const int grid = static_cast<int>(std::min<int64_t>(ceil_div(n, kThreads), int64_t{sm_count()} * 16));
+    const int grid = grid_for(n);
     if (v_max)
       adam_kernel<T, true><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(m),
                                                 static_cast<T*>(v), static_cast<T*>(v_max), c);
     else
       adam_kernel<T, false><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(m),
                                                  static_cast<T*>(v), nullptr, c);
+    LAUNCH_CHECK();
+  });
+}
+
+void sgd_update(uint8_t dtype, int64_t n, void* p, const void* g, void* buf, const optim::SgdScalars& h) {
+  if (n <= 0) return;
+  dispatch<bit(kFloat32) | bit(kFloat64)>(dtype, "sgd_update", [&](auto t) {
+    using T = typename decltype(t)::type;
+    const SgdConsts<T> c{T(h.weight_decay), T(h.momentum), T(1.0 - h.dampening), T(-h.lr), h.decay, h.nesterov, h.first};
+    if (buf)
+      sgd_kernel<T, true><<<grid_for(n), kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(buf), c);
+    else
+      sgd_kernel<T, false><<<grid_for(n), kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), nullptr, c);
     LAUNCH_CHECK();
   });
 }

@@ -40,7 +40,7 @@ if [ -f .gpu/prebuilt.tar.xz ]; then
 fi
 
 # The build from source, in the background while the prebuilt binaries run the GPU checks; the
-# whole suite then runs on it (about four minutes for both on 16 cores).
+# whole suite then runs on it.
 if [ "${GPU_CHECK_BUILD:-1}" = 1 ]; then
   ( t0=$SECONDS
     TALLY_NINJA_ARGS="-k 0" bash scripts/gpu_build.sh -DTALLY_BUILD_BENCH=OFF

@@ -59,7 +59,7 @@ void fill(const Launch&, const unsigned char[8]) { ::tally::cuda::detail_nc::no_
 void reduce_rows(ReduceOp, uint8_t, const void*, int64_t, int64_t, uint8_t, void*, void*) { ::tally::cuda::detail_nc::no_cuda(); }
 int64_t reduce_rows_scratch_bytes() { ::tally::cuda::detail_nc::no_cuda(); }
 void softmax_rows(uint8_t, const void*, void*, int64_t, int64_t, bool) { ::tally::cuda::detail_nc::no_cuda(); }
-void index_select_rows(int, const void*, void*, const int64_t*, int64_t, int64_t, int64_t, int64_t) {
+void index_select_rows(uint8_t, const void*, void*, const int64_t*, int64_t, int64_t, int64_t, int64_t) {
   ::tally::cuda::detail_nc::no_cuda();
 }
 void index_add_rows(uint8_t, void*, const int64_t*, const void*, int64_t, int64_t, int64_t, int64_t) {

@@ -115,8 +115,8 @@ struct IndexSelect {
     const int64_t k = idx.numel();
     if (out.is_cuda()) {
       const Tensor ids = idx.to(out.device());
-      kernels::cuda::index_select_rows(static_cast<int>(x.element_size()), src.data_ptr(), out.data_ptr(),
-                                       ids.data_ptr<int64_t>(), outer, n, k, inner);
+      kernels::cuda::index_select_rows(static_cast<uint8_t>(x.dtype()), src.data_ptr(), out.data_ptr(), ids.data_ptr<int64_t>(),
+                                       outer, n, k, inner);
       return;
     }
     const int64_t* ids = idx.data_ptr<int64_t>();

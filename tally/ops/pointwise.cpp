@@ -50,9 +50,9 @@ struct Pointwise {
     return {geometry::broadcast_shapes(geometry::broadcast_shapes(self.sizes(), t1.sizes()), t2.sizes()), dt};
   }
   static void compute(const Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
+    if (out.numel() == 0) return;
     const Dtype dt = out.dtype();
     Tensor a = self.to(dt), b = t1.to(dt), c = t2.to(dt);
-    if (out.numel() == 0) return;
     if (out.is_cuda()) return kernels::cuda::pointwise(Def::cuda_op, ops::cuda_launch<4>(out, {&a, &b, &c}), value.to_double());
     cpu_kernels().run<&Pointwise::kernel>(ops::make_loop<4>(out, {&a, &b, &c}), dt, value);
   }

@@ -23,18 +23,14 @@ template <size_t kStates>
 void adam_kernel(const AdamScalars& h, const detail::FusedArrays& a) {
   detail::run_fused<kStates>(
       [&]<class T>() {
-        const T decay = T(h.decay), wd = T(h.weight_decay), beta1 = T(h.beta1), beta2 = T(h.beta2),
-                one_minus_beta1 = T(1 - h.beta1), one_minus_beta2 = T(1 - h.beta2), bc2_sqrt = T(h.bias_correction2_sqrt),
-                eps = T(h.eps), neg_step_size = T(h.neg_step_size);
-        const bool decoupled = h.decoupled, l2 = h.l2;
-        return [=](T& p, T g, T& m, T& v, auto&... v_max) {
-          if (decoupled) p = p * decay;
-          if (l2) g = std::fma(p, wd, g);
-          m = std::fma(g, one_minus_beta1, m * beta1);
-          v = std::fma(one_minus_beta2 * g, g, v * beta2);
+        return [c = AdamConstants<T>(h)](T& p, T g, T& m, T& v, auto&... v_max) {
+          if (c.decoupled) p = p * c.decay;
+          if (c.l2) g = std::fma(p, c.weight_decay, g);
+          m = std::fma(g, c.one_minus_beta1, m * c.beta1);
+          v = std::fma(c.one_minus_beta2 * g, g, v * c.beta2);
           T v_hat = v;
           ((v_max = std::max(v_max, v), v_hat = v_max), ...);
-          p = p + (neg_step_size * m) / (std::sqrt(v_hat) / bc2_sqrt + eps);
+          p = p + (c.neg_step_size * m) / (std::sqrt(v_hat) / c.bias_correction2_sqrt + c.eps);
         };
       },
       a);
@@ -59,20 +55,17 @@ ops::Cost adam_update(std::string_view op, const Tensor& param, const Tensor& gr
   const bool l2 = !h.decoupled && h.weight_decay != 0;
   const AdamScalars scalars{1 - h.lr * h.weight_decay, h.weight_decay, h.beta1, h.beta2, std::sqrt(bias_correction2), h.eps,
                             -(h.lr / bias_correction1), l2, h.decoupled};
-  const bool amsgrad = h.amsgrad;
-  const auto run = [&](const detail::FusedArrays& a) {
-    if (param.is_cuda())
-      kernels::cuda::adam_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, a.state[0], a.state[1],
-                                 amsgrad ? a.state[2] : nullptr, scalars);
-    else if (amsgrad)
-      cpu_kernels().run<&adam_kernel<3>>(scalars, a);
-    else
-      cpu_kernels().run<&adam_kernel<2>>(scalars, a);
+  const auto on_gpu = [&](const detail::FusedArrays& a) {
+    kernels::cuda::adam_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, a.state[0], a.state[1], h.amsgrad ? a.state[2] : nullptr,
+                               scalars);
   };
-  if (amsgrad)
-    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}, run, /*cuda=*/true);
-  else
-    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq"}, run, /*cuda=*/true);
+  if (h.amsgrad) {
+    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&adam_kernel<3>>(scalars, a); }, on_gpu);
+  } else {
+    detail::fused_update(op, param, grad, state, {"exp_avg", "exp_avg_sq"},
+                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&adam_kernel<2>>(scalars, a); }, on_gpu);
+  }
   // FLOPs per element: AdamW's decay 1 (mul) or Adam's weight decay 2 (mul, add), none when
   // wd = 0; m 3 (mul, mul, add); v 4 (mul, mul, mul, add); AMSGrad 1 (max); denominator 3
   // (sqrt, div, add); the step 3 (mul, div, add). AdamW: 14 per element, 15 with AMSGrad.

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "tally/core/tensor.h"
@@ -128,27 +129,35 @@ void run_fused(const Make& make, const FusedArrays& a) {
 /// (Note [Stochastic rounding]), else the parameter's.
 inline Dtype state_dtype(Dtype param) { return param == kBFloat16 ? kFloat32 : param; }
 /// Raises unless `param` and `grad` can go through the fused update of optimizer `op`; on a GPU
-/// only where the optimizer has a CUDA kernel (`cuda`).
-void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad, bool cuda);
+/// only where the optimizer has a CUDA kernel.
+void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad, bool has_cuda_kernel);
 
 /// Writes `updated` back into `param` when the update ran on a copy.
 void finish_update(const Tensor& param, const Tensor& updated);
 
-/// Checks `param` and `grad`, then calls `kernel(arrays)` once over them and the state tensors
-/// `names` of `state` (contiguous, as the optimizer made them), with its rounding key, on a
-/// contiguous copy of the parameter where it is not (Note [Fused update]). `kernel` runs the
-/// optimizer's kernel through its file's cpu_kernels(), or its CUDA kernel for a parameter on a GPU
-/// where it has one (`cuda`).
-template <class Kernel>
+/// fused_update's CUDA kernel for an optimizer that has none: a parameter on a GPU is refused.
+struct NoCudaKernel {};
+
+/// Checks `param` and `grad`, then runs the optimizer's kernel once over them and the state
+/// tensors `names` of `state` (contiguous, as the optimizer made them), with its rounding key,
+/// on a contiguous copy of the parameter where it is not (Note [Fused update]): `kernel(arrays)`
+/// on the CPU (through its file's cpu_kernels()), `cuda_kernel(arrays)` for a parameter on a GPU.
+template <class Kernel, class CudaKernel = NoCudaKernel>
 void fused_update(std::string_view op, const Tensor& param, const Tensor& grad, const OptimizerParamState& state,
-                  std::initializer_list<const char*> names, const Kernel& kernel, bool cuda = false) {
-  check_fusable(op, param, grad, cuda);
+                  std::initializer_list<const char*> names, const Kernel& kernel, const CudaKernel& cuda_kernel = {}) {
+  constexpr bool has_cuda_kernel = !std::is_same_v<CudaKernel, NoCudaKernel>;
+  check_fusable(op, param, grad, has_cuda_kernel);
   if (param.device().is_meta() || param.numel() == 0) return;  // a meta run counts, computes nothing
   const Tensor p = param.contiguous(), g = grad.contiguous();
   FusedArrays arrays{param.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), {}, state.rounding_key};
   size_t i = 0;
   for (const char* name : names) arrays.state.at(i++) = state.tensors.at(name).data_ptr();
-  kernel(arrays);
+  if constexpr (has_cuda_kernel) {
+    if (param.is_cuda()) cuda_kernel(arrays);
+    else kernel(arrays);
+  } else {
+    kernel(arrays);
+  }
   finish_update(param, p);
 }
 

@@ -230,7 +230,7 @@ namespace detail {
 
 void check_hyper(bool ok, std::string_view what, double value) { TALLY_CHECK(ok, "Invalid ", what, ": ", value); }
 
-void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad, bool cuda) {
+void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad, bool has_cuda_kernel) {
   TALLY_CHECK_TYPE_ERROR(param.dtype() == kFloat32 || param.dtype() == kFloat64 || param.dtype() == kBFloat16, op,
                          ": the fused update takes float32, float64 and bfloat16 parameters, got ", dtype_name(param.dtype()));
   TALLY_CHECK_TYPE_ERROR(grad.dtype() == param.dtype(), op, ": the gradient's dtype ", dtype_name(grad.dtype()),
@@ -240,7 +240,7 @@ void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad,
   TALLY_CHECK_TYPE(DeviceError, grad.device() == param.device(), op, ": the parameter is on ", param.device().str(),
                    " but its gradient on ", grad.device().str());
   if (param.device().is_cuda()) {
-    TALLY_CHECK_TYPE(NotImplementedError, cuda, op, ": no CUDA kernel for this optimizer's fused update yet (Adam, AdamW and SGD have one)");
+    TALLY_CHECK_TYPE(NotImplementedError, has_cuda_kernel, op, ": no CUDA kernel for this optimizer's fused update yet (Adam, AdamW and SGD have one)");
     TALLY_CHECK_TYPE(NotImplementedError, param.dtype() != kBFloat16, op,
                      ": bfloat16 parameters (updated with stochastic rounding) have no CUDA update yet; keep float32 master weights");
   }

@@ -22,12 +22,12 @@ template <size_t kStates>
 void sgd_kernel(const SgdScalars& h, const detail::FusedArrays& a) {
   detail::run_fused<kStates>(
       [&]<class T>() {
-        const T wd = T(h.weight_decay), mom = T(h.momentum), damp = T(1.0 - h.dampening), neg_lr = T(-h.lr);
-        const bool decay = h.decay, nesterov = h.nesterov, first = h.first;
-        return [=](T& p, T g, auto&... buf) {
-          T d = decay ? std::fma(p, wd, g) : g;
-          ((buf = first ? d : std::fma(d, damp, buf * mom), d = nesterov ? std::fma(buf, mom, d) : buf), ...);
-          p = std::fma(d, neg_lr, p);
+        return [c = SgdConstants<T>(h)](T& p, T g, auto&... buf) {
+          T d = c.decay ? std::fma(p, c.weight_decay, g) : g;
+          ((buf = c.first ? d : std::fma(d, c.one_minus_dampening, buf * c.momentum),
+            d = c.nesterov ? std::fma(buf, c.momentum, d) : buf),
+           ...);
+          p = std::fma(d, c.neg_lr, p);
         };
       },
       a);
@@ -57,18 +57,16 @@ ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& st
   const auto& o = options_of(options);
   const bool decay = o.weight_decay() != 0, momentum = o.momentum() != 0, first = state.step == 1;
   const SgdScalars scalars{o.weight_decay(), o.momentum(), o.dampening(), o.lr(), decay, o.nesterov(), first};
-  const auto run = [&](const detail::FusedArrays& a) {
-    if (param.is_cuda())
-      kernels::cuda::sgd_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, momentum ? a.state[0] : nullptr, scalars);
-    else if (momentum)
-      cpu_kernels().run<&sgd_kernel<1>>(scalars, a);
-    else
-      cpu_kernels().run<&sgd_kernel<0>>(scalars, a);
+  const auto on_gpu = [&](const detail::FusedArrays& a) {
+    kernels::cuda::sgd_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, momentum ? a.state[0] : nullptr, scalars);
   };
-  if (momentum)
-    detail::fused_update("sgd_step", param, grad, state, {"momentum_buffer"}, run, /*cuda=*/true);
-  else
-    detail::fused_update("sgd_step", param, grad, state, {}, run, /*cuda=*/true);
+  if (momentum) {
+    detail::fused_update("sgd_step", param, grad, state, {"momentum_buffer"},
+                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<1>>(scalars, a); }, on_gpu);
+  } else {
+    detail::fused_update("sgd_step", param, grad, state, {},
+                         [&](const detail::FusedArrays& a) { cpu_kernels().run<&sgd_kernel<0>>(scalars, a); }, on_gpu);
+  }
   // FLOPs per element: weight decay 2 (mul, add); momentum 3 (mul, mul, add; 0 on the first
   // step, a copy); Nesterov 2 (mul, add); the step 2 (mul, add). Bytes: read p, g (+ buf after
   // the first step); write p (+ buf).

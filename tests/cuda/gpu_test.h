@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "tally/tally.h"
 
@@ -31,6 +33,16 @@ inline Tensor sample(IntArrayRef sizes, Dtype d, uint64_t seed, bool positive = 
   return t.to(d);
 }
 
+/// Tolerance for one op's result in `d` on two devices (the same maths, another rounding order).
+inline double tolerance(Dtype d) {
+  switch (d) {
+    case kFloat16: return 2e-3;
+    case kBFloat16: return 1.6e-2;
+    case kFloat32: return 2e-6;
+    default: return 1e-12;
+  }
+}
+
 /// Whether the GPU result equals the CPU one: exactly for integers and bool, within `rtol` (and
 /// the same `atol`) for floats, NaNs where NaNs are.
 inline ::testing::AssertionResult same_as_cpu(const Tensor& gpu, const Tensor& cpu, double rtol, double atol = -1) {
@@ -47,6 +59,35 @@ inline ::testing::AssertionResult same_as_cpu(const Tensor& gpu, const Tensor& c
   Tensor diff = (g.to(kFloat64) - cpu.to(kFloat64)).abs();
   const double worst = diff.masked_fill(diff != diff, 0).max().item<double>();
   return ::testing::AssertionFailure() << "max |GPU - CPU| " << worst << "\nGPU " << g << "\nCPU " << cpu;
+}
+
+/// Runs `f` on leaves made from `inputs` on `device` and returns its output then each input's
+/// gradient for the loss sum(output · weights), weights fixed standard normals of the output's shape.
+template <class F>
+std::vector<Tensor> forward_backward(F f, const std::vector<Tensor>& inputs, const Device& device) {
+  std::vector<Tensor> leaves;
+  for (const Tensor& t : inputs) leaves.push_back(t.to(device).detach().requires_grad_());
+  Tensor out = f(leaves);
+  Tensor weights = sample(out.sizes(), kFloat64, 99, false, 1).to(out.dtype()).to(device);
+  (out * weights).sum().backward();
+  std::vector<Tensor> results = {out.detach()};
+  for (const Tensor& l : leaves) results.push_back(l.grad());
+  return results;
+}
+
+/// f's output and its inputs' gradients on the GPU against the CPU's.
+template <class F>
+void expect_same_on_both(F f, const std::vector<Tensor>& inputs, double rtol, double atol) {
+  const std::vector<Tensor> cpu = forward_backward(f, inputs, Device(kCPU));
+  const std::vector<Tensor> gpu = forward_backward(f, inputs, kGpu);
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    SCOPED_TRACE(i == 0 ? std::string("output") : "gradient of input " + std::to_string(i - 1));
+    if (!cpu[i].defined()) {
+      EXPECT_FALSE(gpu[i].defined());
+      continue;
+    }
+    EXPECT_TRUE(same_as_cpu(gpu[i], cpu[i], rtol, atol));
+  }
 }
 
 /// A module built on the CPU in float64 from `seed`, and a copy of it on the GPU with the same

@@ -15,36 +15,9 @@ namespace {
 /// Standard normals as `d`.
 Tensor unit_normal(IntArrayRef sizes, Dtype d, uint64_t seed) { return sample(sizes, d, seed, false, 1); }
 
-/// Tolerance for a dtype's result on two devices: the same maths in another order.
-double tol(Dtype d) { return d == kFloat64 ? 1e-10 : d == kFloat32 ? 2e-5 : 3e-2; }
-
-/// Runs `f` on leaves made from `inputs` on `device` and returns its output then each input's
-/// gradient for the loss sum(output · weights), weights a fixed random tensor of the output's shape.
-template <class F>
-std::vector<Tensor> forward_backward(F f, const std::vector<Tensor>& inputs, const Device& device) {
-  std::vector<Tensor> leaves;
-  for (const Tensor& t : inputs) leaves.push_back(t.to(device).detach().requires_grad_());
-  Tensor out = f(leaves);
-  Tensor weights = unit_normal(out.sizes(), kFloat64, 99).to(out.dtype()).to(device);
-  (out * weights).sum().backward();
-  std::vector<Tensor> results = {out.detach()};
-  for (const Tensor& l : leaves) results.push_back(l.grad());
-  return results;
-}
-
-template <class F>
-void expect_same_on_both(F f, const std::vector<Tensor>& inputs, double rtol, double atol) {
-  const std::vector<Tensor> cpu = forward_backward(f, inputs, Device(kCPU));
-  const std::vector<Tensor> gpu = forward_backward(f, inputs, kGpu);
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    SCOPED_TRACE(i == 0 ? std::string("output") : "gradient of input " + std::to_string(i - 1));
-    if (!cpu[i].defined()) {
-      EXPECT_FALSE(gpu[i].defined());
-      continue;
-    }
-    EXPECT_TRUE(same_as_cpu(gpu[i], cpu[i], rtol, atol));
-  }
-}
+/// Tolerance for a layer's result in `d` on two devices: looser than one op's tolerance(), since a
+/// layer composes many ops and long sums.
+double layer_tolerance(Dtype d) { return d == kFloat64 ? 1e-10 : d == kFloat32 ? 2e-5 : 3e-2; }
 
 const std::vector<Dtype> kFloats = {kFloat64, kFloat32, kBFloat16};
 
@@ -54,7 +27,7 @@ TEST(CudaLayers, AddmmWithEveryKindOfSelf) {
   TALLY_REQUIRE_GPU();
   for (Dtype d : kFloats) {
     SCOPED_TRACE(std::string(dtype_name(d)));
-    const double t = tol(d);
+    const double t = layer_tolerance(d);
     Tensor x = unit_normal({24, 40}, d, 1), w = unit_normal({40, 16}, d, 2);
     for (const std::vector<int64_t>& self_shape : std::vector<std::vector<int64_t>>{{16}, {1, 16}, {24, 16}, {24, 1}}) {
       SCOPED_TRACE("self " + std::to_string(self_shape.size()) + "-d, last " + std::to_string(self_shape.back()));
@@ -74,7 +47,7 @@ TEST(CudaLayers, NormsForwardAndBackward) {
   for (Dtype d : kFloats) {
     for (int64_t n : {1, 7, 768, 5000}) {
       SCOPED_TRACE(std::string(dtype_name(d)) + " n=" + std::to_string(n));
-      const double t = 4 * tol(d);
+      const double t = 4 * layer_tolerance(d);
       Tensor x = unit_normal({3, 5, n}, d, 6), g = unit_normal({n}, d, 7), b = unit_normal({n}, d, 8);
       expect_same_on_both([n](const std::vector<Tensor>& v) { return layer_norm(v[0], {n}, v[1], v[2]); }, {x, g, b}, t, t);
       expect_same_on_both([n](const std::vector<Tensor>& v) { return layer_norm(v[0], {n}); }, {x}, t, t);
@@ -92,7 +65,7 @@ TEST(CudaLayers, AttentionForwardAndBackward) {
   TALLY_REQUIRE_GPU();
   const int64_t b = 2, T = 37, h = 3, E = 16;
   for (Dtype d : kFloats) {
-    const double t = 4 * tol(d);
+    const double t = 4 * layer_tolerance(d);
     for (bool causal : {false, true}) {
       SCOPED_TRACE(std::string(dtype_name(d)) + (causal ? " causal" : " full"));
       // [b, h, T, E] operands, and the same read as heads views of [b, T, h, E].

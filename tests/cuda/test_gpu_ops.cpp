@@ -16,16 +16,6 @@ namespace {
 const std::vector<Dtype> kArith = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
 const std::vector<Dtype> kFloating = {kFloat32, kFloat64, kFloat16, kBFloat16};
 
-/// Tolerance for a result computed in `d` on two devices (the same maths, other rounding order).
-double tol(Dtype d) {
-  switch (d) {
-    case kFloat16: return 2e-3;
-    case kBFloat16: return 1.6e-2;
-    case kFloat32: return 2e-6;
-    default: return 1e-12;
-  }
-}
-
 /// The inputs each case runs on: contiguous, a transposed view, and a broadcast pair.
 struct Layout {
   std::string name;
@@ -74,7 +64,7 @@ TEST(CudaOps, BinaryEveryDtypeAndLayout) {
         Tensor a = l.a(d, seed, false), b = l.b(d, seed + 7, c.positive_b);
         ++seed;
         const Tensor cpu = c.fn(a, b);
-        EXPECT_TRUE(same_as_cpu(c.fn(a.to(kGpu), b.to(kGpu)), cpu, tol(cpu.dtype())));
+        EXPECT_TRUE(same_as_cpu(c.fn(a.to(kGpu), b.to(kGpu)), cpu, tolerance(cpu.dtype())));
       }
     }
   }
@@ -129,7 +119,7 @@ TEST(CudaOps, UnaryEveryDtype) {
       SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(d)));
       Tensor x = sample({13, 31}, d, seed++, c.positive).t();  // a transposed view
       const Tensor cpu = c.fn(x);
-      EXPECT_TRUE(same_as_cpu(c.fn(x.to(kGpu)), cpu, 4 * tol(cpu.dtype())));
+      EXPECT_TRUE(same_as_cpu(c.fn(x.to(kGpu)), cpu, 4 * tolerance(cpu.dtype())));
     }
   }
 }
@@ -208,13 +198,13 @@ TEST(CudaOps, ReductionsOverEveryDimChoice) {
       for (bool keep : {false, true}) {
         SCOPED_TRACE(std::string(dtype_name(d)) + " dims " + std::to_string(dims.size()) + (keep ? " keepdim" : ""));
         if (d != kBool) {
-          const double t = is_floating_point(d) ? 50 * tol(d) : 0;
+          const double t = is_floating_point(d) ? 50 * tolerance(d) : 0;
           EXPECT_TRUE(same_as_cpu(gx.sum(dims, keep), x.sum(dims, keep), t));
           EXPECT_TRUE(same_as_cpu(gx.amax(dims, keep), x.amax(dims, keep), 0));
           EXPECT_TRUE(same_as_cpu(gx.amin(dims, keep), x.amin(dims, keep), 0));
         }
         if (is_floating_point(d)) {
-          EXPECT_TRUE(same_as_cpu(gx.mean(dims, keep), x.mean(dims, keep), 50 * tol(d)));
+          EXPECT_TRUE(same_as_cpu(gx.mean(dims, keep), x.mean(dims, keep), 50 * tolerance(d)));
         }
       }
     }
@@ -244,8 +234,8 @@ TEST(CudaOps, SoftmaxAlongEveryDim) {
       Tensor x = sample({3, 4, n}, d, static_cast<uint64_t>(n));
       for (int64_t dim : {-1, 0, 1}) {
         SCOPED_TRACE(std::string(dtype_name(d)) + " n=" + std::to_string(n) + " dim=" + std::to_string(dim));
-        EXPECT_TRUE(same_as_cpu(x.to(kGpu).softmax(dim), x.softmax(dim), 4 * tol(d), 1e-6));
-        EXPECT_TRUE(same_as_cpu(x.to(kGpu).log_softmax(dim), x.log_softmax(dim), 4 * tol(d), 1e-5));
+        EXPECT_TRUE(same_as_cpu(x.to(kGpu).softmax(dim), x.softmax(dim), 4 * tolerance(d), 1e-6));
+        EXPECT_TRUE(same_as_cpu(x.to(kGpu).log_softmax(dim), x.log_softmax(dim), 4 * tolerance(d), 1e-5));
       }
     }
   }
@@ -264,7 +254,7 @@ TEST(CudaOps, MatmulEveryDtypeAndLayout) {
     for (const Shape& s : shapes) {
       Tensor a = sample(s.a, d, 1), b = sample(s.b, d, 2);
       SCOPED_TRACE(std::string(dtype_name(d)) + " " + std::to_string(s.a.size()) + "x" + std::to_string(s.b.size()));
-      const double t = d == kFloat32 ? 1e-5 : 2 * tol(d);
+      const double t = d == kFloat32 ? 1e-5 : 2 * tolerance(d);
       EXPECT_TRUE(same_as_cpu(matmul(a.to(kGpu), b.to(kGpu)), matmul(a, b), t, t * 50));
       if (a.dim() == 2 && b.dim() == 2) {  // transposed operands: column-major on the GPU, no copy
         Tensor at = sample({s.a[1], s.a[0]}, d, 3).t(), bt = sample({s.b[1], s.b[0]}, d, 4).t();

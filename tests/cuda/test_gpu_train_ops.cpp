@@ -16,12 +16,6 @@
 using namespace tally;
 using namespace tally::testing_gpu;
 
-namespace {
-
-double tol(Dtype d) { return d == kFloat64 ? 1e-12 : d == kFloat32 ? 2e-6 : d == kBFloat16 ? 1.6e-2 : 2e-3; }
-
-}  // namespace
-
 TEST(CudaTrainOps, IndexSelectEveryDtypeAndDim) {
   TALLY_REQUIRE_GPU();
   for (Dtype d : {kFloat32, kFloat64, kFloat16, kBFloat16, kFloat8_e4m3fn, kInt32, kInt64, kUInt8, kBool}) {
@@ -60,7 +54,7 @@ TEST(CudaTrainOps, IndexAddAccumulatesRepeatedRows) {
       src_sizes[static_cast<size_t>(dim)] = index.numel();
       Tensor src = sample(src_sizes, d, 4);
       // The GPU adds repeated rows in no fixed order: sums may differ by rounding, not more.
-      EXPECT_TRUE(same_as_cpu(index_add(x.to(kGpu), dim, index.to(kGpu), src.to(kGpu)), index_add(x, dim, index, src), 4 * tol(d)));
+      EXPECT_TRUE(same_as_cpu(index_add(x.to(kGpu), dim, index.to(kGpu), src.to(kGpu)), index_add(x, dim, index, src), 4 * tolerance(d)));
     }
   }
   try {
@@ -70,14 +64,9 @@ TEST(CudaTrainOps, IndexAddAccumulatesRepeatedRows) {
     EXPECT_NE(std::string(e.what()).find("index -4 is out of bounds"), std::string::npos) << e.what();
   }
   // The embedding's backward: gradients of the gathered rows go home to the table.
-  Tensor table = sample({10, 4}, kFloat64, 5);
   const Tensor ids = tensor({3, 3, 7, 0, 3});
-  auto grad_of = [&](const Device& dev) {
-    Tensor w = table.to(dev).detach().requires_grad_();
-    (index_select(w, 0, ids.to(dev)) * sample({5, 4}, kFloat64, 6).to(dev)).sum().backward();
-    return w.grad();
-  };
-  EXPECT_TRUE(same_as_cpu(grad_of(kGpu), grad_of(Device(kCPU)), 1e-12));
+  expect_same_on_both([&](const std::vector<Tensor>& v) { return index_select(v[0], 0, ids.to(v[0].device())); },
+                      {sample({10, 4}, kFloat64, 5)}, 1e-12, 1e-12);
 }
 
 TEST(CudaTrainOps, AddcmulAddcdivLerp) {
@@ -85,7 +74,7 @@ TEST(CudaTrainOps, AddcmulAddcdivLerp) {
   for (Dtype d : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64}) {
     SCOPED_TRACE(std::string(dtype_name(d)));
     Tensor s = sample({5, 7}, d, 7), a = sample({7, 5}, d, 8).t(), b = sample({1, 7}, d, 9);
-    const double t = 4 * tol(d);
+    const double t = 4 * tolerance(d);
     EXPECT_TRUE(same_as_cpu(addcmul(s.to(kGpu), a.to(kGpu), b.to(kGpu), 0.5), addcmul(s, a, b, 0.5), t, t));
     if (!is_floating_point(d)) continue;
     Tensor pos = b.abs() + 0.5;
@@ -109,17 +98,9 @@ TEST(CudaTrainOps, CrossEntropyForwardAndBackward) {
         SCOPED_TRACE(std::string(dtype_name(d)) + " reduction " + std::to_string(static_cast<int>(r)) + " smoothing " +
                      std::to_string(smoothing));
         const CrossEntropyOptions o{-100, r, smoothing};
-        auto run = [&](const Device& dev) {
-          Tensor x = sample({6, 10}, d, 10).to(dev).detach().requires_grad_();
-          Tensor loss = cross_entropy(x, target.to(dev), o);
-          (loss * sample(loss.sizes(), kFloat64, 11).to(d).to(dev)).sum().backward();
-          return std::pair{loss.detach(), x.grad()};
-        };
-        const auto [lc, gc] = run(Device(kCPU));
-        const auto [lg, gg] = run(kGpu);
         const double t = d == kBFloat16 ? 2e-2 : d == kFloat32 ? 1e-5 : 1e-12;
-        EXPECT_TRUE(same_as_cpu(lg, lc, t, t));
-        EXPECT_TRUE(same_as_cpu(gg, gc, t, t));
+        expect_same_on_both([&](const std::vector<Tensor>& v) { return cross_entropy(v[0], target.to(v[0].device()), o); },
+                            {sample({6, 10}, d, 10)}, t, t);
       }
     }
   }

@@ -3,14 +3,10 @@
 
 #include <string>
 
-#include "tally/core/device.h"
-
 namespace tally::difftest {
 
 /// Runs every case of `family`, reports each unexpected mismatch as a GoogleTest failure naming
 /// the case, and prints a one-line summary: on the CPU, then on the GPU where there is one.
 void run_family(const std::string& family);
-/// The same on one device.
-void run_family_on(const std::string& family, const Device& device);
 
 }  // namespace tally::difftest

@@ -113,13 +113,10 @@ std::string TorchReference::run() {
     ss << std::ifstream(log).rdbuf();
     return "torch_reference.py failed: " + cmd + "\n" + ss.str();
   }
-  return {};
-}
-
-int TorchReference::torch_major() const {
   std::string version;
   std::ifstream(dir_ + "/torch_version.txt") >> version;
-  return version.empty() ? 0 : std::atoi(version.c_str());
+  torch_major_ = std::atoi(version.c_str());
+  return {};
 }
 
 bool TorchReference::has(const std::string& name) const { return fs::exists(dir_ + "/" + name + ".bin"); }

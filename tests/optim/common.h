@@ -45,18 +45,17 @@ class TorchReference {
   bool has(const std::string& name) const;
   /// Output `name` as float64 with `sizes`.
   tally::Tensor result(const std::string& name, tally::IntArrayRef sizes) const;
-  /// The major version of the PyTorch that computed the results (after a successful run).
-  int torch_major() const;
   /// The relative tolerance for a float32 optimizer's state after the test's steps: 1e-6 against
   /// PyTorch 1.x, whose single-tensor updates tally follows operation for operation. PyTorch 2
   /// rounds otherwise (the first moment by lerp_, β·m + (1 − β)·g with one rounding less, and
   /// its own vectorised addcdiv), which after 20 steps moves elements that nearly cancel by up to
   /// about 1e-4 of their size (seen with 2.11): 5e-4 there.
-  double state_rtol() const { return torch_major() >= 2 ? 5e-4 : 1e-6; }
+  double state_rtol() const { return torch_major_ >= 2 ? 5e-4 : 1e-6; }
 
  private:
   std::string dir_;
   std::string manifest_;
+  int torch_major_ = 0;  ///< of the PyTorch that computed the results, read by run()
 };
 
 /// Expect every element of `got` within `rtol` of `want`, relative to the element's magnitude

@@ -13,6 +13,7 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -206,6 +207,19 @@ void dispatch(uint8_t dtype, const char* what, Fn&& fn) {
   }
 }
 
+/// Call fn(Tag<R>{}) with R the unsigned integer of the dtype's size, for kernels that move bits
+/// only (where, fill, same-dtype copies, index_select's gather).
+template <class Fn>
+void dispatch_size(uint8_t dtype, const char* what, Fn&& fn) {
+  switch (dtype_size(dtype)) {
+    case 1: return fn(Tag<uint8_t>{});
+    case 2: return fn(Tag<uint16_t>{});
+    case 4: return fn(Tag<uint32_t>{});
+    case 8: return fn(Tag<uint64_t>{});
+    default: unsupported(what, dtype);
+  }
+}
+
 constexpr uint32_t bit(uint8_t id) { return 1u << id; }
 inline constexpr uint32_t kAllDtypes = 0x3FFu;
 inline constexpr uint32_t kFloatDtypes = bit(kFloat32) | bit(kFloat64) | bit(kFloat16) | bit(kBFloat16);
@@ -229,6 +243,13 @@ inline int sm_count() {
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Blocks of `threads` for a grid-stride loop over n items: a thread an item, but no more than
+/// 32 blocks a multiprocessor (several waves, so that blocks finishing early are refilled);
+/// beyond that each thread takes several items.
+inline unsigned grid_stride_blocks(int64_t n, int threads) {
+  return static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, threads), 1, int64_t{sm_count()} * 32));
+}
 
 // ---- math: full-precision device functions for float and double, picked by overload (never
 // the __expf family) ----

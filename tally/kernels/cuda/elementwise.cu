@@ -306,19 +306,6 @@ void launch(const Launch& l, const F& f, const char* what) {
   LAUNCH_CHECK();
 }
 
-/// Call fn(Tag<R>{}) with R the unsigned integer of the dtype's size: where, fill and same-dtype
-/// copies move bits only.
-template <class Fn>
-void dispatch_size(uint8_t dtype, const char* what, Fn&& fn) {
-  switch (dtype_size(dtype)) {
-    case 1: return fn(Tag<uint8_t>{});
-    case 2: return fn(Tag<uint16_t>{});
-    case 4: return fn(Tag<uint32_t>{});
-    case 8: return fn(Tag<uint64_t>{});
-    default: unsupported(what, dtype);
-  }
-}
-
 // ---- math (the float/double overloads are in dtypes.cuh) ----
 
 /// Integer power by squaring (the exponent is never negative: the op layer rejects it).
@@ -459,10 +446,11 @@ struct IntPowF {
   __device__ __forceinline__ C operator()(C v) const { return int_pow(v, e); }
 };
 
-/// A number as the compute type C, as Scalar::to<C> converts it (integers through int64).
+/// A number as the compute type C, as Scalar::to<C> converts it (integers through int64; bool
+/// tests for nonzero).
 template <class C>
 C scalar_as(double v) {
-  if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<int64_t>(v));
+  if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) return static_cast<C>(static_cast<int64_t>(v));
   else return static_cast<C>(v);
 }
 
@@ -598,11 +586,7 @@ void clamp(const Launch& l, bool has_lo, double lo, bool has_hi, double hi) {
     using T = typename decltype(t)::type;
     using C = compute_t<T>;
     // Integer bounds go through int64 as the CPU's Scalar::to does (-1 becomes 255 for uint8).
-    auto bound = [](double v) {
-      if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) return static_cast<C>(static_cast<int64_t>(v));
-      else return static_cast<C>(v);
-    };
-    const C clo = has_lo ? bound(lo) : C(0), chi = has_hi ? bound(hi) : C(0);
+    const C clo = has_lo ? scalar_as<C>(lo) : C(0), chi = has_hi ? scalar_as<C>(hi) : C(0);
     launch<T, T>(l, ClampF<C>{clo, chi, has_lo, has_hi}, "clamp");
   });
 }

@@ -8,8 +8,6 @@
 // between runs, as PyTorch's CUDA index_add_ does. Each add rounds to the element type, as on
 // the CPU.
 
-#include <algorithm>
-
 #include "tally/kernels/cuda/dtypes.cuh"
 #include "tally/kernels/cuda/kernels.h"
 
@@ -20,8 +18,6 @@ namespace {
 using namespace dev;
 
 constexpr int kThreads = 256;
-
-int grid_for(int64_t total) { return static_cast<int>(std::min<int64_t>(ceil_div(total, kThreads), int64_t{sm_count()} * 32)); }
 
 /// Element e of the output (block a, index i, column j) reads row index[i] of block a.
 template <class E>
@@ -53,25 +49,18 @@ scatter_add_kernel(T* out, const int64_t* index, const T* src, int64_t total, in
   }
 }
 
-template <class E>
-void gather(const void* src, void* out, const int64_t* index, int64_t total, int64_t n, int64_t k, int64_t inner) {
-  gather_kernel<E><<<grid_for(total), kThreads>>>(static_cast<const E*>(src), static_cast<E*>(out), index, total, n, k, inner);
-  LAUNCH_CHECK();
-}
-
 }  // namespace
 
-void index_select_rows(int element_size, const void* src, void* out, const int64_t* index, int64_t outer, int64_t n,
-                       int64_t k, int64_t inner) {
+void index_select_rows(uint8_t dtype, const void* src, void* out, const int64_t* index, int64_t outer, int64_t n, int64_t k,
+                       int64_t inner) {
   const int64_t total = outer * k * inner;
   if (total == 0) return;
-  switch (element_size) {
-    case 1: return gather<uint8_t>(src, out, index, total, n, k, inner);
-    case 2: return gather<uint16_t>(src, out, index, total, n, k, inner);
-    case 4: return gather<uint32_t>(src, out, index, total, n, k, inner);
-    case 8: return gather<uint64_t>(src, out, index, total, n, k, inner);
-    default: raise_error("tally CUDA kernel index_select: no element of " + std::to_string(element_size) + " bytes");
-  }
+  dispatch_size(dtype, "index_select", [&](auto t) {
+    using E = typename decltype(t)::type;
+    gather_kernel<E><<<grid_stride_blocks(total, kThreads), kThreads>>>(static_cast<const E*>(src), static_cast<E*>(out), index,
+                                                                         total, n, k, inner);
+    LAUNCH_CHECK();
+  });
 }
 
 void index_add_rows(uint8_t dtype, void* out, const int64_t* index, const void* src, int64_t outer, int64_t n, int64_t k,
@@ -80,8 +69,8 @@ void index_add_rows(uint8_t dtype, void* out, const int64_t* index, const void* 
   if (total == 0) return;
   dispatch<kFloatDtypes | bit(kInt32) | bit(kInt64)>(dtype, "index_add", [&](auto t) {
     using T = typename decltype(t)::type;
-    scatter_add_kernel<T><<<grid_for(total), kThreads>>>(static_cast<T*>(out), index, static_cast<const T*>(src), total, n, k,
-                                                          inner);
+    scatter_add_kernel<T><<<grid_stride_blocks(total, kThreads), kThreads>>>(static_cast<T*>(out), index,
+                                                                              static_cast<const T*>(src), total, n, k, inner);
     LAUNCH_CHECK();
   });
 }

@@ -82,11 +82,10 @@ void softmax_rows(uint8_t dtype, const void* x, void* y, int64_t rows, int64_t n
 
 /// Rows along a dim of a contiguous tensor seen as [outer, n, inner], `index` k device int64s in
 /// [0, n) (checked and wrapped by the caller). index_select: out [outer, k, inner] gathers rows
-/// index[i] of src [outer, n, inner], any dtype (by element size). index_add: out [outer, n,
-/// inner] gets row i of src [outer, k, inner] added at row index[i], atomically (floating dtypes,
-/// int32 and int64).
-void index_select_rows(int element_size, const void* src, void* out, const int64_t* index, int64_t outer, int64_t n,
-                       int64_t k, int64_t inner);
+/// index[i] of src [outer, n, inner], any dtype. index_add: out [outer, n, inner] gets row i of
+/// src [outer, k, inner] added at row index[i], atomically (floating dtypes, int32 and int64).
+void index_select_rows(uint8_t dtype, const void* src, void* out, const int64_t* index, int64_t outer, int64_t n, int64_t k,
+                       int64_t inner);
 void index_add_rows(uint8_t dtype, void* out, const int64_t* index, const void* src, int64_t outer, int64_t n, int64_t k,
                     int64_t inner);
 /// One Adam or AdamW step over n contiguous elements of float32 or float64 (`dtype`): the

@@ -44,6 +44,16 @@ __mmask16 below(int64_t c, int64_t limit) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
 }
 
+/// body(c, lanes) for the vectors of 16 that cover columns c < n: whole ones with a constant
+/// mask, which compiles to unmasked loads and stores, then a masked tail (masked stores cost
+/// AMD's cores several times a plain one).
+template <class Body>
+[[gnu::always_inline]] inline void each_vector(int64_t n, Body body) {
+  int64_t c = 0;
+  for (; c + 16 <= n; c += 16) body(c, static_cast<__mmask16>(0xFFFF));
+  if (c < n) body(c, below(c, n));
+}
+
 __m512 load_bf16(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
@@ -128,67 +138,95 @@ void interleave_rows(const uint16_t* src, int64_t ld, int64_t R, int64_t e, uint
   for (int64_t i = 0; 2 * i < R; ++i) {
     const uint16_t* r0 = src + 2 * i * ld;
     const uint16_t* r1 = 2 * i + 1 < R ? r0 + ld : nullptr;
-    for (int64_t c = 0; c < e; c += 16) {
-      const __mmask16 m = below(c, e);
+    each_vector(e, [&](int64_t c, __mmask16 m) {
       const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0 + c));
       const __m512i hi = r1 ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1 + c)), 16) : _mm512_setzero_si512();
       _mm512_mask_storeu_epi32(dst + (i * ldt + c) * 2, m, _mm512_or_si512(lo, hi));
+    });
+  }
+}
+
+/// Sixteen vectors of sixteen 32-bit words transposed in registers: word j of r[i] becomes word
+/// i of r[j]. Pairs of words interleave, then pairs of pairs (within each 128-bit lane, which
+/// leaves lane L of r[4i + j] holding column 4L + j of rows 4i..4i+3), then the lanes gather.
+void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    // Lanes 0 and 2 (0x88) or 1 and 3 (0xDD) of one vector, then of the other.
+    const __m512i even_lo = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x88), odd_lo = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xDD);
+    const __m512i even_hi = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x88), odd_hi = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xDD);
+    t[j] = _mm512_shuffle_i32x4(even_lo, even_hi, 0x88);       // column j
+    t[8 + j] = _mm512_shuffle_i32x4(even_lo, even_hi, 0xDD);   // column 8 + j
+    t[4 + j] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0x88);     // column 4 + j
+    t[12 + j] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0xDD);    // column 12 + j
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+/// The N rows of `src` (bfloat16 [N, K] with row length ld, K even) transposed into pairs along
+/// K: dst's pair k of column n is elements 2k and 2k + 1 of src's row n, a 32-bit word. As a B
+/// operand that is srcᵀ. Blocks of 16 rows × 16 pairs are transposed in registers (a gather per
+/// pair took half of the forward's time outside the products). Columns from N up to ldb are
+/// left as they are: they only reach lanes of C that are never stored.
+void transpose_pairs(const uint16_t* src, int64_t ld, int64_t N, int64_t K, uint16_t* dst, int64_t ldb) {
+  const int64_t pairs = K / 2;
+  for (int64_t n0 = 0; n0 < N; n0 += 16) {
+    const int64_t rows = smaller(16, N - n0);
+    for (int64_t k0 = 0; k0 < pairs; k0 += 16) {
+      const __mmask16 m = below(k0, pairs);
+      __m512i r[16];
+      for (int64_t i = 0; i < 16; ++i)
+        r[i] = i < rows ? _mm512_maskz_loadu_epi32(m, src + (n0 + i) * ld + 2 * k0) : _mm512_setzero_si512();
+      transpose16(r);
+      const __mmask16 cols = below(n0, N);
+      for (int64_t j = 0; j < 16 && k0 + j < pairs; ++j) _mm512_mask_storeu_epi32(dst + ((k0 + j) * ldb + n0) * 2, cols, r[j]);
     }
   }
 }
 
-/// The N rows of `src` (bfloat16 [N, K] with row length ld, K even) transposed into pairs along
-/// K: dst's pair k of column n is elements 2k and 2k + 1 of src's row n, one 32-bit word gathered
-/// per lane. As a B operand that is srcᵀ. Columns from N up to ldb are left as they are: they
-/// only reach lanes of C that are never stored.
-void transpose_pairs(const uint16_t* src, int64_t ld, int64_t N, int64_t K, uint16_t* dst, int64_t ldb) {
-  // Lane offsets in elements, scaled by 2 bytes: a row length need not be even.
-  const __m512i lanes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(static_cast<int>(ld)));
-  for (int64_t n0 = 0; n0 < N; n0 += 16) {
-    const __mmask16 m = below(n0, N);
-    const uint16_t* rows = src + n0 * ld;
-    for (int64_t k = 0; k < K / 2; ++k) {
-      const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, lanes, rows + 2 * k, 2);
-      _mm512_mask_storeu_epi32(dst + (k * ldb + n0) * 2, m, words);
-    }
-  }
+/// Zeros into p[from, to).
+void zero_halves(uint16_t* p, int64_t from, int64_t to) {
+  if (to > from) std::memset(p + from, 0, static_cast<size_t>(to - from) * sizeof(uint16_t));
 }
 
 /// One row of probabilities: softmax(scale · s[0..visible)) rounded to bfloat16 into p, zeros
 /// from `visible` up to `width`. s is overwritten with the exponentials.
 void probabilities_row(float* s, int64_t visible, int64_t width, float scale, uint16_t* p) {
   __m512 vmax = _mm512_set1_ps(-__builtin_inff());
-  for (int64_t c = 0; c < visible; c += 16) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, below(c, visible), s + c));
+  each_vector(visible, [&](int64_t c, __mmask16 m) { vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, m, s + c)); });
   const __m512 vscale = _mm512_set1_ps(scale), vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax) * scale);
   __m512 vsum = _mm512_setzero_ps();
-  for (int64_t c = 0; c < visible; c += 16) {
-    const __mmask16 m = below(c, visible);
+  each_vector(visible, [&](int64_t c, __mmask16 m) {
     const __m512 ex = exp_nonpositive(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, s + c), vscale, vm));
     _mm512_mask_storeu_ps(s + c, m, ex);
     vsum = _mm512_mask_add_ps(vsum, m, vsum, ex);
-  }
+  });
   const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
-  for (int64_t c = 0; c < width; c += 16) {
-    const __mmask16 m = below(c, visible);
-    store_bf16(p + c, _mm512_maskz_mul_ps(m, _mm512_maskz_loadu_ps(m, s + c), inv), below(c, width));
-  }
+  each_vector(visible, [&](int64_t c, __mmask16 m) { store_bf16(p + c, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + c), inv), m); });
+  zero_halves(p, visible, width);
 }
 
 /// One row of the scores' gradient: ds = scale · p · (dp − Σ p·dp) over c < e, rounded to
 /// bfloat16, zeros from e up to `width`.
 void scores_grad_row(const uint16_t* p, const float* dp, int64_t e, int64_t width, float scale, uint16_t* ds) {
   __m512 vdot = _mm512_setzero_ps();
-  for (int64_t c = 0; c < e; c += 16) {
-    const __mmask16 m = below(c, e);
-    vdot = _mm512_fmadd_ps(load_bf16(p + c, m), _mm512_maskz_loadu_ps(m, dp + c), vdot);
-  }
+  each_vector(e, [&](int64_t c, __mmask16 m) { vdot = _mm512_fmadd_ps(load_bf16(p + c, m), _mm512_maskz_loadu_ps(m, dp + c), vdot); });
   const __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(vdot)), vscale = _mm512_set1_ps(scale);
-  for (int64_t c = 0; c < width; c += 16) {
-    const __mmask16 m = below(c, e);
+  each_vector(e, [&](int64_t c, __mmask16 m) {
     const __m512 g = _mm512_mul_ps(vscale, _mm512_mul_ps(load_bf16(p + c, m), _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + c), dot)));
-    store_bf16(ds + c, _mm512_maskz_mov_ps(m, g), below(c, width));
-  }
+    store_bf16(ds + c, g, m);
+  });
+  zero_halves(ds, e, width);
 }
 
 /// R rows of n bfloat16 (row length ld) copied into contiguous rows of n. The tile reads its A
@@ -203,7 +241,7 @@ const uint16_t* contiguous_rows(const uint16_t* src, int64_t ld, int64_t R, int6
 /// `rows` rows of n float32 (row length ld) rounded into bfloat16 rows (row length ldd).
 void round_rows(const float* src, int64_t ld, int64_t rows, int64_t n, uint16_t* dst, int64_t ldd) {
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < n; c += 16) store_bf16(dst + r * ldd + c, _mm512_maskz_loadu_ps(below(c, n), src + r * ld + c), below(c, n));
+    each_vector(n, [&](int64_t c, __mmask16 m) { store_bf16(dst + r * ldd + c, _mm512_maskz_loadu_ps(m, src + r * ld + c), m); });
 }
 
 /// A thread's scratch, carved in 64-byte pieces out of a buffer the thread keeps between calls

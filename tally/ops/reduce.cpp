@@ -58,6 +58,36 @@ struct SumFold {
     for (int64_t i = 0; i < n; ++i) a += static_cast<Acc>(static_cast<C>(p[i]));
     return a;
   }
+  /// Column sums of `rows` rows of n (row i at x + i·row_stride), added into acc(j, partial)
+  /// for float32, bfloat16 and float16: blocks of kBlockRows rows summed in float lanes (in a
+  /// chunk of columns that stays in L1), each block's sums added into the double accumulators.
+  /// A bias gradient is such a sum; widening every element to double instead took four times as
+  /// long, bfloat16 at a quarter of the cache's bandwidth. The same steps on every target.
+  template <class AddInto>
+  void fold_columns(const T* x, int64_t rows, int64_t row_stride, int64_t n, AddInto acc) const
+    requires(std::is_same_v<T, float> || std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>)
+  {
+    constexpr int64_t kBlockRows = 1024, kChunk = 1024;
+    float partial[kChunk];
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+      const int64_t nj = std::min(kChunk, n - j0), vectors = nj / 16 * 16;
+      for (int64_t i0 = 0; i0 < rows; i0 += kBlockRows) {
+        std::fill(partial, partial + nj, 0.0f);
+        for (int64_t i = i0; i < std::min(rows, i0 + kBlockRows); ++i) {
+          const T* row = x + i * row_stride + j0;
+          for (int64_t j = 0; j < vectors; j += 16) {
+            kernels::Vec16f v;
+            if constexpr (std::is_same_v<T, float>) v = kernels::load(row + j);
+            else if constexpr (std::is_same_v<T, BFloat16>) v = kernels::load_bf16(reinterpret_cast<const uint16_t*>(row) + j);
+            else v = kernels::load_f16(reinterpret_cast<const uint16_t*>(row) + j);
+            kernels::store(partial + j, kernels::add(kernels::load(partial + j), v));
+          }
+          for (int64_t j = vectors; j < nj; ++j) partial[j] += static_cast<float>(row[j]);
+        }
+        for (int64_t j = 0; j < nj; ++j) acc(j0 + j, partial[j]);
+      }
+    }
+  }
 };
 
 template <class T>

@@ -53,9 +53,15 @@ void reduce_columns(const T* x, int64_t inner, int64_t row_stride, int64_t outer
   // Rows [i0, i1) folded into acc[0, j1 - j0) for columns [j0, j1). By value: the loop must not
   // reload anything through a reference after each store.
   auto fold = [x, row_stride, r](int64_t i0, int64_t i1, int64_t j0, int64_t j1, Slot* __restrict acc) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const T* __restrict row = x + i * row_stride + j0;
-      for (int64_t j = 0; j < j1 - j0; ++j) acc[j].acc = r.step(acc[j].acc, static_cast<C>(row[j]), i);
+    if constexpr (requires { r.fold_columns(x, i1 - i0, row_stride, j1 - j0, [](int64_t, float) {}); }) {
+      // The reducer's own blocked fold (a sum's float lanes).
+      r.fold_columns(x + i0 * row_stride + j0, i1 - i0, row_stride, j1 - j0,
+                     [acc](int64_t j, float partial) { acc[j].acc += partial; });
+    } else {
+      for (int64_t i = i0; i < i1; ++i) {
+        const T* __restrict row = x + i * row_stride + j0;
+        for (int64_t j = 0; j < j1 - j0; ++j) acc[j].acc = r.step(acc[j].acc, static_cast<C>(row[j]), i);
+      }
     }
   };
   if (outer <= kRowSplitColumns) {

@@ -43,7 +43,7 @@ namespace {
 using ops::detail::RowLayout;
 
 /// Query rows per block, here and in the bfloat16 kernel: the causal blocks run 5/8 of the full
-/// products at T = 256 (1/2 + 1/(2·blocks) in general).
+/// products at T = 256 (1/2 + 1/(2·blocks) in general), the bfloat16 kernel's strips 51%.
 constexpr int64_t kBlockRows = kernels::kAttentionBlockRows;
 
 /// An attention problem's sizes: B matrices (the batch dims flattened), L queries, S keys, E
@@ -60,8 +60,8 @@ struct QueryBlock {
   int64_t r0, rows, keys;
 };
 
-/// The blocks of both CPU paths (the fused kernel walks the same ones), so the FLOPs the cost
-/// declares are the FLOPs run.
+/// The blocks of both CPU paths (the fused kernel walks the same ones, trimming each to the
+/// strips of its tile: computed_areas).
 std::vector<QueryBlock> query_blocks(const AttentionShape& s, bool causal) {
   if (!causal) return {{0, s.L, s.S}};
   std::vector<QueryBlock> blocks;
@@ -70,13 +70,6 @@ std::vector<QueryBlock> query_blocks(const AttentionShape& s, bool causal) {
     blocks.push_back({r0, rows, kernels::attention_block_keys(s.S, r0, rows, causal)});
   }
   return blocks;
-}
-
-/// Score entries the blocks compute, over all B matrices.
-int64_t computed_scores(const AttentionShape& s, bool causal) {
-  int64_t area = 0;
-  for (const QueryBlock& b : query_blocks(s, causal)) area += b.rows * b.keys;
-  return s.B * area;
 }
 
 /// Whether the AVX512_BF16 kernel runs here: a CPU with the instructions and the avx512 kernel
@@ -93,6 +86,20 @@ std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShap
   const kernels::AttentionProblem p{s.B, s.L, s.S, s.E, s.Ev, causal, static_cast<float>(scale)};
   if (dt != kBFloat16 || !bf16_kernel_available() || !kernels::attention_bf16_fits(p)) return std::nullopt;
   return p;
+}
+
+/// Score entries the products compute, over all B matrices, so that the FLOPs the cost declares
+/// are the FLOPs run: `scores` for q kᵀ, P v, dP and dq, `key_strips` for dk and dv. The blocked
+/// products cover whole blocks in all six; the fused kernel, where it runs, only the strips of
+/// its tile that the mask leaves anything in (kernels::attention_bf16_areas).
+kernels::AttentionAreas computed_areas(const Tensor& q, const AttentionShape& s, bool causal, double scale) {
+  if (!q.is_cuda() && bf16_kernel_problem(s, q.dtype(), causal, scale)) {
+    const kernels::AttentionAreas per_matrix = kernels::attention_bf16_areas(s.L, s.S, causal);
+    return {s.B * per_matrix.scores, s.B * per_matrix.key_strips};
+  }
+  int64_t area = 0;
+  for (const QueryBlock& b : query_blocks(s, causal)) area += b.rows * b.keys;
+  return {s.B * area, s.B * area};
 }
 
 /// The probabilities as the composed ops make them: the GPU's path, and sizes with nothing to block.
@@ -333,8 +340,9 @@ void backward_into(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
 ops::Cost backward_cost(const Tensor& out, const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                         double scale) {
   const AttentionShape s(q, k, v);
-  const int64_t area = computed_scores(s, causal);
-  const int64_t flops = 2 * area * (3 * s.E + 2 * s.Ev) + ops::detail::softmax_flops_per_element(scale) * area +
+  const auto [area, key_area] = computed_areas(q, s, causal, scale);
+  // q kᵀ again, dP = dout vᵀ and dq = dS k over the scores; dk = dSᵀ q and dv = Pᵀ dout over the key strips.
+  const int64_t flops = 2 * area * (2 * s.E + s.Ev) + 2 * key_area * (s.E + s.Ev) + ops::detail::softmax_flops_per_element(scale) * area +
                         ops::detail::softmax_backward_flops_per_element(scale) * area;
   return {flops, grad.nbytes() + q.nbytes() + k.nbytes() + v.nbytes(), out.nbytes()};
 }
@@ -386,7 +394,7 @@ struct Attention {
   // The two products over the scores the blocks compute, and softmax on each of them.
   static ops::Cost cost(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
     const AttentionShape s(q, k, v);
-    const int64_t area = computed_scores(s, causal);
+    const int64_t area = computed_areas(q, s, causal, scale).scores;
     return {2 * area * (s.E + s.Ev) + ops::detail::softmax_flops_per_element(scale) * area, q.nbytes() + k.nbytes() + v.nbytes(),
             out.nbytes()};
   }

@@ -12,6 +12,10 @@
 //   backward: S and P again, dP = dout vᵀ, dS = scale·P·(dP − Σ P·dP) rounded to bfloat16,
 //             dq = dS k, and dk += dSᵀ q, dv += Pᵀ dout in float32 (dSᵀ and Pᵀ are P and dS
 //             with rows interleaved in pairs, the layout the pair product reads them in).
+// Under a causal mask each strip of 6 query rows (one tile high) meets only the keys its last
+// row sees, and in dk's and dv's products each strip of 6 keys only the rows that see it
+// (attention_bf16_areas counts what that leaves, for the op's FLOPs): at T = 256 the products
+// cover 51% of the T×T scores where whole blocks of 64 rows covered 62.5%.
 // Matrices are spread over the threads; each thread's scratch (packed operands, one block's
 // scores) is a few hundred KiB for a GPT head and stays in its L2.
 
@@ -115,15 +119,27 @@ template <int MR>
 constexpr TileFn kRowTiles[4] = {&tile<MR, 1>, &tile<MR, 2>, &tile<MR, 3>, &tile<MR, 4>};
 constexpr const TileFn* kTiles[6] = {kRowTiles<1>, kRowTiles<2>, kRowTiles<3>, kRowTiles<4>, kRowTiles<5>, kRowTiles<6>};
 
+/// What a strip of C's rows [m0, m0 + mr) needs: its columns below n, over the inner pairs
+/// [k0, k1). Under a causal mask a strip of query rows needs fewer keys than its block (as
+/// columns or as inner pairs), and a strip of keys fewer query rows; the rest is masked out.
+struct StripExtent {
+  int64_t n, k0, k1;
+};
+
 /// C[M × N] (+)= A[M × 2·pairs] · B, B packed in pairs with row length ldb (interleave_rows,
-/// transpose_pairs).
-void gemm(int64_t M, int64_t N, int64_t pairs, PairRows a, const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+/// transpose_pairs), each strip of kAttentionStripRows rows over its extent(m0, mr) alone: the
+/// columns it leaves out of C are not written.
+template <class Extent>
+void gemm(int64_t M, int64_t N, PairRows a, const uint16_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate, Extent extent) {
+  static_assert(kAttentionStripRows == 6, "the tiles are 6 rows high");
   for (int64_t n0 = 0; n0 < N; n0 += 64) {
-    const int64_t cols = N - n0, nv = smaller(4, (cols + 15) / 16);
     for (int64_t m0 = 0; m0 < M; m0 += 6) {
       const int64_t mr = smaller(6, M - m0);
-      const PairRows rows{a.data + m0 * a.row, a.row, a.pair};
-      kTiles[mr - 1][nv - 1](pairs, rows, b + n0 * 2, ldb, c + m0 * ldc + n0, ldc, cols, accumulate);
+      const StripExtent x = extent(m0, mr);
+      if (n0 >= x.n) continue;
+      const int64_t cols = x.n - n0, nv = smaller(4, (cols + 15) / 16);
+      const PairRows rows{a.data + m0 * a.row + x.k0 * a.pair, a.row, a.pair};
+      kTiles[mr - 1][nv - 1](x.k1 - x.k0, rows, b + (x.k0 * ldb + n0) * 2, ldb, c + m0 * ldc + n0, ldc, cols, accumulate);
     }
   }
 }
@@ -216,8 +232,8 @@ void probabilities_row(float* s, int64_t visible, int64_t width, float scale, ui
   zero_halves(p, visible, width);
 }
 
-/// One row of the scores' gradient: ds = scale · p · (dp − Σ p·dp) over c < e, rounded to
-/// bfloat16, zeros from e up to `width`.
+/// One row of the scores' gradient: ds = scale · p · (dp − Σ p·dp) over the c < e the row sees
+/// (dp beyond them is not computed), rounded to bfloat16, zeros from e up to `width`.
 void scores_grad_row(const uint16_t* p, const float* dp, int64_t e, int64_t width, float scale, uint16_t* ds) {
   __m512 vdot = _mm512_setzero_ps();
   each_vector(e, [&](int64_t c, __mmask16 m) { vdot = _mm512_fmadd_ps(load_bf16(p + c, m), _mm512_maskz_loadu_ps(m, dp + c), vdot); });
@@ -283,11 +299,32 @@ struct Dims {
 /// The keys row r of the block at r0 sees, of its block's e.
 int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
 
+/// The strips of the block of R query rows from r0, as gemm extents under the problem's mask.
+struct BlockStrips {
+  const AttentionProblem& p;
+  int64_t r0, R;
+  /// The keys strip [m0, m0 + mr) of the query rows meets.
+  int64_t keys(int64_t m0, int64_t mr) const { return attention_block_keys(p.S, r0 + m0, mr, p.causal); }
+  /// Query strips with their keys as C's columns (q kᵀ, dP), over all `pairs`.
+  auto keys_as_columns(int64_t pairs) const {
+    return [this, pairs](int64_t m0, int64_t mr) { return StripExtent{keys(m0, mr), 0, pairs}; };
+  }
+  /// Query strips with their keys as the inner pairs (P v, dS k), over N columns.
+  auto keys_as_pairs(int64_t N) const {
+    return [this, N](int64_t m0, int64_t mr) { return StripExtent{N, 0, (keys(m0, mr) + 1) / 2}; };
+  }
+  /// Key strips (dSᵀ q, Pᵀ dout) over the pairs of the block's rows that see them, N columns.
+  auto rows_seeing(int64_t N) const {
+    return [this, N](int64_t m0, int64_t) { return StripExtent{N, attention_first_row_seeing(m0, r0, p.causal) / 2, (R + 1) / 2}; };
+  }
+};
+
 /// Scores and probabilities of one block: S = q_blk kᵀ, P rounded to bfloat16 [R × S2].
-void block_probabilities(const AttentionProblem& p, const Dims& d, const uint16_t* q_blk, int64_t ldq, const uint16_t* kt, int64_t r0,
-                         int64_t R, int64_t e, float* s, uint16_t* probs) {
-  gemm(R, e, p.E / 2, rows_of(q_blk, ldq), kt, d.S16, s, d.S16, false);
-  for (int64_t r = 0; r < R; ++r) probabilities_row(s + r * d.S16, visible_of(p, r0, r, e), round_up(e, 2), p.scale, probs + r * d.S2);
+void block_probabilities(const AttentionProblem& p, const Dims& d, const uint16_t* q_blk, int64_t ldq, const uint16_t* kt,
+                         const BlockStrips& strips, int64_t e, float* s, uint16_t* probs) {
+  gemm(strips.R, e, rows_of(q_blk, ldq), kt, d.S16, s, d.S16, false, strips.keys_as_columns(p.E / 2));
+  for (int64_t r = 0; r < strips.R; ++r)
+    probabilities_row(s + r * d.S16, visible_of(p, strips.r0, r, e), round_up(e, 2), p.scale, probs + r * d.S2);
 }
 
 /// body(scratch, b) for every matrix b < B, spread over the threads, each call with a fresh carve
@@ -341,8 +378,9 @@ void attention_bf16_forward(const AttentionProblem& p, const Matrices& q, const 
     interleave_rows(vb, v.row, p.S, p.Ev, vp, d.Ev16);
     for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
       const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal);
-      block_probabilities(p, d, contiguous_rows(qb + r0 * q.row, q.row, R, p.E, q_rows), p.E, kt, r0, R, e, s, probs);
-      gemm(R, p.Ev, round_up(e, 2) / 2, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false);
+      const BlockStrips strips{p, r0, R};
+      block_probabilities(p, d, contiguous_rows(qb + r0 * q.row, q.row, R, p.E, q_rows), p.E, kt, strips, e, s, probs);
+      gemm(R, p.Ev, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false, strips.keys_as_pairs(p.Ev));
       round_rows(o, d.Ev16, R, p.Ev, out(b) + r0 * out.row, out.row);
     }
   });
@@ -377,18 +415,19 @@ void attention_bf16_backward(const AttentionProblem& p, const Matrices& q, const
       const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal), e2 = round_up(e, 2);
       const uint16_t *q_blk = contiguous_rows(qb + r0 * q.row, q.row, R, p.E, q_rows),
                      *g_blk = contiguous_rows(gb + r0 * dout.row, dout.row, R, p.Ev, dout_rows);
-      block_probabilities(p, d, q_blk, p.E, kt, r0, R, e, s, probs);
-      gemm(R, e, p.Ev / 2, rows_of(g_blk, p.Ev), vt, d.S16, s, d.S16, false);  // dP
-      for (int64_t r = 0; r < R; ++r) scores_grad_row(probs + r * d.S2, s + r * d.S16, e, e2, p.scale, ds + r * d.S2);
-      gemm(R, p.E, e2 / 2, rows_of(ds, d.S2), kp, d.E16, dq_blk, d.E16, false);
+      const BlockStrips strips{p, r0, R};
+      block_probabilities(p, d, q_blk, p.E, kt, strips, e, s, probs);
+      gemm(R, e, rows_of(g_blk, p.Ev), vt, d.S16, s, d.S16, false, strips.keys_as_columns(p.Ev / 2));  // dP
+      for (int64_t r = 0; r < R; ++r)
+        scores_grad_row(probs + r * d.S2, s + r * d.S16, visible_of(p, r0, r, e), e2, p.scale, ds + r * d.S2);
+      gemm(R, p.E, rows_of(ds, d.S2), kp, d.E16, dq_blk, d.E16, false, strips.keys_as_pairs(p.E));
       round_rows(dq_blk, d.E16, R, p.E, dq(b) + r0 * dq.row, dq.row);
       interleave_rows(probs, d.S2, R, e, probs_t, d.S16);
       interleave_rows(ds, d.S2, R, e, ds_t, d.S16);
       interleave_rows(q_blk, p.E, R, p.E, q_pairs, d.E16);
       interleave_rows(g_blk, p.Ev, R, p.Ev, dout_pairs, d.Ev16);
-      const int64_t row_pairs = (R + 1) / 2;
-      gemm(e, p.E, row_pairs, {ds_t, 2, 2 * d.S16}, q_pairs, d.E16, dk_acc, d.E16, true);
-      gemm(e, p.Ev, row_pairs, {probs_t, 2, 2 * d.S16}, dout_pairs, d.Ev16, dv_acc, d.Ev16, true);
+      gemm(e, p.E, {ds_t, 2, 2 * d.S16}, q_pairs, d.E16, dk_acc, d.E16, true, strips.rows_seeing(p.E));
+      gemm(e, p.Ev, {probs_t, 2, 2 * d.S16}, dout_pairs, d.Ev16, dv_acc, d.Ev16, true, strips.rows_seeing(p.Ev));
     }
     round_rows(dk_acc, d.E16, p.S, p.E, dk(b), dk.row);
     round_rows(dv_acc, d.Ev16, p.S, p.Ev, dv(b), dv.row);

@@ -20,6 +20,40 @@ inline constexpr int64_t kAttentionBlockRows = 64;
   return causal && r0 + rows < S ? r0 + rows : S;
 }
 
+/// Query rows per strip: the height of this kernel's product tile. Under a causal mask each strip
+/// of a block meets only the keys its own last row sees (attention_block_keys of the strip), and
+/// in dk's and dv's products each strip of as many keys meets only the block's query rows at or
+/// below its first key: what the mask hides is not computed.
+inline constexpr int64_t kAttentionStripRows = 6;
+
+/// The query rows of block [r0, r0 + R) that see key j under a causal mask, from the first.
+[[gnu::always_inline]] inline constexpr int64_t attention_first_row_seeing(int64_t j, int64_t r0, bool causal) {
+  return causal && j > r0 ? j - r0 : 0;
+}
+
+/// What this kernel computes per matrix of L query rows and S keys, in score entries: `scores`
+/// for q kᵀ, P v, dP = dout vᵀ and dq = dS k (each query strip times the keys it meets), and
+/// `key_strips` for dk = dSᵀ q and dv = Pᵀ dout (each key strip times the query rows that see
+/// it). The op's FLOPs are made of these (ops/attention.cpp): without a mask both are L·S.
+struct AttentionAreas {
+  int64_t scores = 0, key_strips = 0;
+};
+[[gnu::always_inline]] inline constexpr AttentionAreas attention_bf16_areas(int64_t L, int64_t S, bool causal) {
+  AttentionAreas a;
+  for (int64_t r0 = 0; r0 < L; r0 += kAttentionBlockRows) {
+    const int64_t R = L - r0 < kAttentionBlockRows ? L - r0 : kAttentionBlockRows, e = attention_block_keys(S, r0, R, causal);
+    for (int64_t m0 = 0; m0 < R; m0 += kAttentionStripRows) {
+      const int64_t rows = R - m0 < kAttentionStripRows ? R - m0 : kAttentionStripRows;
+      a.scores += rows * attention_block_keys(S, r0 + m0, rows, causal);
+    }
+    for (int64_t j0 = 0; j0 < e; j0 += kAttentionStripRows) {
+      const int64_t keys = e - j0 < kAttentionStripRows ? e - j0 : kAttentionStripRows;
+      a.key_strips += keys * (R - attention_first_row_seeing(j0, r0, causal));
+    }
+  }
+  return a;
+}
+
 /// B matrices of q [L, E], k [S, E] and v [S, Ev] (each operand's layout is its Matrices).
 struct AttentionProblem {
   int64_t B, L, S, E, Ev;

@@ -1,5 +1,6 @@
 // layer_norm and rms_norm as one op each over rows of the normalized size n, with their
-// backward as two more ops (the input's gradient; the weight's). Each kernel reads a row once
+// backward as one more (the input's, weight's and bias's gradients, those asked for, in one
+// pass over g and x, as PyTorch's native_layer_norm_backward). Each kernel reads a row once
 // from memory and does its passes (mean, squared deviations, output) while the row sits in
 // cache, where the same maths composed of elementwise ops makes about ten passes forward and
 // twenty backward. Nothing but the input is kept for backward: mean and 1/σ are recomputed per
@@ -99,8 +100,9 @@ struct Composed {
 
 template <bool kRms>
 struct NormBackward;
-template <bool kRms>
-struct NormWeightGrad;
+
+/// The gradients a norm's backward computes, as bits of its `parts` argument.
+constexpr int64_t kGradInput = 1, kGradWeight = 2, kGradBias = 4;
 
 /// layer_norm (kRms false) or rms_norm (true) over the trailing dims `shape` of x.
 template <bool kRms>
@@ -180,127 +182,126 @@ struct Norm {
     const auto dims = static_cast<int64_t>(shape.size());
     const Tensor g = c.grad.to(x.dtype());
     TensorList grads(3);
-    if (c.needs_grad(0)) grads[0] = ops::apply<NormBackward<kRms>>(g, x, weight, dims, eps);
-    if (c.needs_grad(1)) grads[1] = ops::apply<NormWeightGrad<kRms>>(g, x, dims, eps);
-    if (c.needs_grad(2)) {
-      const DimVector lead = leading_dims(x, dims);
-      grads[2] = lead.empty() ? g : sum(g, lead);
+    const int64_t parts = (c.needs_grad(0) ? kGradInput : 0) | (c.needs_grad(1) ? kGradWeight : 0);
+    if (parts == 0) {  // the bias's alone: x was not kept
+      if (c.needs_grad(2)) grads[2] = sum(g, leading_dims(x, dims));
+      return grads;
+    }
+    const Tensor all = ops::apply<NormBackward<kRms>>(g, x, weight, dims, eps, parts | (c.needs_grad(2) ? kGradBias : 0));
+    int64_t offset = 0;
+    for (const int64_t part : {kGradInput, kGradWeight, kGradBias}) {
+      if (!(parts & part) && !(part == kGradBias && c.needs_grad(2))) continue;
+      const IntArrayRef sizes = part == kGradInput ? x.sizes() : trailing(x, dims);
+      const int64_t numel = part == kGradInput ? x.numel() : rows_of(x, dims, eps).n;
+      grads[static_cast<size_t>(part == kGradInput ? 0 : part == kGradWeight ? 1 : 2)] = all.slice(0, offset, offset + numel).view(sizes);
+      offset += numel;
     }
     return grads;
   }
 };
 
-/// ∂x of a norm, for the incoming gradient g.
+/// A norm's gradients for the incoming gradient g, those in `parts` (kGrad* bits), one after
+/// another in one 1-D output: ∂x (x's sizes), ∂w and ∂b (the normalized shape each). One pass
+/// reads each row of g and x once for all three; ∂w and ∂b sum over the rows into a row of
+/// partial sums per piece of rows, added in piece order at the end, so the result does not
+/// depend on which thread ran which rows.
 template <bool kRms>
 struct NormBackward {
   static constexpr std::string_view name = kRms ? "rms_norm_backward" : "layer_norm_backward";
   static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& g, const Tensor& x, const Tensor&, int64_t, std::optional<double>) {
+  static ops::OutputSpec meta(const Tensor& g, const Tensor& x, const Tensor&, int64_t dims, std::optional<double> eps, int64_t parts) {
     TALLY_CHECK(g.sizes() == x.sizes() && g.dtype() == x.dtype(), name, ": gradient ", g.sizes(), " ", dtype_name(g.dtype()),
                 " for an input ", x.sizes(), " ", dtype_name(x.dtype()));
-    return {DimVector(x.sizes()), x.dtype()};
+    const int64_t n = rows_of(x, dims, eps).n;
+    return {{(parts & kGradInput ? x.numel() : 0) + (parts & kGradWeight ? n : 0) + (parts & kGradBias ? n : 0)}, x.dtype()};
   }
-  static void compute(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t dims, std::optional<double> eps) {
+  static void compute(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t dims, std::optional<double> eps,
+                      int64_t parts) {
     const NormRows r = rows_of(x, dims, eps);
+    const int64_t dx_numel = parts & kGradInput ? x.numel() : 0;
+    Tensor dx = out.slice(0, 0, dx_numel);
+    Tensor dw = out.slice(0, dx_numel, dx_numel + (parts & kGradWeight ? r.n : 0));
+    Tensor db = out.slice(0, dx_numel + dw.numel(), out.numel());
     if (!out.is_cpu()) {
       const Composed c(x, dims, r.eps, !kRms);
-      const DimVector d = normalized_dims(x, dims);
-      const Tensor gw = weight.defined() ? g * weight : g;
-      Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
-      if (!kRms) inner = inner - gw.mean(d, true);
-      Tensor(out).copy_(c.rstd * inner);
+      const DimVector d = normalized_dims(x, dims), lead = leading_dims(x, dims);
+      if (parts & kGradInput) {
+        const Tensor gw = weight.defined() ? g * weight : g;
+        Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
+        if (!kRms) inner = inner - gw.mean(d, true);
+        dx.view(x.sizes()).copy_(c.rstd * inner);
+      }
+      if (parts & kGradWeight) dw.copy_((lead.empty() ? g * c.xhat : sum(g * c.xhat, lead)).reshape({r.n}));
+      if (parts & kGradBias) db.copy_((lead.empty() ? g : sum(g, lead)).reshape({r.n}));
       return;
     }
+    const bool sums = parts & (kGradWeight | kGradBias);
+    const int64_t pieces =
+        sums ? std::clamp<int64_t>(r.rows * r.n / kernels::kElementwiseGrain, 1, std::min<int64_t>(r.rows, 2 * kernels::num_threads())) : 0;
+    const TensorOptions partial_options(x.dtype() == kFloat64 ? kFloat64 : kFloat32);
+    const Tensor partial_w = parts & kGradWeight ? empty({pieces, r.n}, partial_options) : Tensor();
+    const Tensor partial_b = parts & kGradBias ? empty({pieces, r.n}, partial_options) : Tensor();
     const Tensor gc = g.contiguous(), xc = x.contiguous(), w = in_compute_type(weight);
-    cpu_kernels().run<&NormBackward::kernel>(gc.data_ptr(), xc.data_ptr(), ptr_or_null(w), out.data_ptr(), r, x.dtype());
+    cpu_kernels().run<&NormBackward::kernel>(gc.data_ptr(), xc.data_ptr(), parts & kGradInput ? ptr_or_null(w) : nullptr,
+                                             parts & kGradInput ? dx.data_ptr() : nullptr, partial_w.defined() ? partial_w.data_ptr() : nullptr,
+                                             partial_b.defined() ? partial_b.data_ptr() : nullptr,
+                                             pieces, r, x.dtype());
+    if (parts & kGradWeight) dw.copy_(partial_w.sum({0}));
+    if (parts & kGradBias) db.copy_(partial_b.sum({0}));
   }
-  static void kernel(const void* g, const void* x, const void* w, void* dx, NormRows r, Dtype dt) {
+  /// ∂x into dx (unless null) for `r.rows` contiguous rows, and the rows' g·x̂ and g into
+  /// pieces rows of partial sums each (unless null). Built once per target (Note [CPU kernel dispatch]).
+  static void kernel(const void* g, const void* x, const void* w, void* dx, void* partial_w, void* partial_b, int64_t pieces, NormRows r,
+                     Dtype dt) {
     kernels::dispatch_rows(dt, name, [&]<class T>() {
       using C = compute_t<T>;
       using L = kernels::RowLanes<C>;
       using namespace kernels;
       const C* pw = static_cast<const C*>(w);
-      parallel_for(r.rows, row_grain(r.n), [&](int64_t begin, int64_t end) {
+      // ∂x alone splits rows as the forward does; with sums, into `pieces` pieces of rows.
+      const int64_t units = pieces > 0 ? pieces : r.rows, grain = pieces > 0 ? 1 : row_grain(r.n);
+      parallel_for(units, grain, [&](int64_t begin, int64_t end) {
         RowScratch<C> xin, gin, res;
-        for (int64_t row = begin; row < end; ++row) {
-          const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin, r.n);
-          const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin, r.n);
-          T* dxrow = static_cast<T*>(dx) + row * r.n;
-          C* dr = out_row(dxrow, res, r.n);
-          const RowStats<C> s = row_stats<!kRms>(xr, r);
-          const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
-          auto xhat = [&](int64_t i, int64_t m) { return mul(sub(L::load(xr + i, m), vmean), vrstd); };
-          auto gw = [&](int64_t i, int64_t m) { return pw ? mul(L::load(gr + i, m), L::load(pw + i, m)) : L::load(gr + i, m); };
-          const C inv_n = C(1) / static_cast<C>(r.n);
-          const C a = kRms ? C(0) : row_sum<C>(r.n, gw) * inv_n;
-          const C b = row_sum<C>(r.n, [&](int64_t i, int64_t m) { return mul(gw(i, m), xhat(i, m)); }) * inv_n;
-          const auto va = L::splat(a), vb = L::splat(b);
-          for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(dr + i, mul(vrstd, sub(sub(gw(i, m), va), mul(xhat(i, m), vb))), m); });
-          narrow_row(dr, dxrow, r.n);
-        }
-      });
-    });
-  }
-  // The statistics again (layer_norm 4, rms_norm 2), x̂ (2 or 1), g·w, Σgw (layer_norm), gw·x̂
-  // and its Σ (2), then r·(gw − a − x̂·b) (4, rms_norm 3).
-  static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t, std::optional<double>) {
-    const int64_t per = (kRms ? 8 : 13) + (weight.defined() ? 1 : 0);
-    return {per * x.numel(), g.nbytes() + x.nbytes() + (weight.defined() ? weight.nbytes() : 0), out.nbytes()};
-  }
-};
-
-/// ∂w of a norm: Σ over rows of g·x̂, in the input's dtype.
-template <bool kRms>
-struct NormWeightGrad {
-  static constexpr std::string_view name = kRms ? "rms_norm_backward_weight" : "layer_norm_backward_weight";
-  static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& g, const Tensor& x, int64_t dims, std::optional<double>) {
-    TALLY_CHECK(g.sizes() == x.sizes() && g.dtype() == x.dtype(), name, ": gradient ", g.sizes(), " ", dtype_name(g.dtype()),
-                " for an input ", x.sizes(), " ", dtype_name(x.dtype()));
-    return {DimVector(trailing(x, dims)), x.dtype()};
-  }
-  static void compute(const Tensor& out, const Tensor& g, const Tensor& x, int64_t dims, std::optional<double> eps) {
-    const NormRows r = rows_of(x, dims, eps);
-    const DimVector lead = leading_dims(x, dims);
-    if (!out.is_cpu()) {
-      const Tensor gx = g * Composed(x, dims, r.eps, !kRms).xhat;
-      Tensor(out).copy_(lead.empty() ? gx : sum(gx, lead));
-      return;
-    }
-    // Each piece of rows sums into its own row of partial sums, in the compute type; the pieces'
-    // rows are added at the end, so the result does not depend on which thread ran which rows.
-    const int64_t pieces = std::clamp<int64_t>(r.rows * r.n / kernels::kElementwiseGrain, 1, std::min<int64_t>(r.rows, 2 * kernels::num_threads()));
-    const Tensor partial = empty({pieces, r.n}, TensorOptions(x.dtype() == kFloat64 ? kFloat64 : kFloat32));
-    const Tensor gc = g.contiguous(), xc = x.contiguous();
-    cpu_kernels().run<&NormWeightGrad::kernel>(gc.data_ptr(), xc.data_ptr(), partial.data_ptr(), pieces, r, x.dtype());
-    Tensor(out).copy_(partial.sum({0}).view(out.sizes()));
-  }
-  static void kernel(const void* g, const void* x, void* partial, int64_t pieces, NormRows r, Dtype dt) {
-    kernels::dispatch_rows(dt, name, [&]<class T>() {
-      using C = compute_t<T>;
-      using L = kernels::RowLanes<C>;
-      using namespace kernels;
-      parallel_for(pieces, 1, [&](int64_t begin, int64_t end) {
-        RowScratch<C> xin, gin;
-        for (int64_t p = begin; p < end; ++p) {
-          C* acc = static_cast<C*>(partial) + p * r.n;
-          for (int64_t i = 0; i < r.n; ++i) acc[i] = C(0);
-          for (int64_t row = r.rows * p / pieces; row < r.rows * (p + 1) / pieces; ++row) {
+        for (int64_t unit = begin; unit < end; ++unit) {
+          C* acc_w = partial_w ? static_cast<C*>(partial_w) + unit * r.n : nullptr;
+          C* acc_b = partial_b ? static_cast<C*>(partial_b) + unit * r.n : nullptr;
+          for (C* acc : {acc_w, acc_b})
+            if (acc) std::fill(acc, acc + r.n, C(0));
+          const int64_t first = pieces > 0 ? r.rows * unit / pieces : unit, last = pieces > 0 ? r.rows * (unit + 1) / pieces : unit + 1;
+          for (int64_t row = first; row < last; ++row) {
             const C* xr = widen_row(static_cast<const T*>(x) + row * r.n, xin, r.n);
             const C* gr = widen_row(static_cast<const T*>(g) + row * r.n, gin, r.n);
             const RowStats<C> s = row_stats<!kRms>(xr, r);
             const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
-            for_blocks<C>(r.n, [&](int64_t i, int64_t m) {
-              L::store(acc + i, add(L::load(acc + i, m), mul(L::load(gr + i, m), mul(sub(L::load(xr + i, m), vmean), vrstd))), m);
-            });
+            auto xhat = [&](int64_t i, int64_t m) { return mul(sub(L::load(xr + i, m), vmean), vrstd); };
+            if (dx) {
+              auto gw = [&](int64_t i, int64_t m) { return pw ? mul(L::load(gr + i, m), L::load(pw + i, m)) : L::load(gr + i, m); };
+              T* dxrow = static_cast<T*>(dx) + row * r.n;
+              C* dr = out_row(dxrow, res, r.n);
+              const C inv_n = C(1) / static_cast<C>(r.n);
+              const C a = kRms ? C(0) : row_sum<C>(r.n, gw) * inv_n;
+              const C b = row_sum<C>(r.n, [&](int64_t i, int64_t m) { return mul(gw(i, m), xhat(i, m)); }) * inv_n;
+              const auto va = L::splat(a), vb = L::splat(b);
+              for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(dr + i, mul(vrstd, sub(sub(gw(i, m), va), mul(xhat(i, m), vb))), m); });
+              narrow_row(dr, dxrow, r.n);
+            }
+            if (acc_w) for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(acc_w + i, add(L::load(acc_w + i, m), mul(L::load(gr + i, m), xhat(i, m))), m); });
+            if (acc_b) for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(acc_b + i, add(L::load(acc_b + i, m), L::load(gr + i, m)), m); });
           }
         }
       });
     });
   }
-  // The statistics again (layer_norm 4, rms_norm 2), x̂ (2 or 1), g·x̂ and its sum over rows (2).
-  static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& x, int64_t, std::optional<double>) {
-    return {(kRms ? 5 : 8) * x.numel(), g.nbytes() + x.nbytes(), out.nbytes()};
+  // ∂x: the statistics again (layer_norm 4, rms_norm 2), x̂ (2 or 1), g·w, Σgw (layer_norm),
+  // gw·x̂ and its Σ (2), then r·(gw − a − x̂·b) (4, rms_norm 3). ∂w: x̂ again, g·x̂ and its sum
+  // over rows (4, rms_norm 3), and the statistics when ∂x did not make them. ∂b: Σ g (1).
+  static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t, std::optional<double>,
+                        int64_t parts) {
+    const bool dx = parts & kGradInput;
+    const int64_t stats = kRms ? 2 : 4;
+    const int64_t per = (dx ? (kRms ? 8 : 13) + (weight.defined() ? 1 : 0) : 0) +
+                        (parts & kGradWeight ? (kRms ? 3 : 4) + (dx ? 0 : stats) : 0) + (parts & kGradBias ? 1 : 0);
+    return {per * x.numel(), g.nbytes() + x.nbytes() + (dx && weight.defined() ? weight.nbytes() : 0), out.nbytes()};
   }
 };
 
@@ -329,5 +330,4 @@ Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor&
 
 }  // namespace tally
 
-TALLY_CPU_KERNELS(normalization, &Norm<false>::kernel, &Norm<true>::kernel, &NormBackward<false>::kernel, &NormBackward<true>::kernel,
-                  &NormWeightGrad<false>::kernel, &NormWeightGrad<true>::kernel)
+TALLY_CPU_KERNELS(normalization, &Norm<false>::kernel, &Norm<true>::kernel, &NormBackward<false>::kernel, &NormBackward<true>::kernel)

@@ -1,6 +1,8 @@
 // layer_norm and rms_norm as one op each over rows of the normalized size n, with their
-// backward as one more (the input's, weight's and bias's gradients, those asked for, in one
-// pass over g and x, as PyTorch's native_layer_norm_backward). Each kernel reads a row once
+// backward as two more: the input's gradient and, in the same pass over g and x, the sums over
+// pieces of rows that the weight's and bias's gradients are made of (PyTorch's
+// native_layer_norm_backward computes the three together too); then those pieces added up.
+// Each kernel reads a row once
 // from memory and does its passes (mean, squared deviations, output) while the row sits in
 // cache, where the same maths composed of elementwise ops makes about ten passes forward and
 // twenty backward. Nothing but the input is kept for backward: mean and 1/σ are recomputed per
@@ -86,6 +88,22 @@ Tensor in_compute_type(const Tensor& t) {
 }
 const void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 
+/// The affine parameters' gradients a norm's backward computes beside the input's, as bits.
+constexpr int64_t kGradWeight = 1, kGradBias = 2;
+
+/// How many of ∂w and ∂b `affine` asks for.
+int64_t affine_parts(int64_t affine) { return ((affine & kGradWeight) ? 1 : 0) + ((affine & kGradBias) ? 1 : 0); }
+
+/// The dtype of a norm's partial sums over rows: its compute type.
+Dtype partials_dtype(Dtype dt) { return dt == kFloat64 ? kFloat64 : kFloat32; }
+
+/// Pieces of rows whose ∂w and ∂b partial sums a norm's backward keeps apart: enough for the
+/// threads (two per thread), none smaller than the elementwise grain; one on a GPU.
+int64_t affine_pieces(const NormRows& r, const Device& device) {
+  if (device.is_cuda()) return 1;
+  return std::clamp<int64_t>(r.rows * r.n / kernels::kElementwiseGrain, 1, std::max<int64_t>(1, std::min<int64_t>(r.rows, 2 * kernels::num_threads())));
+}
+
 /// The rules above as elementwise ops, for devices without the fused kernels: x̂, and the mean
 /// and 1/σ it came from.
 struct Composed {
@@ -100,9 +118,9 @@ struct Composed {
 
 template <bool kRms>
 struct NormBackward;
+template <bool kRms>
+struct NormAffineGrad;
 
-/// The gradients a norm's backward computes, as bits of its `parts` argument.
-constexpr int64_t kGradInput = 1, kGradWeight = 2, kGradBias = 4;
 
 /// layer_norm (kRms false) or rms_norm (true) over the trailing dims `shape` of x.
 template <bool kRms>
@@ -182,76 +200,72 @@ struct Norm {
     const auto dims = static_cast<int64_t>(shape.size());
     const Tensor g = c.grad.to(x.dtype());
     TensorList grads(3);
-    const int64_t parts = (c.needs_grad(0) ? kGradInput : 0) | (c.needs_grad(1) ? kGradWeight : 0);
-    if (parts == 0) {  // the bias's alone: x was not kept
-      if (c.needs_grad(2)) grads[2] = sum(g, leading_dims(x, dims));
+    const int64_t affine = (c.needs_grad(1) ? kGradWeight : 0) | (c.needs_grad(2) ? kGradBias : 0);
+    const NormRows r = rows_of(x, dims, eps);
+    if (!c.needs_grad(0)) {
+      // A frozen input: the weight's and bias's gradients by the composed rule (x is kept only
+      // when the weight's is asked for).
+      const DimVector lead = leading_dims(x, dims);
+      const auto over_rows = [&](const Tensor& t) { return lead.empty() ? t : sum(t, lead); };
+      if (affine & kGradWeight) grads[1] = over_rows(g * Composed(x, dims, r.eps, !kRms).xhat);
+      if (affine & kGradBias) grads[2] = over_rows(g);
       return grads;
     }
-    const Tensor all = ops::apply<NormBackward<kRms>>(g, x, weight, dims, eps, parts | (c.needs_grad(2) ? kGradBias : 0));
-    int64_t offset = 0;
-    for (const int64_t part : {kGradInput, kGradWeight, kGradBias}) {
-      if (!(parts & part) && !(part == kGradBias && c.needs_grad(2))) continue;
-      const IntArrayRef sizes = part == kGradInput ? x.sizes() : trailing(x, dims);
-      const int64_t numel = part == kGradInput ? x.numel() : rows_of(x, dims, eps).n;
-      grads[static_cast<size_t>(part == kGradInput ? 0 : part == kGradWeight ? 1 : 2)] = all.slice(0, offset, offset + numel).view(sizes);
-      offset += numel;
+    // The ∂x op's pass also sums g·x̂ and g over its pieces of rows into `partials` (a workspace,
+    // zeros where there are no rows: one op makes one tensor, and one buffer holding ∂x beside
+    // ∂w and ∂b would not be the size of anything else the allocator caches); the next op adds
+    // the pieces up.
+    const Tensor partials =
+        affine ? zeros({affine_pieces(r, x.device()), 2, r.n}, TensorOptions(partials_dtype(x.dtype())).device(x.device())) : Tensor();
+    grads[0] = ops::apply<NormBackward<kRms>>(g, x, weight, dims, eps, affine, partials);
+    if (affine) {
+      const Tensor sums = ops::apply<NormAffineGrad<kRms>>(partials, affine, x.dtype());
+      const IntArrayRef shape_n = trailing(x, dims);
+      if (affine & kGradWeight) grads[1] = sums.slice(0, 0, r.n).view(shape_n);
+      if (affine & kGradBias) grads[2] = sums.slice(0, sums.numel() - r.n, sums.numel()).view(shape_n);
     }
     return grads;
   }
 };
 
-/// A norm's gradients for the incoming gradient g, those in `parts` (kGrad* bits), one after
-/// another in one 1-D output: ∂x (x's sizes), ∂w and ∂b (the normalized shape each). One pass
-/// reads each row of g and x once for all three; ∂w and ∂b sum over the rows into a row of
-/// partial sums per piece of rows, added in piece order at the end, so the result does not
-/// depend on which thread ran which rows.
+/// ∂x of a norm for the incoming gradient g, and in the same pass over each row of g and x, the
+/// sums over rows of g·x̂ (when `affine` has kGradWeight) and g (kGradBias) by pieces of rows
+/// into the workspace `partials` [pieces, 2, n], for NormAffineGrad to add up in piece order:
+/// the result does not depend on which thread ran which rows.
 template <bool kRms>
 struct NormBackward {
   static constexpr std::string_view name = kRms ? "rms_norm_backward" : "layer_norm_backward";
   static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& g, const Tensor& x, const Tensor&, int64_t dims, std::optional<double> eps, int64_t parts) {
+  static ops::OutputSpec meta(const Tensor& g, const Tensor& x, const Tensor&, int64_t, std::optional<double>, int64_t, const Tensor&) {
     TALLY_CHECK(g.sizes() == x.sizes() && g.dtype() == x.dtype(), name, ": gradient ", g.sizes(), " ", dtype_name(g.dtype()),
                 " for an input ", x.sizes(), " ", dtype_name(x.dtype()));
-    const int64_t n = rows_of(x, dims, eps).n;
-    return {{(parts & kGradInput ? x.numel() : 0) + (parts & kGradWeight ? n : 0) + (parts & kGradBias ? n : 0)}, x.dtype()};
+    return {DimVector(x.sizes()), x.dtype()};
   }
   static void compute(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t dims, std::optional<double> eps,
-                      int64_t parts) {
+                      int64_t affine, const Tensor& partials) {
     const NormRows r = rows_of(x, dims, eps);
-    const int64_t dx_numel = parts & kGradInput ? x.numel() : 0;
-    Tensor dx = out.slice(0, 0, dx_numel);
-    Tensor dw = out.slice(0, dx_numel, dx_numel + (parts & kGradWeight ? r.n : 0));
-    Tensor db = out.slice(0, dx_numel + dw.numel(), out.numel());
     if (!out.is_cpu()) {
       const Composed c(x, dims, r.eps, !kRms);
       const DimVector d = normalized_dims(x, dims), lead = leading_dims(x, dims);
-      if (parts & kGradInput) {
-        const Tensor gw = weight.defined() ? g * weight : g;
-        Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
-        if (!kRms) inner = inner - gw.mean(d, true);
-        dx.view(x.sizes()).copy_(c.rstd * inner);
-      }
-      if (parts & kGradWeight) dw.copy_((lead.empty() ? g * c.xhat : sum(g * c.xhat, lead)).reshape({r.n}));
-      if (parts & kGradBias) db.copy_((lead.empty() ? g : sum(g, lead)).reshape({r.n}));
+      const Tensor gw = weight.defined() ? g * weight : g;
+      Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
+      if (!kRms) inner = inner - gw.mean(d, true);
+      Tensor(out).copy_(c.rstd * inner);
+      // One piece: the sums over all rows.
+      const auto over_rows = [&](const Tensor& t) { return (lead.empty() ? t : sum(t, lead)).reshape({r.n}); };
+      if (affine & kGradWeight) partials.select(0, 0).select(0, 0).copy_(over_rows(g * c.xhat));
+      if (affine & kGradBias) partials.select(0, 0).select(0, 1).copy_(over_rows(g));
       return;
     }
-    const bool sums = parts & (kGradWeight | kGradBias);
-    const int64_t pieces =
-        sums ? std::clamp<int64_t>(r.rows * r.n / kernels::kElementwiseGrain, 1, std::min<int64_t>(r.rows, 2 * kernels::num_threads())) : 0;
-    const TensorOptions partial_options(x.dtype() == kFloat64 ? kFloat64 : kFloat32);
-    const Tensor partial_w = parts & kGradWeight ? empty({pieces, r.n}, partial_options) : Tensor();
-    const Tensor partial_b = parts & kGradBias ? empty({pieces, r.n}, partial_options) : Tensor();
     const Tensor gc = g.contiguous(), xc = x.contiguous(), w = in_compute_type(weight);
-    cpu_kernels().run<&NormBackward::kernel>(gc.data_ptr(), xc.data_ptr(), parts & kGradInput ? ptr_or_null(w) : nullptr,
-                                             parts & kGradInput ? dx.data_ptr() : nullptr, partial_w.defined() ? partial_w.data_ptr() : nullptr,
-                                             partial_b.defined() ? partial_b.data_ptr() : nullptr,
-                                             pieces, r, x.dtype());
-    if (parts & kGradWeight) dw.copy_(partial_w.sum({0}));
-    if (parts & kGradBias) db.copy_(partial_b.sum({0}));
+    cpu_kernels().run<&NormBackward::kernel>(gc.data_ptr(), xc.data_ptr(), ptr_or_null(w), out.data_ptr(),
+                                             partials.defined() ? partials.data_ptr() : nullptr, partials.defined() ? partials.size(0) : 0,
+                                             affine, r, x.dtype());
   }
-  /// ∂x into dx (unless null) for `r.rows` contiguous rows, and the rows' g·x̂ and g into
-  /// pieces rows of partial sums each (unless null). Built once per target (Note [CPU kernel dispatch]).
-  static void kernel(const void* g, const void* x, const void* w, void* dx, void* partial_w, void* partial_b, int64_t pieces, NormRows r,
+  /// ∂x into dx for `r.rows` contiguous rows, and the rows' g·x̂ and g (as `affine` asks) into
+  /// rows 2p and 2p + 1 of `partials` for each of `pieces` pieces of rows. Built once per target
+  /// (Note [CPU kernel dispatch]).
+  static void kernel(const void* g, const void* x, const void* w, void* dx, void* partials, int64_t pieces, int64_t affine, NormRows r,
                      Dtype dt) {
     kernels::dispatch_rows(dt, name, [&]<class T>() {
       using C = compute_t<T>;
@@ -263,8 +277,8 @@ struct NormBackward {
       parallel_for(units, grain, [&](int64_t begin, int64_t end) {
         RowScratch<C> xin, gin, res;
         for (int64_t unit = begin; unit < end; ++unit) {
-          C* acc_w = partial_w ? static_cast<C*>(partial_w) + unit * r.n : nullptr;
-          C* acc_b = partial_b ? static_cast<C*>(partial_b) + unit * r.n : nullptr;
+          C* acc_w = affine & kGradWeight ? static_cast<C*>(partials) + 2 * unit * r.n : nullptr;
+          C* acc_b = affine & kGradBias ? static_cast<C*>(partials) + (2 * unit + 1) * r.n : nullptr;
           for (C* acc : {acc_w, acc_b})
             if (acc) std::fill(acc, acc + r.n, C(0));
           const int64_t first = pieces > 0 ? r.rows * unit / pieces : unit, last = pieces > 0 ? r.rows * (unit + 1) / pieces : unit + 1;
@@ -274,17 +288,15 @@ struct NormBackward {
             const RowStats<C> s = row_stats<!kRms>(xr, r);
             const auto vmean = L::splat(s.mean), vrstd = L::splat(s.rstd);
             auto xhat = [&](int64_t i, int64_t m) { return mul(sub(L::load(xr + i, m), vmean), vrstd); };
-            if (dx) {
-              auto gw = [&](int64_t i, int64_t m) { return pw ? mul(L::load(gr + i, m), L::load(pw + i, m)) : L::load(gr + i, m); };
-              T* dxrow = static_cast<T*>(dx) + row * r.n;
-              C* dr = out_row(dxrow, res, r.n);
-              const C inv_n = C(1) / static_cast<C>(r.n);
-              const C a = kRms ? C(0) : row_sum<C>(r.n, gw) * inv_n;
-              const C b = row_sum<C>(r.n, [&](int64_t i, int64_t m) { return mul(gw(i, m), xhat(i, m)); }) * inv_n;
-              const auto va = L::splat(a), vb = L::splat(b);
-              for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(dr + i, mul(vrstd, sub(sub(gw(i, m), va), mul(xhat(i, m), vb))), m); });
-              narrow_row(dr, dxrow, r.n);
-            }
+            auto gw = [&](int64_t i, int64_t m) { return pw ? mul(L::load(gr + i, m), L::load(pw + i, m)) : L::load(gr + i, m); };
+            T* dxrow = static_cast<T*>(dx) + row * r.n;
+            C* dr = out_row(dxrow, res, r.n);
+            const C inv_n = C(1) / static_cast<C>(r.n);
+            const C a = kRms ? C(0) : row_sum<C>(r.n, gw) * inv_n;
+            const C b = row_sum<C>(r.n, [&](int64_t i, int64_t m) { return mul(gw(i, m), xhat(i, m)); }) * inv_n;
+            const auto va = L::splat(a), vb = L::splat(b);
+            for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(dr + i, mul(vrstd, sub(sub(gw(i, m), va), mul(xhat(i, m), vb))), m); });
+            narrow_row(dr, dxrow, r.n);
             if (acc_w) for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(acc_w + i, add(L::load(acc_w + i, m), mul(L::load(gr + i, m), xhat(i, m))), m); });
             if (acc_b) for_blocks<C>(r.n, [&](int64_t i, int64_t m) { L::store(acc_b + i, add(L::load(acc_b + i, m), L::load(gr + i, m)), m); });
           }
@@ -293,15 +305,37 @@ struct NormBackward {
     });
   }
   // ∂x: the statistics again (layer_norm 4, rms_norm 2), x̂ (2 or 1), g·w, Σgw (layer_norm),
-  // gw·x̂ and its Σ (2), then r·(gw − a − x̂·b) (4, rms_norm 3). ∂w: x̂ again, g·x̂ and its sum
-  // over rows (4, rms_norm 3), and the statistics when ∂x did not make them. ∂b: Σ g (1).
+  // gw·x̂ and its Σ (2), then r·(gw − a − x̂·b) (4, rms_norm 3). ∂w's sums: x̂ again, g·x̂ and
+  // the running sum (4, rms_norm 3). ∂b's: Σ g (1).
   static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t, std::optional<double>,
-                        int64_t parts) {
-    const bool dx = parts & kGradInput;
-    const int64_t stats = kRms ? 2 : 4;
-    const int64_t per = (dx ? (kRms ? 8 : 13) + (weight.defined() ? 1 : 0) : 0) +
-                        (parts & kGradWeight ? (kRms ? 3 : 4) + (dx ? 0 : stats) : 0) + (parts & kGradBias ? 1 : 0);
-    return {per * x.numel(), g.nbytes() + x.nbytes() + (dx && weight.defined() ? weight.nbytes() : 0), out.nbytes()};
+                        int64_t affine, const Tensor& partials) {
+    const int64_t per = (kRms ? 8 : 13) + (weight.defined() ? 1 : 0) + (affine & kGradWeight ? (kRms ? 3 : 4) : 0) + (affine & kGradBias ? 1 : 0);
+    return {per * x.numel(), g.nbytes() + x.nbytes() + (weight.defined() ? weight.nbytes() : 0),
+            out.nbytes() + (partials.defined() ? partials.nbytes() : 0)};
+  }
+};
+
+/// ∂w and ∂b of a norm (those in `affine`, one after the other, in `dtype`): the pieces' partial
+/// sums NormBackward left in `partials` [pieces, 2, n], added in piece order.
+template <bool kRms>
+struct NormAffineGrad {
+  static constexpr std::string_view name = kRms ? "rms_norm_backward_affine" : "layer_norm_backward_affine";
+  static constexpr bool supports_cuda = true;
+  static ops::OutputSpec meta(const Tensor& partials, int64_t affine, Dtype dtype) {
+    return {{affine_parts(affine) * partials.size(2)}, dtype};
+  }
+  static void compute(const Tensor& out, const Tensor& partials, int64_t affine, Dtype) {
+    int64_t offset = 0;
+    for (const int64_t part : {kGradWeight, kGradBias}) {
+      if (!(affine & part)) continue;
+      const int64_t n = partials.size(2);
+      out.slice(0, offset, offset + n).copy_(partials.select(1, part == kGradWeight ? 0 : 1).sum({0}));
+      offset += n;
+    }
+  }
+  // One add per piece and element; the asked-for halves of the workspace read.
+  static ops::Cost cost(const Tensor& out, const Tensor& partials, int64_t affine, Dtype) {
+    return {partials.size(0) * out.numel(), partials.nbytes() / 2 * affine_parts(affine), out.nbytes()};
   }
 };
 

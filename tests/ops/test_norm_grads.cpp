@@ -1,6 +1,7 @@
-// A norm's backward is one op that writes the gradients asked for (input, weight, bias) in one
-// pass: every combination of requires_grad gives the gradients of the same maths composed of
-// elementwise ops, in float64, on enough rows to be split into pieces between the threads.
+// A norm's backward makes the gradients asked for (input, weight, bias) in one pass over g and x
+// (the weight's and bias's as sums by pieces of rows, added up by a second op): every combination
+// of requires_grad gives the gradients of the same maths composed of elementwise ops, in float64,
+// on enough rows to be split into pieces between the threads, and on no rows and one.
 
 #include <gtest/gtest.h>
 
@@ -48,15 +49,42 @@ TEST(NormGrads, EveryCombinationOfRequiresGrad) {
   }
 }
 
-TEST(NormGrads, BackwardIsOneOpOnTheLedger) {
+TEST(NormGrads, TwoOpsOnTheLedger) {
   Generator gen(12);
   Tensor x = randn({64, 32}, {}, &gen).requires_grad_(), w = randn({32}, {}, &gen).requires_grad_(), b = randn({32}, {}, &gen).requires_grad_();
   accounting::FlopCounter counter;
   layer_norm(x, {32}, w, b).sum().backward();
-  const auto row = counter.op("layer_norm_backward", accounting::Phase::Backward);
-  EXPECT_EQ(row.calls, 1);
-  // ∂x 14, ∂w 4 and ∂b 1 FLOPs per element (the op's cost rule).
-  EXPECT_EQ(row.flops, 64 * 32 * (14 + 4 + 1));
+  // ∂x 14 FLOPs per element and, in the same pass, the sums for ∂w (4) and ∂b (1)...
+  const auto pass = counter.op("layer_norm_backward", accounting::Phase::Backward);
+  EXPECT_EQ(pass.calls, 1);
+  EXPECT_EQ(pass.flops, 64 * 32 * (14 + 4 + 1));
+  // ...then one add per element of ∂w and ∂b and per piece of rows (one piece: 2048 elements are
+  // below the elementwise grain).
+  const auto affine = counter.op("layer_norm_backward_affine", accounting::Phase::Backward);
+  EXPECT_EQ(affine.calls, 1);
+  EXPECT_EQ(affine.flops, 2 * 32);
+}
+
+TEST(NormGrads, NoRowsAndOneRow) {
+  // No rows: the affine gradients are zeros.
+  Tensor x = zeros({0, 5}).requires_grad_(), w = ones({5}).requires_grad_(), b = zeros({5}).requires_grad_();
+  layer_norm(x, {5}, w, b).sum().backward();
+  EXPECT_EQ(w.grad().abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(b.grad().abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(x.grad().sizes(), IntArrayRef({0, 5}));
+  // One row that is the whole normalized shape, with the input trainable and frozen.
+  for (bool input_grad : {true, false}) {
+    Generator gen(13);
+    Tensor x1 = randn({5}, TensorOptions(kFloat64), &gen).requires_grad_(input_grad);
+    Tensor w1 = randn({5}, TensorOptions(kFloat64), &gen).requires_grad_(), b1 = randn({5}, TensorOptions(kFloat64), &gen).requires_grad_();
+    Tensor w2 = w1.detach().clone().requires_grad_(), b2 = b1.detach().clone().requires_grad_();
+    const Tensor g = randn({5}, TensorOptions(kFloat64), &gen);
+    (layer_norm(x1, {5}, w1, b1, 1e-5) * g).sum().backward();
+    (composed_norm(x1.detach(), w2, b2, false, 1e-5) * g).sum().backward();
+    EXPECT_EQ(w1.grad().sizes(), IntArrayRef({5}));
+    EXPECT_LT(max_abs_diff(w1.grad(), w2.grad()), 1e-12) << "input grad " << input_grad;
+    EXPECT_LT(max_abs_diff(b1.grad(), b2.grad()), 1e-12) << "input grad " << input_grad;
+  }
 }
 
 }  // namespace

@@ -104,6 +104,12 @@ int64_t affine_pieces(const NormRows& r, const Device& device) {
   return std::clamp<int64_t>(r.rows * r.n / kernels::kElementwiseGrain, 1, std::max<int64_t>(1, std::min<int64_t>(r.rows, 2 * kernels::num_threads())));
 }
 
+/// t (x's sizes) summed over a norm's leading dims: the normalized shape.
+Tensor sum_over_rows(const Tensor& t, const Tensor& x, int64_t dims) {
+  const DimVector lead = leading_dims(x, dims);
+  return lead.empty() ? t : sum(t, lead);
+}
+
 /// The rules above as elementwise ops, for devices without the fused kernels: x̂, and the mean
 /// and 1/σ it came from.
 struct Composed {
@@ -120,7 +126,6 @@ template <bool kRms>
 struct NormBackward;
 template <bool kRms>
 struct NormAffineGrad;
-
 
 /// layer_norm (kRms false) or rms_norm (true) over the trailing dims `shape` of x.
 template <bool kRms>
@@ -205,10 +210,8 @@ struct Norm {
     if (!c.needs_grad(0)) {
       // A frozen input: the weight's and bias's gradients by the composed rule (x is kept only
       // when the weight's is asked for).
-      const DimVector lead = leading_dims(x, dims);
-      const auto over_rows = [&](const Tensor& t) { return lead.empty() ? t : sum(t, lead); };
-      if (affine & kGradWeight) grads[1] = over_rows(g * Composed(x, dims, r.eps, !kRms).xhat);
-      if (affine & kGradBias) grads[2] = over_rows(g);
+      if (affine & kGradWeight) grads[1] = sum_over_rows(g * Composed(x, dims, r.eps, !kRms).xhat, x, dims);
+      if (affine & kGradBias) grads[2] = sum_over_rows(g, x, dims);
       return grads;
     }
     // The ∂x op's pass also sums g·x̂ and g over its pieces of rows into `partials` (a workspace,
@@ -246,15 +249,14 @@ struct NormBackward {
     const NormRows r = rows_of(x, dims, eps);
     if (!out.is_cpu()) {
       const Composed c(x, dims, r.eps, !kRms);
-      const DimVector d = normalized_dims(x, dims), lead = leading_dims(x, dims);
+      const DimVector d = normalized_dims(x, dims);
       const Tensor gw = weight.defined() ? g * weight : g;
       Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
       if (!kRms) inner = inner - gw.mean(d, true);
       Tensor(out).copy_(c.rstd * inner);
       // One piece: the sums over all rows.
-      const auto over_rows = [&](const Tensor& t) { return (lead.empty() ? t : sum(t, lead)).reshape({r.n}); };
-      if (affine & kGradWeight) partials.select(0, 0).select(0, 0).copy_(over_rows(g * c.xhat));
-      if (affine & kGradBias) partials.select(0, 0).select(0, 1).copy_(over_rows(g));
+      if (affine & kGradWeight) partials.select(0, 0).select(0, 0).copy_(sum_over_rows(g * c.xhat, x, dims).reshape({r.n}));
+      if (affine & kGradBias) partials.select(0, 0).select(0, 1).copy_(sum_over_rows(g, x, dims).reshape({r.n}));
       return;
     }
     const Tensor gc = g.contiguous(), xc = x.contiguous(), w = in_compute_type(weight);

@@ -45,11 +45,12 @@ TEST(AttentionFlops, BlockedProductsCountWholeCausalBlocks) {
   EXPECT_EQ(got.backward, want.backward);
 }
 
-TEST(AttentionFlops, FusedBf16KernelCountsItsStrips) {
-  const std::string path = attention_paths()[0].second;
-  if (path.find("fused") == std::string::npos) GTEST_SKIP() << "bfloat16 attention here: " << path;
+TEST(AttentionFlops, Bf16CountsTheStripsWhereTheFusedKernelRuns) {
+  // Elsewhere (a CPU without AVX512_BF16, a narrower kernel set forced) bfloat16 takes the
+  // blocked products.
+  const bool fused = attention_paths()[0].second.find("fused AVX512_BF16 kernel") == 0;
   const Counted got = attention_flops(kBFloat16, 2, 256, 64);
-  const Counted want = expected(2, 64, 33520, 33516);
+  const Counted want = fused ? expected(2, 64, 33520, 33516) : expected(2, 64, 40960, 40960);
   EXPECT_EQ(got.forward, want.forward);
   EXPECT_EQ(got.backward, want.backward);
   // Without a mask every path covers all the scores.

@@ -487,7 +487,8 @@ std::vector<std::pair<std::string, std::string>> attention_paths() {
   const std::string blocked = "batched products on the matmul paths, blocks of " + std::to_string(kBlockRows) +
                               " query rows, rounded as the composed ops";
   return {{"bfloat16", bf16_kernel_available()
-                           ? "fused AVX512_BF16 kernel (vdpbf16ps) for even head sizes: scores in registers and L2, never in memory"
+                           ? "fused AVX512_BF16 kernel (vdpbf16ps) for even head sizes: scores in registers and L2, never in memory; "
+                             "under a causal mask only the strips of 6 rows the mask leaves anything in"
                            : blocked + " (the fused kernel needs AVX512_BF16 and the avx512 kernel set)"},
           {"other dtypes", blocked}};
 }

@@ -69,6 +69,10 @@ void adam_update(uint8_t, int64_t, void*, const void*, void*, void*, void*, cons
   ::tally::cuda::detail_nc::no_cuda();
 }
 void sgd_update(uint8_t, int64_t, void*, const void*, void*, const optim::SgdScalars&) { ::tally::cuda::detail_nc::no_cuda(); }
+void adagrad_update(uint8_t, int64_t, void*, const void*, void*, const optim::AdagradScalars&) { ::tally::cuda::detail_nc::no_cuda(); }
+void rmsprop_update(uint8_t, int64_t, void*, const void*, void*, void*, void*, const optim::RmspropScalars&) {
+  ::tally::cuda::detail_nc::no_cuda();
+}
 void matmul(uint8_t, uint8_t, int64_t, int64_t, int64_t, int64_t, Matrix, Matrix, void*, const float*, const float*, bool) {
   ::tally::cuda::detail_nc::no_cuda();
 }

@@ -7,28 +7,22 @@
 #include <cmath>
 
 #include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cuda/kernels.h"
 #include "tally/optim/fused.h"
+#include "tally/optim/update_scalars.h"
 
 namespace tally::optim {
 
 namespace {
 
-/// One step's scalars, from the options.
-struct AdagradScalars {
-  double weight_decay, eps, clr;
-  bool decay;
-};
-
 /// PyTorch: g = g + wd·p; sum = sum + g·g; p = p − clr·g / (√sum + eps).
 void adagrad_kernel(const AdagradScalars& h, const detail::FusedArrays& a) {
   detail::run_fused<1>(
       [&]<class T>() {
-        const T wd = T(h.weight_decay), eps = T(h.eps), neg_clr = T(-h.clr);
-        const bool decay = h.decay;
-        return [=](T& p, T g, T& sum) {
-          if (decay) g = std::fma(p, wd, g);
+        return [c = AdagradConstants<T>(h)](T& p, T g, T& sum) {
+          if (c.decay) g = std::fma(p, c.weight_decay, g);
           sum = std::fma(g, g, sum);
-          p = p + (neg_clr * g) / (std::sqrt(sum) + eps);
+          p = p + (c.neg_clr * g) / (std::sqrt(sum) + c.eps);
         };
       },
       a);
@@ -61,8 +55,9 @@ ops::Cost Adagrad::update(Tensor& param, const Tensor& grad, OptimizerParamState
   const bool decay = o.weight_decay() != 0;
   const double clr = o.lr() / (1 + static_cast<double>(state.step - 1) * o.lr_decay());
   const AdagradScalars scalars{o.weight_decay(), o.eps(), clr, decay};
-  detail::fused_update("adagrad_step", param, grad, state, {"sum"},
-                       [&](const detail::FusedArrays& a) { cpu_kernels().run<&adagrad_kernel>(scalars, a); });
+  detail::fused_update(
+      "adagrad_step", param, grad, state, {"sum"}, [&](const detail::FusedArrays& a) { cpu_kernels().run<&adagrad_kernel>(scalars, a); },
+      [&](const detail::FusedArrays& a) { kernels::cuda::adagrad_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, a.state[0], scalars); });
   // FLOPs per element: weight decay 2 (mul, add); sum 2 (mul, add); denominator 2 (sqrt, add);
   // the step 3 (mul, div, add). Bytes: read p, g, sum; write p, sum.
   return detail::fused_cost(param, 2 * decay + 7, 3, 2);

@@ -240,7 +240,7 @@ void check_fusable(std::string_view op, const Tensor& param, const Tensor& grad,
   TALLY_CHECK_TYPE(DeviceError, grad.device() == param.device(), op, ": the parameter is on ", param.device().str(),
                    " but its gradient on ", grad.device().str());
   if (param.device().is_cuda()) {
-    TALLY_CHECK_TYPE(NotImplementedError, has_cuda_kernel, op, ": no CUDA kernel for this optimizer's fused update yet (Adam, AdamW and SGD have one)");
+    TALLY_CHECK_TYPE(NotImplementedError, has_cuda_kernel, op, ": no CUDA kernel for this optimizer's fused update");
     TALLY_CHECK_TYPE(NotImplementedError, param.dtype() != kBFloat16, op,
                      ": bfloat16 parameters (updated with stochastic rounding) have no CUDA update yet; keep float32 master weights");
   }

@@ -8,17 +8,13 @@
 #include <tuple>
 
 #include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cuda/kernels.h"
 #include "tally/optim/fused.h"
+#include "tally/optim/update_scalars.h"
 
 namespace tally::optim {
 
 namespace {
-
-/// One step's scalars, from the options.
-struct RmspropScalars {
-  double weight_decay, alpha, eps, momentum, lr;
-  bool decay, use_momentum;
-};
 
 /// PyTorch: g = g + wd·p; sq = α·sq + (1 − α)·g²; centered: ga = α·ga + (1 − α)·g and
 /// avg = √(sq − ga²) + eps, else avg = √sq + eps; with momentum buf = μ·buf + g/avg and
@@ -28,30 +24,27 @@ template <size_t kStates>
 void rmsprop_kernel(const RmspropScalars& h, const detail::FusedArrays& a) {
   detail::run_fused<kStates>(
       [&]<class T>() {
-        const T wd = T(h.weight_decay), alpha = T(h.alpha), one_minus_alpha = T(1.0 - h.alpha), eps = T(h.eps), mom = T(h.momentum),
-                neg_lr = T(-h.lr);
-        const bool decay = h.decay, momentum = h.use_momentum;
-        return [=](T& p, T g, T& sq, auto&... rest) {
-          if (decay) g = std::fma(p, wd, g);
-          sq = std::fma(one_minus_alpha * g, g, sq * alpha);
-          auto plain_avg = [&] { return std::sqrt(sq) + eps; };
+        return [c = RmspropConstants<T>(h)](T& p, T g, T& sq, auto&... rest) {
+          if (c.decay) g = std::fma(p, c.weight_decay, g);
+          sq = std::fma(c.one_minus_alpha * g, g, sq * c.alpha);
+          auto plain_avg = [&] { return std::sqrt(sq) + c.eps; };
           auto centered_avg = [&](T& ga) {
-            ga = std::fma(g, one_minus_alpha, ga * alpha);
-            return std::sqrt(std::fma(-ga, ga, sq)) + eps;
+            ga = std::fma(g, c.one_minus_alpha, ga * c.alpha);
+            return std::sqrt(std::fma(-ga, ga, sq)) + c.eps;
           };
           auto momentum_step = [&](T avg, T& buf) {
-            buf = buf * mom + g / avg;
-            p = std::fma(buf, neg_lr, p);
+            buf = buf * c.momentum + g / avg;
+            p = std::fma(buf, c.neg_lr, p);
           };
           if constexpr (sizeof...(rest) == 0) {
-            p = p + (neg_lr * g) / plain_avg();
+            p = p + (c.neg_lr * g) / plain_avg();
           } else if constexpr (sizeof...(rest) == 2) {
             auto [buf, ga] = std::tie(rest...);
             momentum_step(centered_avg(ga), buf);
-          } else if (momentum) {
+          } else if (c.use_momentum) {
             momentum_step(plain_avg(), rest...);
           } else {
-            p = p + (neg_lr * g) / centered_avg(rest...);
+            p = p + (c.neg_lr * g) / centered_avg(rest...);
           }
         };
       },
@@ -91,14 +84,19 @@ ops::Cost RMSprop::update(Tensor& param, const Tensor& grad, OptimizerParamState
   auto kernel = [&]<size_t kStates>() {
     return [&](const detail::FusedArrays& a) { cpu_kernels().run<&rmsprop_kernel<kStates>>(scalars, a); };
   };
+  // The states after square_avg in the order state_init made them: momentum_buffer, grad_avg.
+  const auto on_gpu = [&](const detail::FusedArrays& a) {
+    kernels::cuda::rmsprop_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, a.state[0], momentum ? a.state[1] : nullptr,
+                                  centered ? a.state[momentum ? 2 : 1] : nullptr, scalars);
+  };
   if (momentum && centered) {
     detail::fused_update("rmsprop_step", param, grad, state, {"square_avg", "momentum_buffer", "grad_avg"},
-                         kernel.template operator()<3>());
+                         kernel.template operator()<3>(), on_gpu);
   } else if (momentum || centered) {
     detail::fused_update("rmsprop_step", param, grad, state, {"square_avg", momentum ? "momentum_buffer" : "grad_avg"},
-                         kernel.template operator()<2>());
+                         kernel.template operator()<2>(), on_gpu);
   } else {
-    detail::fused_update("rmsprop_step", param, grad, state, {"square_avg"}, kernel.template operator()<1>());
+    detail::fused_update("rmsprop_step", param, grad, state, {"square_avg"}, kernel.template operator()<1>(), on_gpu);
   }
   // FLOPs per element: weight decay 2 (mul, add); square_avg 4 (mul, mul, mul, add); centered
   // 5 (grad_avg: mul, mul, add; sq − ga²: mul, sub); avg 2 (sqrt, add); the step 3 (momentum:

@@ -1,6 +1,6 @@
 #pragma once
 // The scalars of one optimizer step, worked out in double on the host by the optimizer's file
-// (tally/optim/adam.cpp, sgd.cpp), and the same rounded to the parameters' element type, which
+// (tally/optim/adam.cpp, sgd.cpp, adagrad.cpp, rmsprop.cpp), and the same rounded to the parameters' element type, which
 // is what its CPU kernel and its CUDA kernel (tally/kernels/cuda/optim.cu) read: one rounding
 // for both, so that a step on either device gives the same bits. Plain structs, so that the CUDA
 // sources can include them without the library's headers. The constructors are always inlined:
@@ -49,6 +49,38 @@ struct SgdConstants {
   [[gnu::always_inline]] explicit SgdConstants(const SgdScalars& h)
       : weight_decay(T(h.weight_decay)), momentum(T(h.momentum)), one_minus_dampening(T(1.0 - h.dampening)), neg_lr(T(-h.lr)),
         decay(h.decay), nesterov(h.nesterov), first(h.first) {}
+};
+
+/// Adagrad.
+struct AdagradScalars {
+  double weight_decay, eps, clr;  ///< clr: lr / (1 + (step − 1)·lr_decay)
+  bool decay;                     ///< weight_decay ≠ 0
+};
+
+/// AdagradScalars rounded to T once per step.
+template <class T>
+struct AdagradConstants {
+  T weight_decay, eps, neg_clr;
+  bool decay;
+  [[gnu::always_inline]] explicit AdagradConstants(const AdagradScalars& h)
+      : weight_decay(T(h.weight_decay)), eps(T(h.eps)), neg_clr(T(-h.clr)), decay(h.decay) {}
+};
+
+/// RMSprop, plain, with momentum, centered, or both.
+struct RmspropScalars {
+  double weight_decay, alpha, eps, momentum, lr;
+  bool decay;         ///< weight_decay ≠ 0
+  bool use_momentum;  ///< momentum > 0
+};
+
+/// RmspropScalars rounded to T once per step.
+template <class T>
+struct RmspropConstants {
+  T weight_decay, alpha, one_minus_alpha, eps, momentum, neg_lr;
+  bool decay, use_momentum;
+  [[gnu::always_inline]] explicit RmspropConstants(const RmspropScalars& h)
+      : weight_decay(T(h.weight_decay)), alpha(T(h.alpha)), one_minus_alpha(T(1.0 - h.alpha)), eps(T(h.eps)), momentum(T(h.momentum)),
+        neg_lr(T(-h.lr)), decay(h.decay), use_momentum(h.use_momentum) {}
 };
 
 }  // namespace tally::optim

@@ -94,6 +94,12 @@ void index_add_rows(uint8_t dtype, void* out, const int64_t* index, const void* 
 void adam_update(uint8_t dtype, int64_t n, void* p, const void* g, void* m, void* v, void* v_max, const optim::AdamScalars& h);
 /// One SGD step likewise (tally/optim/sgd.cpp): p, g and, with momentum, its buffer (else null).
 void sgd_update(uint8_t dtype, int64_t n, void* p, const void* g, void* buf, const optim::SgdScalars& h);
+/// One Adagrad step likewise (tally/optim/adagrad.cpp): p, g and the running sum of squares.
+void adagrad_update(uint8_t dtype, int64_t n, void* p, const void* g, void* sum, const optim::AdagradScalars& h);
+/// One RMSprop step likewise (tally/optim/rmsprop.cpp): p, g, square_avg, and the momentum
+/// buffer and grad_avg where momentum and centering ask for them (else null).
+void rmsprop_update(uint8_t dtype, int64_t n, void* p, const void* g, void* square_avg, void* buf, void* grad_avg,
+                    const optim::RmspropScalars& h);
 /// A row-major matrix operand: element (i, j) of batch b at data + b·batch_stride + i·row_stride
 /// + j·col_stride (in elements). One of row_stride, col_stride must be 1.
 struct Matrix {

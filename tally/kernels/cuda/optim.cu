@@ -1,4 +1,4 @@
-// The optimizers' fused updates on the GPU (Adam, AdamW and SGD) (Note [Fused update] in tally/optim/fused.h): one pass
+// The optimizers' fused updates on the GPU (Adam, AdamW, SGD, Adagrad and RMSprop) (Note [Fused update] in tally/optim/fused.h): one pass
 // that reads the parameter, its gradient and the state once and writes them once. Every product,
 // sum, quotient and root is an explicitly rounded intrinsic (the compiler may not contract them),
 // and the fused multiply-adds are the ones the CPU kernel writes as std::fma, so that a step on
@@ -70,6 +70,46 @@ __global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t n, T* p, const T*
   }
 }
 
+template <class T>
+__global__ void __launch_bounds__(kThreads) adagrad_kernel(int64_t n, T* p, const T* g, T* sum, optim::AdagradConstants<T> c) {
+  using R = Rn<T>;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
+    const T pi = p[i];
+    const T gi = c.decay ? R::fma(pi, c.weight_decay, g[i]) : g[i];
+    const T si = R::fma(gi, gi, sum[i]);
+    sum[i] = si;
+    p[i] = R::add(pi, R::div(R::mul(c.neg_clr, gi), R::add(R::sqrt(si), c.eps)));
+  }
+}
+
+/// kMomentum: buf (momentum_buffer) is used; kCentered: ga (grad_avg) is.
+template <class T, bool kMomentum, bool kCentered>
+__global__ void __launch_bounds__(kThreads)
+rmsprop_kernel(int64_t n, T* p, const T* g, T* sq, T* buf, T* ga, optim::RmspropConstants<T> c) {
+  using R = Rn<T>;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
+    const T pi = p[i];
+    const T gi = c.decay ? R::fma(pi, c.weight_decay, g[i]) : g[i];
+    const T si = R::fma(R::mul(c.one_minus_alpha, gi), gi, R::mul(sq[i], c.alpha));
+    sq[i] = si;
+    T avg;
+    if constexpr (kCentered) {
+      const T gai = R::fma(gi, c.one_minus_alpha, R::mul(ga[i], c.alpha));
+      ga[i] = gai;
+      avg = R::add(R::sqrt(R::fma(-gai, gai, si)), c.eps);
+    } else {
+      avg = R::add(R::sqrt(si), c.eps);
+    }
+    if constexpr (kMomentum) {
+      const T b = R::add(R::mul(buf[i], c.momentum), R::div(gi, avg));
+      buf[i] = b;
+      p[i] = R::fma(b, c.neg_lr, pi);
+    } else {
+      p[i] = R::add(pi, R::div(R::mul(c.neg_lr, gi), avg));
+    }
+  }
+}
+
 }  // namespace
 
 void adam_update(uint8_t dtype, int64_t n, void* p, const void* g, void* m, void* v, void* v_max, const optim::AdamScalars& h) {
@@ -98,6 +138,33 @@ void sgd_update(uint8_t dtype, int64_t n, void* p, const void* g, void* buf, con
       sgd_kernel<T, true><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(buf), c);
     else
       sgd_kernel<T, false><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), nullptr, c);
+    LAUNCH_CHECK();
+  });
+}
+
+void adagrad_update(uint8_t dtype, int64_t n, void* p, const void* g, void* sum, const optim::AdagradScalars& h) {
+  if (n <= 0) return;
+  dispatch<bit(kFloat32) | bit(kFloat64)>(dtype, "adagrad_update", [&](auto t) {
+    using T = typename decltype(t)::type;
+    adagrad_kernel<T><<<grid_stride_blocks(n, kThreads), kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(sum),
+                                                                     optim::AdagradConstants<T>(h));
+    LAUNCH_CHECK();
+  });
+}
+
+void rmsprop_update(uint8_t dtype, int64_t n, void* p, const void* g, void* square_avg, void* buf, void* grad_avg,
+                    const optim::RmspropScalars& h) {
+  if (n <= 0) return;
+  dispatch<bit(kFloat32) | bit(kFloat64)>(dtype, "rmsprop_update", [&](auto t) {
+    using T = typename decltype(t)::type;
+    const optim::RmspropConstants<T> c(h);
+    const unsigned grid = grid_stride_blocks(n, kThreads);
+    T *pp = static_cast<T*>(p), *sq = static_cast<T*>(square_avg), *b = static_cast<T*>(buf), *ga = static_cast<T*>(grad_avg);
+    const T* gg = static_cast<const T*>(g);
+    if (b && ga) rmsprop_kernel<T, true, true><<<grid, kThreads>>>(n, pp, gg, sq, b, ga, c);
+    else if (b) rmsprop_kernel<T, true, false><<<grid, kThreads>>>(n, pp, gg, sq, b, nullptr, c);
+    else if (ga) rmsprop_kernel<T, false, true><<<grid, kThreads>>>(n, pp, gg, sq, nullptr, ga, c);
+    else rmsprop_kernel<T, false, false><<<grid, kThreads>>>(n, pp, gg, sq, nullptr, nullptr, c);
     LAUNCH_CHECK();
   });
 }

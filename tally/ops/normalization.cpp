@@ -1,7 +1,7 @@
 // layer_norm and rms_norm as one op each over rows of the normalized size n, with their
-// backward as two more: the input's gradient and, in the same pass over g and x, the sums over
+// backward as one more: the input's gradient and, in the same pass over g and x, the sums over
 // pieces of rows that the weight's and bias's gradients are made of (PyTorch's
-// native_layer_norm_backward computes the three together too); then those pieces added up.
+// native_layer_norm_backward computes the three together too), which a sum then adds up.
 // Each kernel reads a row once
 // from memory and does its passes (mean, squared deviations, output) while the row sits in
 // cache, where the same maths composed of elementwise ops makes about ten passes forward and
@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "tally/dtype/finfo.h"
 #include "tally/kernels/cpu/dispatch.h"
@@ -91,9 +92,6 @@ const void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : n
 /// The affine parameters' gradients a norm's backward computes beside the input's, as bits.
 constexpr int64_t kGradWeight = 1, kGradBias = 2;
 
-/// How many of ∂w and ∂b `affine` asks for.
-int64_t affine_parts(int64_t affine) { return ((affine & kGradWeight) ? 1 : 0) + ((affine & kGradBias) ? 1 : 0); }
-
 /// The dtype of a norm's partial sums over rows: its compute type.
 Dtype partials_dtype(Dtype dt) { return dt == kFloat64 ? kFloat64 : kFloat32; }
 
@@ -124,8 +122,6 @@ struct Composed {
 
 template <bool kRms>
 struct NormBackward;
-template <bool kRms>
-struct NormAffineGrad;
 
 /// layer_norm (kRms false) or rms_norm (true) over the trailing dims `shape` of x.
 template <bool kRms>
@@ -216,25 +212,22 @@ struct Norm {
     }
     // The ∂x op's pass also sums g·x̂ and g over its pieces of rows into `partials` (a workspace,
     // zeros where there are no rows: one op makes one tensor, and one buffer holding ∂x beside
-    // ∂w and ∂b would not be the size of anything else the allocator caches); the next op adds
-    // the pieces up.
+    // ∂w and ∂b would not be the size of anything else the allocator caches); sum adds the
+    // pieces up in piece order.
     const Tensor partials =
         affine ? zeros({affine_pieces(r, x.device()), 2, r.n}, TensorOptions(partials_dtype(x.dtype())).device(x.device())) : Tensor();
     grads[0] = ops::apply<NormBackward<kRms>>(g, x, weight, dims, eps, affine, partials);
-    if (affine) {
-      const Tensor sums = ops::apply<NormAffineGrad<kRms>>(partials, affine, x.dtype());
-      const IntArrayRef shape_n = trailing(x, dims);
-      if (affine & kGradWeight) grads[1] = sums.slice(0, 0, r.n).view(shape_n);
-      if (affine & kGradBias) grads[2] = sums.slice(0, sums.numel() - r.n, sums.numel()).view(shape_n);
-    }
+    const IntArrayRef shape_n = trailing(x, dims);
+    for (const auto& [bit, row] : {std::pair{kGradWeight, 0}, std::pair{kGradBias, 1}})
+      if (affine & bit) grads[static_cast<size_t>(1 + row)] = partials.select(1, row).sum({0}).to(x.dtype()).view(shape_n);
     return grads;
   }
 };
 
 /// ∂x of a norm for the incoming gradient g, and in the same pass over each row of g and x, the
 /// sums over rows of g·x̂ (when `affine` has kGradWeight) and g (kGradBias) by pieces of rows
-/// into the workspace `partials` [pieces, 2, n], for NormAffineGrad to add up in piece order:
-/// the result does not depend on which thread ran which rows.
+/// into the workspace `partials` [pieces, 2, n], added up in piece order after it: the result
+/// does not depend on which thread ran which rows.
 template <bool kRms>
 struct NormBackward {
   static constexpr std::string_view name = kRms ? "rms_norm_backward" : "layer_norm_backward";
@@ -314,30 +307,6 @@ struct NormBackward {
     const int64_t per = (kRms ? 8 : 13) + (weight.defined() ? 1 : 0) + (affine & kGradWeight ? (kRms ? 3 : 4) : 0) + (affine & kGradBias ? 1 : 0);
     return {per * x.numel(), g.nbytes() + x.nbytes() + (weight.defined() ? weight.nbytes() : 0),
             out.nbytes() + (partials.defined() ? partials.nbytes() : 0)};
-  }
-};
-
-/// ∂w and ∂b of a norm (those in `affine`, one after the other, in `dtype`): the pieces' partial
-/// sums NormBackward left in `partials` [pieces, 2, n], added in piece order.
-template <bool kRms>
-struct NormAffineGrad {
-  static constexpr std::string_view name = kRms ? "rms_norm_backward_affine" : "layer_norm_backward_affine";
-  static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& partials, int64_t affine, Dtype dtype) {
-    return {{affine_parts(affine) * partials.size(2)}, dtype};
-  }
-  static void compute(const Tensor& out, const Tensor& partials, int64_t affine, Dtype) {
-    int64_t offset = 0;
-    for (const int64_t part : {kGradWeight, kGradBias}) {
-      if (!(affine & part)) continue;
-      const int64_t n = partials.size(2);
-      out.slice(0, offset, offset + n).copy_(partials.select(1, part == kGradWeight ? 0 : 1).sum({0}));
-      offset += n;
-    }
-  }
-  // One add per piece and element; the asked-for halves of the workspace read.
-  static ops::Cost cost(const Tensor& out, const Tensor& partials, int64_t affine, Dtype) {
-    return {partials.size(0) * out.numel(), partials.nbytes() / 2 * affine_parts(affine), out.nbytes()};
   }
 };
 

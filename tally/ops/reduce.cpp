@@ -10,6 +10,7 @@
 
 #include "tally/core/geometry.h"
 #include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cpu/elementwise.h"
 #include "tally/kernels/cpu/reduce.h"
 #include "tally/kernels/cpu/vec_math.h"
 #include "tally/kernels/cuda/kernels.h"
@@ -78,8 +79,7 @@ struct SumFold {
           for (int64_t j = 0; j < vectors; j += 16) {
             kernels::Vec16f v;
             if constexpr (std::is_same_v<T, float>) v = kernels::load(row + j);
-            else if constexpr (std::is_same_v<T, BFloat16>) v = kernels::load_bf16(reinterpret_cast<const uint16_t*>(row) + j);
-            else v = kernels::load_f16(reinterpret_cast<const uint16_t*>(row) + j);
+            else v = kernels::load_16bit<T>(reinterpret_cast<const uint16_t*>(row) + j);
             kernels::store(partial + j, kernels::add(kernels::load(partial + j), v));
           }
           for (int64_t j = vectors; j < nj; ++j) partial[j] += static_cast<float>(row[j]);

@@ -251,6 +251,12 @@ inline unsigned grid_stride_blocks(int64_t n, int threads) {
   return static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, threads), 1, int64_t{sm_count()} * 32));
 }
 
+/// body(i) for this thread's items i < n of such a grid-stride loop (kThreads threads a block).
+template <int kThreads, class Body>
+__device__ __forceinline__ void grid_stride(int64_t n, Body body) {
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) body(i);
+}
+
 // ---- math: full-precision device functions for float and double, picked by overload (never
 // the __expf family) ----
 

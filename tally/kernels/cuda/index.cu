@@ -23,10 +23,10 @@ constexpr int kThreads = 256;
 template <class E>
 __global__ void __launch_bounds__(kThreads)
 gather_kernel(const E* src, E* out, const int64_t* index, int64_t total, int64_t n, int64_t k, int64_t inner) {
-  for (int64_t e = blockIdx.x * int64_t{kThreads} + threadIdx.x; e < total; e += int64_t{gridDim.x} * kThreads) {
+  grid_stride<kThreads>(total, [&](int64_t e) {
     const int64_t j = e % inner, r = e / inner, i = r % k, a = r / k;
     out[e] = src[(a * n + index[i]) * inner + j];
-  }
+  });
 }
 
 __device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
@@ -43,10 +43,10 @@ __device__ __forceinline__ void atomic_add(int64_t* p, int64_t v) {
 template <class T>
 __global__ void __launch_bounds__(kThreads)
 scatter_add_kernel(T* out, const int64_t* index, const T* src, int64_t total, int64_t n, int64_t k, int64_t inner) {
-  for (int64_t e = blockIdx.x * int64_t{kThreads} + threadIdx.x; e < total; e += int64_t{gridDim.x} * kThreads) {
+  grid_stride<kThreads>(total, [&](int64_t e) {
     const int64_t j = e % inner, r = e / inner, i = r % k, a = r / k;
     atomic_add(out + (a * n + index[i]) * inner + j, src[e]);
-  }
+  });
 }
 
 }  // namespace

@@ -33,14 +33,19 @@ template <> struct Rn<double> {
   static __device__ __forceinline__ double fma(double a, double b, double c) { return __fma_rn(a, b, c); }
 };
 
+/// The gradient with PyTorch's L2 weight decay where `decay` asks for it: g + wd·p, one fma as the CPU's.
+template <class T>
+__device__ __forceinline__ T with_weight_decay(bool decay, T p, T g, T wd) {
+  return decay ? Rn<T>::fma(p, wd, g) : g;
+}
+
 template <class T, bool kAmsgrad>
 __global__ void __launch_bounds__(kThreads)
 adam_kernel(int64_t n, T* p, const T* g, T* m, T* v, T* v_max, optim::AdamConstants<T> c) {
   using R = Rn<T>;
-  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
-    T pi = p[i], gi = g[i];
-    if (c.decoupled) pi = R::mul(pi, c.decay);
-    if (c.l2) gi = R::fma(pi, c.weight_decay, gi);
+  grid_stride<kThreads>(n, [&](int64_t i) {
+    const T pi = c.decoupled ? R::mul(p[i], c.decay) : p[i];
+    const T gi = with_weight_decay(c.l2, pi, g[i], c.weight_decay);
     const T mi = R::fma(gi, c.one_minus_beta1, R::mul(m[i], c.beta1));
     const T vi = R::fma(R::mul(c.one_minus_beta2, gi), gi, R::mul(v[i], c.beta2));
     T v_hat = vi;
@@ -52,34 +57,33 @@ adam_kernel(int64_t n, T* p, const T* g, T* m, T* v, T* v_max, optim::AdamConsta
     p[i] = R::add(pi, R::div(R::mul(c.neg_step_size, mi), R::add(R::div(R::sqrt(v_hat), c.bias_correction2_sqrt), c.eps)));
     m[i] = mi;
     v[i] = vi;
-  }
+  });
 }
 
 template <class T, bool kMomentum>
 __global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t n, T* p, const T* g, T* buf, optim::SgdConstants<T> c) {
   using R = Rn<T>;
-  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
+  grid_stride<kThreads>(n, [&](int64_t i) {
     const T pi = p[i];
-    T d = c.decay ? R::fma(pi, c.weight_decay, g[i]) : g[i];
+    T d = with_weight_decay(c.decay, pi, g[i], c.weight_decay);
     if constexpr (kMomentum) {
       const T b = c.first ? d : R::fma(d, c.one_minus_dampening, R::mul(buf[i], c.momentum));
       buf[i] = b;
       d = c.nesterov ? R::fma(b, c.momentum, d) : b;
     }
     p[i] = R::fma(d, c.neg_lr, pi);
-  }
+  });
 }
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) adagrad_kernel(int64_t n, T* p, const T* g, T* sum, optim::AdagradConstants<T> c) {
   using R = Rn<T>;
-  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
-    const T pi = p[i];
-    const T gi = c.decay ? R::fma(pi, c.weight_decay, g[i]) : g[i];
+  grid_stride<kThreads>(n, [&](int64_t i) {
+    const T pi = p[i], gi = with_weight_decay(c.decay, pi, g[i], c.weight_decay);
     const T si = R::fma(gi, gi, sum[i]);
     sum[i] = si;
     p[i] = R::add(pi, R::div(R::mul(c.neg_clr, gi), R::add(R::sqrt(si), c.eps)));
-  }
+  });
 }
 
 /// kMomentum: buf (momentum_buffer) is used; kCentered: ga (grad_avg) is.
@@ -87,9 +91,8 @@ template <class T, bool kMomentum, bool kCentered>
 __global__ void __launch_bounds__(kThreads)
 rmsprop_kernel(int64_t n, T* p, const T* g, T* sq, T* buf, T* ga, optim::RmspropConstants<T> c) {
   using R = Rn<T>;
-  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
-    const T pi = p[i];
-    const T gi = c.decay ? R::fma(pi, c.weight_decay, g[i]) : g[i];
+  grid_stride<kThreads>(n, [&](int64_t i) {
+    const T pi = p[i], gi = with_weight_decay(c.decay, pi, g[i], c.weight_decay);
     const T si = R::fma(R::mul(c.one_minus_alpha, gi), gi, R::mul(sq[i], c.alpha));
     sq[i] = si;
     T avg;
@@ -107,65 +110,65 @@ rmsprop_kernel(int64_t n, T* p, const T* g, T* sq, T* buf, T* ga, optim::Rmsprop
     } else {
       p[i] = R::add(pi, R::div(R::mul(c.neg_lr, gi), avg));
     }
-  }
+  });
+}
+
+/// fn(Tag<T>{}, grid) for an update over n elements of float32 or float64 (`dtype`), then the
+/// launch's check; nothing for no elements.
+template <class Fn>
+void launch_update(uint8_t dtype, int64_t n, const char* what, Fn&& fn) {
+  if (n <= 0) return;
+  dispatch<bit(kFloat32) | bit(kFloat64)>(dtype, what, [&](auto t) {
+    fn(t, grid_stride_blocks(n, kThreads));
+    LAUNCH_CHECK();
+  });
 }
 
 }  // namespace
 
 void adam_update(uint8_t dtype, int64_t n, void* p, const void* g, void* m, void* v, void* v_max, const optim::AdamScalars& h) {
-  if (n <= 0) return;
-  dispatch<bit(kFloat32) | bit(kFloat64)>(dtype, "adam_update", [&](auto t) {
+  launch_update(dtype, n, "adam_update", [&](auto t, unsigned grid) {
     using T = typename decltype(t)::type;
     const optim::AdamConstants<T> c(h);
-    const unsigned grid = grid_stride_blocks(n, kThreads);
     if (v_max)
       adam_kernel<T, true><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(m),
                                                 static_cast<T*>(v), static_cast<T*>(v_max), c);
     else
       adam_kernel<T, false><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(m),
                                                  static_cast<T*>(v), nullptr, c);
-    LAUNCH_CHECK();
   });
 }
 
 void sgd_update(uint8_t dtype, int64_t n, void* p, const void* g, void* buf, const optim::SgdScalars& h) {
-  if (n <= 0) return;
-  dispatch<bit(kFloat32) | bit(kFloat64)>(dtype, "sgd_update", [&](auto t) {
+  launch_update(dtype, n, "sgd_update", [&](auto t, unsigned grid) {
     using T = typename decltype(t)::type;
     const optim::SgdConstants<T> c(h);
-    const unsigned grid = grid_stride_blocks(n, kThreads);
     if (buf)
       sgd_kernel<T, true><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(buf), c);
     else
       sgd_kernel<T, false><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), nullptr, c);
-    LAUNCH_CHECK();
   });
 }
 
 void adagrad_update(uint8_t dtype, int64_t n, void* p, const void* g, void* sum, const optim::AdagradScalars& h) {
-  if (n <= 0) return;
-  dispatch<bit(kFloat32) | bit(kFloat64)>(dtype, "adagrad_update", [&](auto t) {
+  launch_update(dtype, n, "adagrad_update", [&](auto t, unsigned grid) {
     using T = typename decltype(t)::type;
-    adagrad_kernel<T><<<grid_stride_blocks(n, kThreads), kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(sum),
-                                                                     optim::AdagradConstants<T>(h));
-    LAUNCH_CHECK();
+    adagrad_kernel<T><<<grid, kThreads>>>(n, static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(sum),
+                                          optim::AdagradConstants<T>(h));
   });
 }
 
 void rmsprop_update(uint8_t dtype, int64_t n, void* p, const void* g, void* square_avg, void* buf, void* grad_avg,
                     const optim::RmspropScalars& h) {
-  if (n <= 0) return;
-  dispatch<bit(kFloat32) | bit(kFloat64)>(dtype, "rmsprop_update", [&](auto t) {
+  launch_update(dtype, n, "rmsprop_update", [&](auto t, unsigned grid) {
     using T = typename decltype(t)::type;
     const optim::RmspropConstants<T> c(h);
-    const unsigned grid = grid_stride_blocks(n, kThreads);
     T *pp = static_cast<T*>(p), *sq = static_cast<T*>(square_avg), *b = static_cast<T*>(buf), *ga = static_cast<T*>(grad_avg);
     const T* gg = static_cast<const T*>(g);
     if (b && ga) rmsprop_kernel<T, true, true><<<grid, kThreads>>>(n, pp, gg, sq, b, ga, c);
     else if (b) rmsprop_kernel<T, true, false><<<grid, kThreads>>>(n, pp, gg, sq, b, nullptr, c);
     else if (ga) rmsprop_kernel<T, false, true><<<grid, kThreads>>>(n, pp, gg, sq, nullptr, ga, c);
     else rmsprop_kernel<T, false, false><<<grid, kThreads>>>(n, pp, gg, sq, nullptr, nullptr, c);
-    LAUNCH_CHECK();
   });
 }
 

@@ -48,6 +48,9 @@ std::string utc_stamp() {
 void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
+  // The first signal only asks for a stop: system calls it interrupts carry on where the kernel
+  // can restart them (SA_RESTART), and the I/O code retries the rest (tally/io/retry.h).
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);

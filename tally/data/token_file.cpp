@@ -11,6 +11,7 @@
 
 #include "tally/data/npy.h"
 #include "tally/error/error.h"
+#include "tally/io/retry.h"
 
 namespace tally::data {
 
@@ -53,7 +54,7 @@ struct FileDescriptor {
 
 /// The whole file mapped read-only. The mapping stays valid after the descriptor is closed.
 Storage map_file(const std::string& path) {
-  FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  FileDescriptor file{io::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); })};
   if (file.fd < 0) throw IOError(detail::str_cat("cannot open token file '", path, "': ", std::strerror(errno)));
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) throw IOError(detail::str_cat("cannot stat token file '", path, "': ", std::strerror(errno)));

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "tally/error/error.h"
+#include "tally/io/retry.h"
 
 namespace tally::io {
 
@@ -48,7 +49,7 @@ AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
     throw IOError(detail::str_cat("cannot write '", path_.string(), "': the path names a folder, not a file"));
   for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
     temp_path_ = temp_name(path_);
-    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    fd_ = retry_on_eintr([&] { return ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644); });
     if (fd_ < 0 && errno != EEXIST) break;
   }
   if (fd_ < 0) {
@@ -86,11 +87,8 @@ void AtomicFile::write(std::span<const uint8_t> bytes) {
   const uint8_t* p = bytes.data();
   size_t left = bytes.size();
   while (left > 0) {
-    const ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(detail::str_cat("write failed after ", written_bytes_, " bytes"), errno);
-    }
+    const ssize_t n = retry_on_eintr([&] { return ::write(fd_, p, left); });
+    if (n < 0) fail(detail::str_cat("write failed after ", written_bytes_, " bytes"), errno);
     if (n == 0) fail(detail::str_cat("write made no progress after ", written_bytes_, " bytes"), EIO);
     p += n;
     left -= static_cast<size_t>(n);
@@ -100,17 +98,17 @@ void AtomicFile::write(std::span<const uint8_t> bytes) {
 
 void AtomicFile::commit() {
   if (fd_ < 0) throw IOError(detail::str_cat("cannot write '", path_.string(), "': the file was already committed or abandoned"));
-  if (::fsync(fd_) != 0) fail("fsync failed", errno);
+  if (retry_on_eintr([&] { return ::fsync(fd_); }) != 0) fail("fsync failed", errno);
   const int fd = fd_;
   fd_ = -1;
-  // close() can report a deferred write error (NFS, some FUSE file systems).
-  if (::close(fd) != 0) fail("close failed", errno);
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("rename of the temporary file failed", errno);
+  // close() can report a deferred write error (NFS, some FUSE file systems); EINTR is not one.
+  if (::close(fd) != 0 && errno != EINTR) fail("close failed", errno);
+  if (retry_on_eintr([&] { return ::rename(temp_path_.c_str(), path_.c_str()); }) != 0) fail("rename of the temporary file failed", errno);
   temp_path_.clear();
   const std::filesystem::path dir = parent_or_dot(path_);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dir_fd = retry_on_eintr([&] { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
   if (dir_fd < 0) fail(detail::str_cat("written, but cannot open its folder '", dir.string(), "' to fsync it"), errno);
-  const int rc = ::fsync(dir_fd), error = errno;
+  const int rc = retry_on_eintr([&] { return ::fsync(dir_fd); }), error = errno;
   ::close(dir_fd);
   // Some file systems do not fsync folders (EINVAL): the rename is as durable as they make it.
   if (rc != 0 && error != EINVAL) fail(detail::str_cat("written, but fsync of its folder '", dir.string(), "' failed"), error);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "tally/io/retry.h"
 #include "tally/io/safetensors.h"
 
 namespace tally::io {
@@ -115,7 +116,7 @@ std::optional<uint64_t> as_count(const nlohmann::json& j) {
 /// Unmaps a file mapping with the last reference.
 std::shared_ptr<const uint8_t> map_file(const std::filesystem::path& path, uint64_t& size) {
   const std::string p = path.string();
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = retry_on_eintr([&] { return ::open(p.c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) throw IOError(detail::str_cat("cannot open safetensors file '", p, "': ", std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

@@ -47,7 +47,7 @@ for sig, resume in ((signal.SIGINT, ()), (signal.SIGTERM, ("--resume",))):
     assert p.returncode == 0, "exit %d after %s: %s" % (p.returncode, sig.name, err)
     last = max(losses(work))
     assert newest_checkpoint() == "step-%09d.safetensors" % last, (newest_checkpoint(), last)
-    assert "stopped at step %d" % last in out, out[-500:]
+    assert "stopped at step %d" % last in out, (out[-500:], err[-1500:])
     print("%s: exit 0, checkpoint of step %d saved" % (sig.name, last))
 
 # Two signals: out at once, without a save; the committed checkpoint is untouched and loads. A
@@ -62,12 +62,13 @@ before = open(committed, "rb").read()
 p.send_signal(signal.SIGINT)
 while True:  # until the first signal is handled
     line = p.stderr.readline()
-    assert line, "tally train ended before saying it would stop"
+    assert line, "tally train ended (exit %s) before saying it would stop: %s" % (p.wait(), p.stderr.read()[-1500:])
     if "stopping after this step" in line:
         break
 p.send_signal(signal.SIGINT)
-p.communicate(timeout=120)
-assert p.returncode == 130, "a second signal should exit at once with 130 (got %d)" % p.returncode
+out, err = p.communicate(timeout=120)
+assert p.returncode == 130, "a second signal should exit at once with 130 (got %d)\nstdout: %s\nstderr: %s" % (
+    p.returncode, out[-1500:], err[-1500:])
 assert open(committed, "rb").read() == before, "the committed checkpoint changed"
 assert read_tensors(committed), "the committed checkpoint does not read back"
 print("two SIGINTs: exit 130 at once; %s untouched" % os.path.basename(committed))

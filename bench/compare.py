@@ -103,6 +103,7 @@ def torch_memory(iters):
     out["sum"] = time_torch("sum", iters, n, nb + 4, lambda: keep(x.sum()))
     out["softmax"] = time_torch("softmax", iters, 5 * n, 2 * nb, lambda: keep(torch.softmax(x, -1)))
     out["randn"] = time_torch("randn", iters, 0, nb, lambda: keep(torch.randn(MEMORY_ROWS, MEMORY_COLS)))
+    out["t_contiguous"] = time_torch("t_contiguous", iters, 0, 2 * nb, lambda: keep(x.t().contiguous()))
     return out
 
 
@@ -234,6 +235,12 @@ def build_rows(data):
         tg, pg = rate(T["randn"], "bytes") / 1e9, rate(P["randn"], "bytes") / 1e9
         rows.append(("randn(16384, 4096) GB/s written", "%.2f" % tg, "%.2f" % pg, "%.2f×" % (tg / pg), "≥ 1.0×", "", "",
                      verdict(tg / pg >= 1.0)))
+    if "t_contiguous" in T and "t_contiguous" in P:
+        # No target in the issues: a transpose made dense should not be slower than torch's.
+        tg, pg = rate(T["t_contiguous"], "bytes") / 1e9, rate(P["t_contiguous"], "bytes") / 1e9
+        stream = ceiling(data, "stream_copy")
+        rows.append(("x.t().contiguous() GB/s (256 MiB)", "%.1f" % tg, "%.1f" % pg, "%.2f×" % (tg / pg), "≥ 1.0×",
+                     "%.0f%% of stream_copy" % (100 * tg * 1e9 / stream) if stream else "", "", verdict(tg / pg >= 1.0)))
     for m, k, n in TINY_SHAPES:
         name = "tiny_matmul_%dx%dx%d" % (m, k, n)
         if name not in T or name not in P:

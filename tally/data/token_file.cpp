@@ -1,17 +1,11 @@
 #include "tally/data/token_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <bit>
-#include <cerrno>
 #include <cstring>
 
 #include "tally/data/npy.h"
 #include "tally/error/error.h"
-#include "tally/io/retry.h"
+#include "tally/io/mapped_file.h"
 
 namespace tally::data {
 
@@ -46,24 +40,12 @@ decltype(auto) visit(TokenDtype dtype, F&& f) {
   throw InternalError(detail::str_cat("unknown TokenDtype ", int(dtype)));
 }
 
-/// Closes a file descriptor on every path out.
-struct FileDescriptor {
-  int fd;
-  ~FileDescriptor() { if (fd >= 0) ::close(fd); }
-};
-
-/// The whole file mapped read-only. The mapping stays valid after the descriptor is closed.
+/// The whole file mapped read-only, as a Storage that keeps the mapping.
 Storage map_file(const std::string& path) {
-  FileDescriptor file{io::retry_on_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); })};
-  if (file.fd < 0) throw IOError(detail::str_cat("cannot open token file '", path, "': ", std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) throw IOError(detail::str_cat("cannot stat token file '", path, "': ", std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) throw IOError(detail::str_cat("token file '", path, "' is a directory"));
-  const int64_t nbytes = st.st_size;
-  TALLY_CHECK(nbytes > 0, "token file '", path, "' is empty (0 bytes): it holds no tokens");
-  void* data = ::mmap(nullptr, static_cast<size_t>(nbytes), PROT_READ, MAP_PRIVATE, file.fd, 0);
-  if (data == MAP_FAILED) throw IOError(detail::str_cat("cannot mmap token file '", path, "' (", nbytes, " bytes): ", std::strerror(errno)));
-  return std::make_shared<StorageImpl>(data, nbytes, [nbytes](void* p) { ::munmap(p, static_cast<size_t>(nbytes)); });
+  const io::MappedFile file = io::map_readonly(path, "token file");
+  TALLY_CHECK(file.size > 0, "token file '", path, "' is empty (0 bytes): it holds no tokens");
+  return std::make_shared<StorageImpl>(const_cast<uint8_t*>(file.data.get()), static_cast<int64_t>(file.size),
+                                       [mapping = file.data](void*) {});  // the last copy of `mapping` unmaps
 }
 
 bool starts_like_npy(const Storage& mapping) {

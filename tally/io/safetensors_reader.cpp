@@ -1,20 +1,14 @@
-// Parsing and validating safetensors files. This file depends on the error types, the Dtype enum
-// and nlohmann-json only, and creates no tensor: the fuzzer (tests/io/fuzz_safetensors.cpp)
-// compiles it on its own. Tensors are made in safetensors.cpp.
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+// Parsing and validating safetensors files. This file depends on the error types, the Dtype enum,
+// nlohmann-json and mapped_file.cpp only, and creates no tensor: the fuzzer
+// (tests/io/fuzz_safetensors.cpp, tests/io/run_fuzz.sh) compiles it with those alone. Tensors are made in safetensors.cpp.
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "tally/io/retry.h"
+#include "tally/io/mapped_file.h"
 #include "tally/io/safetensors.h"
 
 namespace tally::io {
@@ -113,35 +107,6 @@ std::optional<uint64_t> as_count(const nlohmann::json& j) {
   return std::nullopt;
 }
 
-/// Unmaps a file mapping with the last reference.
-std::shared_ptr<const uint8_t> map_file(const std::filesystem::path& path, uint64_t& size) {
-  const std::string p = path.string();
-  const int fd = retry_on_eintr([&] { return ::open(p.c_str(), O_RDONLY | O_CLOEXEC); });
-  if (fd < 0) throw IOError(detail::str_cat("cannot open safetensors file '", p, "': ", std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    throw IOError(detail::str_cat("cannot stat safetensors file '", p, "': ", std::strerror(error)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw IOError(detail::str_cat("safetensors file '", p, "' is not a regular file", S_ISDIR(st.st_mode) ? " (a directory)" : ""));
-  }
-  size = static_cast<uint64_t>(st.st_size);
-  if (size < 8) {  // nothing to map; parse() reports it
-    ::close(fd);
-    return std::shared_ptr<const uint8_t>(new uint8_t[8]{}, std::default_delete<uint8_t[]>());
-  }
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int error = errno;
-  ::close(fd);  // the mapping stays valid
-  if (data == MAP_FAILED)
-    throw IOError(detail::str_cat("cannot mmap safetensors file '", p, "' (", size, " bytes): ", std::strerror(error)));
-  return std::shared_ptr<const uint8_t>(static_cast<const uint8_t*>(data),
-                                        [size](const uint8_t* q) { ::munmap(const_cast<uint8_t*>(q), size); });
-}
-
 }  // namespace
 
 std::string_view safetensors_dtype_name(Dtype dtype) {
@@ -153,7 +118,10 @@ std::string_view safetensors_dtype_name(Dtype dtype) {
 SafetensorsReader SafetensorsReader::open(const std::filesystem::path& path) {
   SafetensorsReader r;
   r.name_ = path.string();
-  r.bytes_ = map_file(path, r.size_);
+  io::MappedFile file = map_readonly(path, "safetensors file");
+  r.size_ = file.size;
+  // Under 8 bytes there is no header length to read: parse() reports that from 8 zero bytes.
+  r.bytes_ = file.size >= 8 ? std::move(file.data) : std::shared_ptr<const uint8_t>(new uint8_t[8]{}, std::default_delete<uint8_t[]>());
   r.parse();
   return r;
 }

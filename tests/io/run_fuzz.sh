@@ -18,7 +18,7 @@ python=${PYTHON:-/usr/bin/python3}
 
 "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
   -Wall -Wextra -Wpedantic -Wno-unused-parameter -Wno-unknown-warning-option -Werror \
-  -I"$root" "$root/tally/io/safetensors_reader.cpp" "$root/tests/io/fuzz_safetensors.cpp" -o "$out/fuzz_safetensors"
+  -I"$root" "$root/tally/io/safetensors_reader.cpp" "$root/tally/io/mapped_file.cpp" "$root/tests/io/fuzz_safetensors.cpp" -o "$out/fuzz_safetensors"
 
 rm -rf "$out/seeds"
 mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts"

@@ -119,6 +119,7 @@ struct TanhDef {
   static constexpr int64_t flops = 1;
   static constexpr InputRule input = InputRule::IntToFloat;
   template <class C> static C f(C x) { return std::tanh(x); }
+  static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::tanh(x); }
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (1 - out * out); }
 };
@@ -279,6 +280,11 @@ struct GeluTanhDef {
   template <class C> static C f(C x) {
     const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
     return C(0.5) * x * (C(1) + std::tanh(inner));
+  }
+  static kernels::Vec16f vec(kernels::Vec16f x) {
+    using namespace kernels;
+    const Vec16f inner = mul(splat(0.7978845608028654f), add(x, mul(mul(mul(splat(0.044715f), x), x), x)));
+    return mul(mul(splat(0.5f), x), add(splat(1.0f), kernels::tanh(inner)));
   }
   // d ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³): ½(1 + tanh u) + ½x(1 - tanh² u)·√(2/π)(1 + 3·0.044715x²)
   static constexpr UnaryReads reads{.x = true, .out = false};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tally/kernels/cpu/vec_math.h"
+#include "tests/kernels/vec_tanh_checks.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #error "test_vec_math_portable.cpp must be built for baseline x86-64 to reach the plain-array target"
@@ -77,6 +78,8 @@ TEST(VecMathPortable, ExpSpecialValues) {
   EXPECT_LE(ulp_distance(out[11], static_cast<float>(M_E)), 1);
   EXPECT_LE(ulp_distance(out[12], static_cast<float>(1 / M_E)), 1);
 }
+
+TEST(VecMathPortable, TanhWithinSixUlpAndExactlyOneWhereItRounds) { tanh_checks::check_tanh(); }
 
 // The lanewise operations as the kernels use them: sigmoid = 1 / (1 + exp(0 − x)).
 TEST(VecMathPortable, LanewiseArithmeticAsSigmoid) {

@@ -374,6 +374,27 @@ inline Vec16f erf(Vec16f x) {
   return min(splat(1.0f), max(splat(-1.0f), div(mul(c, p), q)));
 }
 
+/// tanh of each lane: x·P(x²)/Q(x²) on x clamped to [−9, 9], P(0) = Q(0) = 1, a weighted
+/// least-squares rational fit made for tally (scripts/fit_tanh.py): within 3.1e-7 relative (about
+/// 5 ulp, near ±1) of tanh over float32. Beyond ±9, where tanh rounds to ±1, the result is ±1
+/// exactly (1 + tanh(−∞) must be 0, as GELU's tanh form needs): the part of x past the clamp, up
+/// to ±0.5, is added a thousandfold before the final clamp to [−1, 1]. −0 stays −0; NaN
+/// propagates through the clamps.
+inline Vec16f tanh(Vec16f x) {
+  const Vec16f wide = min(splat(9.5f), max(splat(-9.5f), x));
+  const Vec16f c = min(splat(9.0f), max(splat(-9.0f), wide));
+  const Vec16f t = mul(c, c);
+  Vec16f p = splat(-8.907603794112637e-14f);
+  for (float k : {5.441188818955389e-11f, -2.0564899116948254e-08f, 1.1238294064241927e-05f, 0.003112011356279254f,
+                  0.13091233372688293f, 1.0f})
+    p = add(mul(p, t), splat(k));
+  Vec16f q = splat(0.0002557857660576701f);
+  for (float k : {0.0245272908359766f, 0.46424564719200134f, 1.0f}) q = add(mul(q, t), splat(k));
+  // Subtracted as c − wide (0 within ±9), so that −0 − 0 keeps −0's sign.
+  const Vec16f short_of = mul(sub(c, wide), splat(1000.0f));
+  return min(splat(1.0f), max(splat(-1.0f), sub(div(mul(c, p), q), short_of)));
+}
+
 #if defined(TALLY_VEC_MATH_X86)
 // Both x86 targets: each defines low_half and high_half for its own Vec16f.
 

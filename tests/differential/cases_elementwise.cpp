@@ -177,8 +177,13 @@ std::vector<Case> pow_cases() {
         {in({4, 1, 5}, dt, "positive"), in({3, 1}, dt, "exponent")},
     };
     for (const auto& p : pairs) cases.push_back(make_case("Pow", "pow", p));
-    for (const Json& e : {Json(2), Json(3), Json(0), Json(-1), Json(0.5), Json(-0.5), Json(2.0)})
-      cases.push_back(make_case("Pow", "pow_scalar", {in({3, 4, 5}, dt, "positive", Layout::Sliced)}, {{"scalar", e}}));
+    // Strided (the lane-by-lane loop) and dense (16 lanes at a time, the exponents with forms of their own).
+    for (const Json& e : {Json(2), Json(3), Json(0), Json(1), Json(-1), Json(-2), Json(0.5), Json(-0.5), Json(2.0), Json(3.0), Json(-2.0), Json(2.5)})
+      for (Layout l : {Layout::Sliced, Layout::Contiguous})
+        cases.push_back(make_case("Pow", "pow_scalar", {in({3, 4, 5}, dt, "positive", l)}, {{"scalar", e}}));
+    if (is_floating_point(dt))  // odd powers and reciprocals of negative numbers
+      for (const Json& e : {Json(3.0), Json(-1.0), Json(-2.0)})
+        cases.push_back(make_case("Pow", "pow_scalar", {in({7, 300}, dt, "nonzero")}, {{"scalar", e}}));
   }
   const std::vector<std::pair<Dtype, Dtype>> mixed = {
       {kFloat32, kInt64}, {kInt32, kFloat32}, {kFloat16, kFloat32}, {kBFloat16, kInt32}, {kUInt8, kInt64}, {kFloat64, kFloat16}};

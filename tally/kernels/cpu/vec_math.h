@@ -109,6 +109,7 @@ inline Vec16f sub(Vec16f a, Vec16f b) { return _mm512_sub_ps(a, b); }
 inline Vec16f div(Vec16f a, Vec16f b) { return _mm512_div_ps(a, b); }
 inline Vec16f max(Vec16f a, Vec16f b) { return _mm512_max_ps(a, b); }
 inline Vec16f min(Vec16f a, Vec16f b) { return _mm512_min_ps(a, b); }
+inline Vec16f sqrt(Vec16f a) { return _mm512_sqrt_ps(a); }
 
 /// 16 bfloat16 (their bits) widened to float32: the bits move to the top half of each lane.
 inline Vec16f load_bf16(const uint16_t* p) {
@@ -200,6 +201,7 @@ inline Vec16f sub(Vec16f a, Vec16f b) { return {_mm256_sub_ps(a.lo, b.lo), _mm25
 inline Vec16f div(Vec16f a, Vec16f b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
 inline Vec16f max(Vec16f a, Vec16f b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
 inline Vec16f min(Vec16f a, Vec16f b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
+inline Vec16f sqrt(Vec16f a) { return {_mm256_sqrt_ps(a.lo), _mm256_sqrt_ps(a.hi)}; }
 
 namespace vec_detail {
 inline __m256 bf16_to_f32(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
@@ -336,6 +338,10 @@ inline Vec16f sub(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](
 inline Vec16f div(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x / y; }); }
 inline Vec16f max(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, scalar_detail::max_lane); }
 inline Vec16f min(Vec16f a, Vec16f b) { return scalar_detail::lanewise(a, b, [](float x, float y) { return x < y ? x : y; }); }
+inline Vec16f sqrt(Vec16f a) {
+  for (float& lane : a.v) lane = std::sqrt(lane);
+  return a;
+}
 /// 16 bfloat16 or float16 (their bits) to float32 and back, lane by lane.
 inline Vec16f load_bf16(const uint16_t* p) {
   Vec16f out;

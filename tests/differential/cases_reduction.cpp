@@ -73,9 +73,11 @@ std::vector<Case> reduction_cases() {
       c.accumulates = true;
       cases.push_back(c);
     }
-    Case p = make_case("Reduction", "prod", {in({4, 33}, dt, "near_one")}, {{"dims", 1}, {"keepdim", false}});
-    p.accumulates = true;
-    cases.push_back(p);
+    for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{4, 33}, std::vector<int64_t>{3, 1003}}) {  // eight running products, and a tail
+      Case p = make_case("Reduction", "prod", {in(sizes, dt, "near_one")}, {{"dims", 1}, {"keepdim", false}});
+      p.accumulates = true;
+      cases.push_back(p);
+    }
   }
   for (Dtype dt : {kInt32, kInt64, kUInt8, kBool}) {
     Case c = make_case("Reduction", "sum", {in({64, 257}, dt)}, {{"dims", Json::array({0})}, {"keepdim", false}});
@@ -159,7 +161,10 @@ std::vector<Case> extrema_cases() {
   // NaN wins every comparison: max/amax return it, argmax points at it.
   for (Dtype dt : kFloatDtypes) {
     const InputSpec spec = in({7, 300}, dt, "special");
+    // Rows of 300: the 64-lane blocks and the tail (amax, amin), NaN anywhere in them.
     for (Case c : {make_case("Extrema", "max", {spec}), make_case("Extrema", "amax", {spec}, {{"dims", Json::array({1})}, {"keepdim", false}}),
+                   make_case("Extrema", "amin", {spec}, {{"dims", Json::array({1})}, {"keepdim", true}}),
+                   make_case("Extrema", "amin", {spec}, {{"dims", Json::array({0})}, {"keepdim", false}}),
                    make_case("Extrema", "min_dim", {spec}, {{"dim", 1}, {"keepdim", false}}),
                    make_case("Extrema", "argmax", {spec}, {{"dims", 1}, {"keepdim", false}})}) {
       c.exact = true;

@@ -110,6 +110,12 @@ inline Vec16f div(Vec16f a, Vec16f b) { return _mm512_div_ps(a, b); }
 inline Vec16f max(Vec16f a, Vec16f b) { return _mm512_max_ps(a, b); }
 inline Vec16f min(Vec16f a, Vec16f b) { return _mm512_min_ps(a, b); }
 inline Vec16f sqrt(Vec16f a) { return _mm512_sqrt_ps(a); }
+inline Vec16f max_nan(Vec16f a, Vec16f b) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_max_ps(a, b), a);
+}
+inline Vec16f min_nan(Vec16f a, Vec16f b) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_min_ps(a, b), a);
+}
 
 /// 16 bfloat16 (their bits) widened to float32: the bits move to the top half of each lane.
 inline Vec16f load_bf16(const uint16_t* p) {
@@ -202,6 +208,14 @@ inline Vec16f div(Vec16f a, Vec16f b) { return {_mm256_div_ps(a.lo, b.lo), _mm25
 inline Vec16f max(Vec16f a, Vec16f b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
 inline Vec16f min(Vec16f a, Vec16f b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
 inline Vec16f sqrt(Vec16f a) { return {_mm256_sqrt_ps(a.lo), _mm256_sqrt_ps(a.hi)}; }
+inline Vec16f max_nan(Vec16f a, Vec16f b) {
+  return {_mm256_blendv_ps(_mm256_max_ps(a.lo, b.lo), a.lo, _mm256_cmp_ps(a.lo, a.lo, _CMP_UNORD_Q)),
+          _mm256_blendv_ps(_mm256_max_ps(a.hi, b.hi), a.hi, _mm256_cmp_ps(a.hi, a.hi, _CMP_UNORD_Q))};
+}
+inline Vec16f min_nan(Vec16f a, Vec16f b) {
+  return {_mm256_blendv_ps(_mm256_min_ps(a.lo, b.lo), a.lo, _mm256_cmp_ps(a.lo, a.lo, _CMP_UNORD_Q)),
+          _mm256_blendv_ps(_mm256_min_ps(a.hi, b.hi), a.hi, _mm256_cmp_ps(a.hi, a.hi, _CMP_UNORD_Q))};
+}
 
 namespace vec_detail {
 inline __m256 bf16_to_f32(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
@@ -342,6 +356,12 @@ inline Vec16f sqrt(Vec16f a) {
   for (float& lane : a.v) lane = std::sqrt(lane);
   return a;
 }
+inline Vec16f max_nan(Vec16f a, Vec16f b) {
+  return scalar_detail::lanewise(a, b, [](float x, float y) { return x != x ? x : scalar_detail::max_lane(x, y); });
+}
+inline Vec16f min_nan(Vec16f a, Vec16f b) {
+  return scalar_detail::lanewise(a, b, [](float x, float y) { return x != x ? x : (x < y ? x : y); });
+}
 /// 16 bfloat16 or float16 (their bits) to float32 and back, lane by lane.
 inline Vec16f load_bf16(const uint16_t* p) {
   Vec16f out;
@@ -363,6 +383,8 @@ inline void store_f16(uint16_t* p, Vec16f v) {
 #endif
 
 // Every target: max(a, b) and min(a, b) return b when a lane is unordered, as x86's maxps/minps.
+// max_nan(a, b) and min_nan(a, b) return NaN when either lane is NaN (a reduction's extreme,
+// where a NaN must win and stay, as PyTorch's max and amax have it), otherwise as max and min.
 
 /// erf of each lane: x·P(x²)/Q(x²) on x clamped to [−4, 4], where erf is ±1 in float32. The
 /// coefficients are a weighted least-squares rational fit made for tally (scripts/fit_erf.py);

@@ -106,7 +106,7 @@ void run_memory(int iters) {
   // FLOPs as an estimate only (max, sub, exp, add, div per element); bytes are one read and one write.
   time_op("softmax", iters, 5 * n, 2 * tensor_bytes, [&] { tally::Tensor z = tally::softmax(x, -1); });
   time_op("randn", iters, 0, tensor_bytes, [&] { tally::Tensor z = tally::randn({kRows, kCols}); });
-  // A transpose made dense: one read and one write, along different dimensions (Note [Copies in tiles]).
+  // A transpose made dense: one read and one write, along different dimensions (Note [Loops in tiles]).
   time_op("t_contiguous", iters, 0, 2 * tensor_bytes, [&] { tally::Tensor z = x.t().contiguous(); });
 }
 

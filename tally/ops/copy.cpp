@@ -49,69 +49,11 @@ template <class TO, class TI>
   }
 }
 
-// Note [Copies in tiles]
-// x.t().contiguous() writes along one dimension and reads along another. Element by element along
-// the destination's rows, every read lands on another cache line (and, for long rows, another
-// page), and the line is gone before the next row comes back for its neighbour: a [4096, 1024]
-// float32 transpose took 12.4 ms, PyTorch 3.3. So where the source is dense along a dimension k
-// other than the destination's innermost, the copy walks tiles of kCopyTile × kCopyTile elements
-// over those two dimensions, and the tiles down k first, so that the source's lines a tile leaves
-// half read are read on by the next. The other dimensions are outer loops: a copy's order is free.
-// 16 measured best (bench/RESULTS.md): 32 or 8 were 1.5–3× slower at power-of-two row lengths,
-// where a tile's lines share cache sets.
-constexpr int64_t kCopyTile = 16;
-
-/// The copy over `loop` in tiles (Note [Copies in tiles]) when the operands are dense along
-/// different dimensions and both are at least a tile long; false (nothing done) otherwise.
-template <class TO, class TI>
-bool copy_in_tiles(const kernels::StridedLoop<2>& loop) {
-  const size_t nd = loop.sizes.size();
-  if (nd < 2 || loop.strides[0][nd - 1] != int64_t{sizeof(TO)}) return false;
-  size_t k = nd;  // the dimension along which the source is dense
-  for (size_t d = 0; d + 1 < nd; ++d)
-    if (loop.strides[1][d] == int64_t{sizeof(TI)}) k = d;
-  if (k == nd || loop.sizes[k] < kCopyTile || loop.sizes[nd - 1] < kCopyTile) return false;
-  SmallVector<int64_t, 6> outer_sizes, outer_dst, outer_src;  // every dimension but k and the innermost
-  int64_t outer = 1;
-  for (size_t d = 0; d + 1 < nd; ++d) {
-    if (d == k) continue;
-    outer_sizes.push_back(loop.sizes[d]);
-    outer_dst.push_back(loop.strides[0][d]);
-    outer_src.push_back(loop.strides[1][d]);
-    outer *= loop.sizes[d];
-  }
-  const int64_t rows = loop.sizes[k], cols = loop.sizes[nd - 1];
-  const int64_t dst_row = loop.strides[0][k], src_col = loop.strides[1][nd - 1];
-  const int64_t row_tiles = (rows + kCopyTile - 1) / kCopyTile, col_tiles = (cols + kCopyTile - 1) / kCopyTile;
-  kernels::parallel_for(outer * row_tiles * col_tiles, kernels::kElementwiseGrain / (kCopyTile * kCopyTile), [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      int64_t o = t / (row_tiles * col_tiles);
-      const int64_t r0 = t % row_tiles * kCopyTile, c0 = t / row_tiles % col_tiles * kCopyTile;
-      char* dst = loop.base[0];
-      const char* src = loop.base[1];
-      for (size_t d = outer_sizes.size(); d-- > 0;) {
-        const int64_t i = o % outer_sizes[d];
-        o /= outer_sizes[d];
-        dst += i * outer_dst[d];
-        src += i * outer_src[d];
-      }
-      const int64_t r1 = std::min(r0 + kCopyTile, rows), cn = std::min(kCopyTile, cols - c0);
-      for (int64_t r = r0; r < r1; ++r) {
-        char* d = dst + r * dst_row + c0 * int64_t{sizeof(TO)};
-        const char* s = src + r * int64_t{sizeof(TI)} + c0 * src_col;
-        for (int64_t c = 0; c < cn; ++c) copy_element<TO, TI>(d + c * int64_t{sizeof(TO)}, s + c * src_col);
-      }
-    }
-  });
-  return true;
-}
-
 /// The converting copy over `loop` (operand 0 of dtype `to`, 1 of `from`); built once per target
 /// (Note [CPU kernel dispatch]).
 void convert_kernel(const kernels::StridedLoop<2>& loop, Dtype to, Dtype from) {
   dispatch(to, "copy_", [&]<class TO>() {
     dispatch(from, "copy_", [&]<class TI>() {
-      if (copy_in_tiles<TO, TI>(loop)) return;
       loop.for_each([&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
         int64_t i = 0;
         if constexpr (std::is_same_v<TO, TI>) {

@@ -123,10 +123,11 @@ struct IndexSelect {
     const int64_t row_bytes = inner * x.element_size();
     const char* s = static_cast<const char*>(src.data_ptr());
     char* o = static_cast<char*>(out.data_ptr());
-    for (int64_t a = 0; a < outer; ++a) {
-      for (int64_t i = 0; i < k; ++i)
-        std::memcpy(o + (a * k + i) * row_bytes, s + (a * n + ids[i]) * row_bytes, static_cast<size_t>(row_bytes));
-    }
+    // Both cores from a quarter MiB on: a [2048, 2048] gather took 0.51 ms on one, PyTorch 0.16.
+    const int64_t rows = outer * k;
+#pragma omp parallel for schedule(static) if (rows * row_bytes >= (int64_t{1} << 18))
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(o + r * row_bytes, s + (r / k * n + ids[r % k]) * row_bytes, static_cast<size_t>(row_bytes));
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index) {
     return {0, out.nbytes() + index.nbytes(), out.nbytes()};

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from rational_fit import horner32
+
 xs = np.concatenate([np.linspace(1e-4, 4.0, 20000), np.geomspace(1e-6, 1e-4, 200)])
 f = np.array([math.erf(x) for x in xs])
 t = xs * xs
@@ -27,13 +29,7 @@ p32, q32 = [np.float32(c) for c in p], [np.float32(c) for c in q]
 def erf32(x):
     x = np.clip(np.float32(x), np.float32(-4), np.float32(4))
     tt = x * x
-    num = p32[-1]
-    for c in p32[-2::-1]:
-        num = num * tt + c
-    den = q32[-1]
-    for c in q32[-2::-1]:
-        den = den * tt + c
-    return x * num / den
+    return x * horner32(p32, tt) / horner32(q32, tt)
 
 
 grid = np.concatenate([np.linspace(-6, 6, 400001, dtype=np.float32), np.geomspace(1e-30, 1e-3, 2000).astype(np.float32)])

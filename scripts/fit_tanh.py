@@ -8,6 +8,8 @@ numpy's tanh in float64, relative and in float32 ulp.
 Run with the system interpreter: /usr/bin/python3 scripts/fit_tanh.py"""
 import numpy as np
 
+from rational_fit import horner32
+
 LIMIT = 9.0
 SCALE = LIMIT * LIMIT
 xs = np.concatenate([np.linspace(1e-4, LIMIT, 40000), np.geomspace(1e-6, 1e-4, 200)])
@@ -30,13 +32,7 @@ q32 = [np.float32(q[k] / SCALE**k) for k in range(n_q)]
 def tanh32(x):
     x = np.clip(np.float32(x), np.float32(-LIMIT), np.float32(LIMIT))
     tt = x * x
-    num = p32[-1]
-    for c in p32[-2::-1]:
-        num = num * tt + c
-    den = q32[-1]
-    for c in q32[-2::-1]:
-        den = den * tt + c
-    return np.clip(x * num / den, np.float32(-1), np.float32(1))
+    return np.clip(x * horner32(p32, tt) / horner32(q32, tt), np.float32(-1), np.float32(1))
 
 
 grid = np.concatenate([np.linspace(-12, 12, 600001, dtype=np.float32), np.geomspace(1e-30, 1e-3, 2000).astype(np.float32)])

@@ -1,0 +1,10 @@
+"""Shared by scripts/fit_erf.py and scripts/fit_tanh.py: a polynomial evaluated as tally's vector
+kernels do (Horner, every step rounded to float32 when the coefficients are numpy float32)."""
+
+
+def horner32(coefficients, t):
+    """coefficients[0] + coefficients[1]·t + ... in float32, highest power first."""
+    r = coefficients[-1]
+    for c in coefficients[-2::-1]:
+        r = r * t + c
+    return r

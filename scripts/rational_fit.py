@@ -3,7 +3,7 @@ kernels do (Horner, every step rounded to float32 when the coefficients are nump
 
 
 def horner32(coefficients, t):
-    """coefficients[0] + coefficients[1]·t + ... in float32, highest power first."""
+    """coefficients[0] + coefficients[1]·t + ... (lowest power first), evaluated from the highest."""
     r = coefficients[-1]
     for c in coefficients[-2::-1]:
         r = r * t + c

@@ -166,16 +166,8 @@ struct StridedLoop {
   template <class Fn>
   void for_each_tile(Fn& fn, size_t k, int64_t grain) const {
     const size_t nd = sizes.size();
-    SmallVector<int64_t, 6> outer_sizes;  // every dimension but k and the innermost
-    SmallVector<size_t, 6> outer_dims;
-    int64_t outer = 1;
-    for (size_t d = 0; d + 1 < nd; ++d) {
-      if (d == k) continue;
-      outer_sizes.push_back(sizes[d]);
-      outer_dims.push_back(d);
-      outer *= sizes[d];
-    }
     const int64_t rows = sizes[k], cols = sizes[nd - 1];
+    const int64_t outer = numel / (rows * cols);  // every dimension but k and the innermost
     const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows, col_tiles = (cols + kTileCols - 1) / kTileCols;
     std::array<int64_t, N> inner_strides;
     for (size_t op = 0; op < N; ++op) inner_strides[op] = strides[op][nd - 1];
@@ -183,10 +175,12 @@ struct StridedLoop {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t r0 = t % row_tiles * kTileRows, c0 = t / row_tiles % col_tiles * kTileCols;
         std::array<char*, N> ptrs = base;
-        for (int64_t o = t / (row_tiles * col_tiles), i = static_cast<int64_t>(outer_sizes.size()) - 1; i >= 0; --i) {
-          const int64_t idx = o % outer_sizes[static_cast<size_t>(i)];
-          o /= outer_sizes[static_cast<size_t>(i)];
-          for (size_t op = 0; op < N; ++op) ptrs[op] += idx * strides[op][outer_dims[static_cast<size_t>(i)]];
+        int64_t o = t / (row_tiles * col_tiles);
+        for (size_t d = nd - 1; d-- > 0;) {  // the outer index, innermost outer dimension first
+          if (d == k) continue;
+          const int64_t idx = o % sizes[d];
+          o /= sizes[d];
+          for (size_t op = 0; op < N; ++op) ptrs[op] += idx * strides[op][d];
         }
         const int64_t r1 = std::min(r0 + kTileRows, rows), n = std::min(kTileCols, cols - c0);
         for (int64_t r = r0; r < r1; ++r) {

@@ -1,6 +1,7 @@
 // Parsing and validating safetensors files. This file depends on the error types, the Dtype enum,
 // nlohmann-json and mapped_file.cpp only, and creates no tensor: the fuzzer
-// (tests/io/fuzz_safetensors.cpp, tests/io/run_fuzz.sh) compiles it with those alone. Tensors are made in safetensors.cpp.
+// (tests/io/fuzz_safetensors.cpp, tests/io/run_fuzz.sh) compiles it with those alone. Tensors
+// are made in safetensors.cpp.
 
 #include <algorithm>
 #include <bit>

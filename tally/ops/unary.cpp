@@ -296,6 +296,20 @@ struct GeluTanhDef {
   }
 };
 
+/// A lane function `lane` (scalar, the compute type) with its 16-lane form `lanes`, for the
+/// elementwise kernels' vector path (kernels::HasVecFloat).
+template <class C, class Lane, class Lanes>
+struct WithVec {
+  Lane lane;
+  Lanes lanes;
+  C operator()(C v) const { return lane(v); }
+  kernels::Vec16f vec(kernels::Vec16f v) const { return lanes(v); }
+};
+template <class C, class Lane, class Lanes>
+WithVec<C, Lane, Lanes> with_vec(Lane lane, Lanes lanes) {
+  return {lane, lanes};
+}
+
 /// The result dtype of Def on `in`, raising for inputs Def does not take.
 template <class Def>
 Dtype unary_result_dtype(Dtype in) {
@@ -344,11 +358,7 @@ struct Unary {
                     !std::is_floating_point_v<C>) {
         kernels::detail::unknown_kernel_dtype(dt);  // meta sent integers to float32
       } else if constexpr (requires { Def::vec(kernels::Vec16f{}); }) {
-        struct F {
-          C operator()(C v) const { return Def::template f<C>(v); }
-          kernels::Vec16f vec(kernels::Vec16f v) const { return Def::vec(v); }
-        };
-        kernels::unary_kernel<T, T>(loop, F{});
+        kernels::unary_kernel<T, T>(loop, with_vec<C>([](C v) { return Def::template f<C>(v); }, [](kernels::Vec16f v) { return Def::vec(v); }));
       } else {
         kernels::unary_kernel<T, T>(loop, [](C v) { return Def::template f<C>(v); });
       }
@@ -357,16 +367,6 @@ struct Unary {
   static ops::Cost cost(const Tensor& out, const Tensor& x) { return ops::elementwise_cost(out, {&x}, Def::flops); }
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{Def::reads.x}, Def::reads.out}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x) { return {Def::grad(c.grad, x, c.out)}; }
-};
-
-/// A lane function `lane` (scalar, the compute type) with its 16-lane form `lanes`, for the
-/// elementwise kernels' vector path (kernels::HasVecFloat).
-template <class C, class Lane, class Lanes>
-struct WithVec {
-  Lane lane;
-  Lanes lanes;
-  C operator()(C v) const { return lane(v); }
-  kernels::Vec16f vec(kernels::Vec16f v) const { return lanes(v); }
 };
 
 /// x ** exponent for a number exponent; the common exponents get exact fast forms.
@@ -402,22 +402,20 @@ struct PowScalar {
           }
           return r;
         });
-      } else if (e == 1.0 || e == 2.0 || e == 3.0 || e == 0.5 || e == -0.5 || e == -1.0 || e == -2.0) {
-        // PyTorch's forms for these exponents (its pow kernels): products, quotients and square
-        // roots instead of std::pow, as fast as a multiply (x ** 3 was 57 times slower) and
-        // rounding as PyTorch's; 16 lanes at a time.
-        using kernels::Vec16f;
-        auto run = [&](auto lane, auto lanes) { kernels::unary_kernel<T, T>(loop, WithVec<C, decltype(lane), decltype(lanes)>{lane, lanes}); };
-        if (e == 1.0) run([](C v) { return v; }, [](Vec16f v) { return v; });
-        if (e == 2.0) run([](C v) { return v * v; }, [](Vec16f v) { return kernels::mul(v, v); });
-        if (e == 3.0) run([](C v) { return v * v * v; }, [](Vec16f v) { return kernels::mul(kernels::mul(v, v), v); });
-        if (e == 0.5) run([](C v) { return std::sqrt(v); }, [](Vec16f v) { return kernels::sqrt(v); });
-        if (e == -0.5) run([](C v) { return C(1) / std::sqrt(v); }, [](Vec16f v) { return kernels::div(kernels::splat(1.0f), kernels::sqrt(v)); });
-        if (e == -1.0) run([](C v) { return C(1) / v; }, [](Vec16f v) { return kernels::div(kernels::splat(1.0f), v); });
-        if (e == -2.0) run([](C v) { return C(1) / (v * v); }, [](Vec16f v) { return kernels::div(kernels::splat(1.0f), kernels::mul(v, v)); });
       } else {
-        const C ce = static_cast<C>(e);
-        kernels::unary_kernel<T, T>(loop, [ce](C v) { return std::pow(v, ce); });
+        // PyTorch's forms for 1, 2, 3, ±0.5, −1 and −2 (its pow kernels): products, quotients
+        // and square roots instead of std::pow, as fast as a multiply (x ** 3 was 57 times
+        // slower) and rounding as PyTorch's; 16 lanes at a time.
+        using kernels::Vec16f;
+        auto run = [&](auto lane, auto lanes) { kernels::unary_kernel<T, T>(loop, with_vec<C>(lane, lanes)); };
+        if (e == 1.0) run([](C v) { return v; }, [](Vec16f v) { return v; });
+        else if (e == 2.0) run([](C v) { return v * v; }, [](Vec16f v) { return kernels::mul(v, v); });
+        else if (e == 3.0) run([](C v) { return v * v * v; }, [](Vec16f v) { return kernels::mul(kernels::mul(v, v), v); });
+        else if (e == 0.5) run([](C v) { return std::sqrt(v); }, [](Vec16f v) { return kernels::sqrt(v); });
+        else if (e == -0.5) run([](C v) { return C(1) / std::sqrt(v); }, [](Vec16f v) { return kernels::div(kernels::splat(1.0f), kernels::sqrt(v)); });
+        else if (e == -1.0) run([](C v) { return C(1) / v; }, [](Vec16f v) { return kernels::div(kernels::splat(1.0f), v); });
+        else if (e == -2.0) run([](C v) { return C(1) / (v * v); }, [](Vec16f v) { return kernels::div(kernels::splat(1.0f), kernels::mul(v, v)); });
+        else kernels::unary_kernel<T, T>(loop, [ce = static_cast<C>(e)](C v) { return std::pow(v, ce); });
       }
     });
   }
@@ -473,7 +471,7 @@ struct Clamp {
         if (has_h) v = kernels::min(kernels::splat(hf), v);
         return v;
       };
-      kernels::unary_kernel<T, T>(loop, WithVec<C, decltype(lane), decltype(lanes)>{lane, lanes});
+      kernels::unary_kernel<T, T>(loop, with_vec<C>(lane, lanes));
     });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tally/kernels/cpu/vec_math.h"
-#include "tests/kernels/vec_tanh_checks.h"
+#include "tests/kernels/vec_math_checks.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #error "test_vec_math_portable.cpp must be built for baseline x86-64 to reach the plain-array target"
@@ -23,20 +23,11 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Distance in representable floats between two non-negative floats (inf counts as one past max).
-int64_t ulp_distance(float a, float b) {
-  return std::abs(static_cast<int64_t>(std::bit_cast<uint32_t>(a)) - static_cast<int64_t>(std::bit_cast<uint32_t>(b)));
-}
+using vec_checks::ulp_distance;
 
-// exp of every input, 16 at a time through the vector exp, the last partial group masked as the
-// elementwise kernel does.
+// exp of every input through the vector exp.
 std::vector<float> vector_exp(const std::vector<float>& in) {
-  std::vector<float> out(in.size());
-  const int64_t n = static_cast<int64_t>(in.size());
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) store(out.data() + i, kernels::exp(load(in.data() + i)));
-  if (i < n) store_partial(out.data() + i, kernels::exp(load_partial(in.data() + i, n - i)), n - i);
-  return out;
+  return vec_checks::apply_lanes(in, [](Vec16f v) { return kernels::exp(v); });
 }
 
 // Every finite input's exp within 1 ulp of the correctly rounded one, denormal and overflowing
@@ -79,7 +70,7 @@ TEST(VecMathPortable, ExpSpecialValues) {
   EXPECT_LE(ulp_distance(out[12], static_cast<float>(1 / M_E)), 1);
 }
 
-TEST(VecMathPortable, TanhWithinSixUlpAndExactlyOneWhereItRounds) { tanh_checks::check_tanh(); }
+TEST(VecMathPortable, TanhWithinSixUlpAndExactlyOneWhereItRounds) { vec_checks::check_tanh(); }
 
 // The lanewise operations as the kernels use them: sigmoid = 1 / (1 + exp(0 − x)).
 TEST(VecMathPortable, LanewiseArithmeticAsSigmoid) {

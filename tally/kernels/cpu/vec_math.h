@@ -110,12 +110,7 @@ inline Vec16f div(Vec16f a, Vec16f b) { return _mm512_div_ps(a, b); }
 inline Vec16f max(Vec16f a, Vec16f b) { return _mm512_max_ps(a, b); }
 inline Vec16f min(Vec16f a, Vec16f b) { return _mm512_min_ps(a, b); }
 inline Vec16f sqrt(Vec16f a) { return _mm512_sqrt_ps(a); }
-inline Vec16f max_nan(Vec16f a, Vec16f b) {
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_max_ps(a, b), a);
-}
-inline Vec16f min_nan(Vec16f a, Vec16f b) {
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_min_ps(a, b), a);
-}
+inline Vec16f nan_or(Vec16f a, Vec16f r) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), r, a); }
 
 /// 16 bfloat16 (their bits) widened to float32: the bits move to the top half of each lane.
 inline Vec16f load_bf16(const uint16_t* p) {
@@ -208,13 +203,8 @@ inline Vec16f div(Vec16f a, Vec16f b) { return {_mm256_div_ps(a.lo, b.lo), _mm25
 inline Vec16f max(Vec16f a, Vec16f b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
 inline Vec16f min(Vec16f a, Vec16f b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
 inline Vec16f sqrt(Vec16f a) { return {_mm256_sqrt_ps(a.lo), _mm256_sqrt_ps(a.hi)}; }
-inline Vec16f max_nan(Vec16f a, Vec16f b) {
-  return {_mm256_blendv_ps(_mm256_max_ps(a.lo, b.lo), a.lo, _mm256_cmp_ps(a.lo, a.lo, _CMP_UNORD_Q)),
-          _mm256_blendv_ps(_mm256_max_ps(a.hi, b.hi), a.hi, _mm256_cmp_ps(a.hi, a.hi, _CMP_UNORD_Q))};
-}
-inline Vec16f min_nan(Vec16f a, Vec16f b) {
-  return {_mm256_blendv_ps(_mm256_min_ps(a.lo, b.lo), a.lo, _mm256_cmp_ps(a.lo, a.lo, _CMP_UNORD_Q)),
-          _mm256_blendv_ps(_mm256_min_ps(a.hi, b.hi), a.hi, _mm256_cmp_ps(a.hi, a.hi, _CMP_UNORD_Q))};
+inline Vec16f nan_or(Vec16f a, Vec16f r) {
+  return {_mm256_blendv_ps(r.lo, a.lo, _mm256_cmp_ps(a.lo, a.lo, _CMP_UNORD_Q)), _mm256_blendv_ps(r.hi, a.hi, _mm256_cmp_ps(a.hi, a.hi, _CMP_UNORD_Q))};
 }
 
 namespace vec_detail {
@@ -356,12 +346,7 @@ inline Vec16f sqrt(Vec16f a) {
   for (float& lane : a.v) lane = std::sqrt(lane);
   return a;
 }
-inline Vec16f max_nan(Vec16f a, Vec16f b) {
-  return scalar_detail::lanewise(a, b, [](float x, float y) { return x != x ? x : scalar_detail::max_lane(x, y); });
-}
-inline Vec16f min_nan(Vec16f a, Vec16f b) {
-  return scalar_detail::lanewise(a, b, [](float x, float y) { return x != x ? x : (x < y ? x : y); });
-}
+inline Vec16f nan_or(Vec16f a, Vec16f r) { return scalar_detail::lanewise(a, r, [](float x, float y) { return x != x ? x : y; }); }
 /// 16 bfloat16 or float16 (their bits) to float32 and back, lane by lane.
 inline Vec16f load_bf16(const uint16_t* p) {
   Vec16f out;
@@ -383,8 +368,11 @@ inline void store_f16(uint16_t* p, Vec16f v) {
 #endif
 
 // Every target: max(a, b) and min(a, b) return b when a lane is unordered, as x86's maxps/minps.
-// max_nan(a, b) and min_nan(a, b) return NaN when either lane is NaN (a reduction's extreme,
-// where a NaN must win and stay, as PyTorch's max and amax have it), otherwise as max and min.
+// nan_or(a, r) is r but a's lanes where a is NaN. With max and min returning b for an unordered
+// lane, that makes max_nan(a, b) and min_nan(a, b) NaN when either lane is (a reduction's
+// extreme, where a NaN must win and stay, as PyTorch's max and amax have it).
+inline Vec16f max_nan(Vec16f a, Vec16f b) { return nan_or(a, max(a, b)); }
+inline Vec16f min_nan(Vec16f a, Vec16f b) { return nan_or(a, min(a, b)); }
 
 /// erf of each lane: x·P(x²)/Q(x²) on x clamped to [−4, 4], where erf is ±1 in float32. The
 /// coefficients are a weighted least-squares rational fit made for tally (scripts/fit_erf.py);

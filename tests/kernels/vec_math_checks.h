@@ -1,7 +1,8 @@
 #pragma once
-// kernels::tanh (vec_math.h) against std::tanh, for whichever vec_math target the including file is
-// compiled for: test_vec_math_portable.cpp (plain arrays) and test_vec_tanh.cpp (the build's own).
-// Internal linkage, so that each target's copy stays its own (Note [CPU kernel dispatch]).
+// Helpers for checking vec_math.h's functions, and the tanh check, for whichever vec_math target
+// the including file is compiled for: test_vec_math_portable.cpp (plain arrays) and
+// test_vec_tanh.cpp (the build's own). Internal linkage, so that each target's copy stays its own
+// (Note [CPU kernel dispatch]).
 
 #include <gtest/gtest.h>
 
@@ -13,20 +14,27 @@
 
 #include "tally/kernels/cpu/vec_math.h"
 
-namespace tally::kernels::tanh_checks {
+namespace tally::kernels::vec_checks {
 namespace {
 
-std::vector<float> vector_tanh(const std::vector<float>& in) {
+/// f of every input, 16 at a time, the last partial group masked as the elementwise kernel does.
+template <class F>
+std::vector<float> apply_lanes(const std::vector<float>& in, F f) {
   std::vector<float> out(in.size());
   const int64_t n = static_cast<int64_t>(in.size());
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) store(out.data() + i, kernels::tanh(load(in.data() + i)));
-  if (i < n) store_partial(out.data() + i, kernels::tanh(load_partial(in.data() + i, n - i)), n - i);
+  for (; i + 16 <= n; i += 16) store(out.data() + i, f(load(in.data() + i)));
+  if (i < n) store_partial(out.data() + i, f(load_partial(in.data() + i, n - i)), n - i);
   return out;
 }
 
-int64_t ulps_apart(float a, float b) {  // same sign
+/// Distance in representable floats between the magnitudes of a and b (inf counts as one past max).
+int64_t ulp_distance(float a, float b) {
   return std::abs(static_cast<int64_t>(std::bit_cast<uint32_t>(std::fabs(a))) - static_cast<int64_t>(std::bit_cast<uint32_t>(std::fabs(b))));
+}
+
+std::vector<float> vector_tanh(const std::vector<float>& in) {
+  return apply_lanes(in, [](Vec16f v) { return kernels::tanh(v); });
 }
 
 /// Within 6 ulp of std::tanh (the fit measures 5) from tiny to saturated, both signs; exactly ±1
@@ -41,7 +49,7 @@ void check_tanh() {
   const std::vector<float> out = vector_tanh(in);
   for (size_t i = 0; i < in.size(); ++i) {
     const float ref = std::tanh(in[i]);
-    ASSERT_LE(ulps_apart(out[i], ref), 6) << "tanh(" << in[i] << ") = " << out[i] << ", std::tanh gives " << ref;
+    ASSERT_LE(ulp_distance(out[i], ref), 6) << "tanh(" << in[i] << ") = " << out[i] << ", std::tanh gives " << ref;
     ASSERT_EQ(std::signbit(out[i]), std::signbit(in[i])) << in[i];
   }
   const float inf = std::numeric_limits<float>::infinity();
@@ -55,4 +63,4 @@ void check_tanh() {
 }
 
 }  // namespace
-}  // namespace tally::kernels::tanh_checks
+}  // namespace tally::kernels::vec_checks

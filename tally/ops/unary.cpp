@@ -502,8 +502,12 @@ struct Where {
     cpu_kernels().run<&Where::kernel>(ops::make_loop<4>(out, {&cc, &ca, &cb}), dt);
   }
   static void kernel(const kernels::StridedLoop<4>& loop, Dtype dt) {
+    // Choosing copies bits, so the loop runs on unsigned integers of the element's size, and
+    // the condition is read as bytes: GCC vectorises neither a select of 16-bit float structs nor
+    // any loop that loads bool, and a branch per element mispredicts on half of a random mask.
     dispatch(dt, "where", [&]<class T>() {
-      kernels::ternary_kernel<T, bool, T, T>(loop, [](bool c, T x, T y) { return c ? x : y; });
+      using Bits = kernels::BitsOf<T>;
+      kernels::ternary_kernel<Bits, uint8_t, Bits, Bits>(loop, [](uint8_t c, Bits x, Bits y) { return c != 0 ? x : y; });
     });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& c, const Tensor& a, const Tensor& b) {

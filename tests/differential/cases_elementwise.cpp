@@ -240,12 +240,25 @@ std::vector<Case> selection_cases() {
       c.exact = true;
       cases.push_back(c);
     }
+    // Each operand dense or repeated along the rows, all eight ways: the kernel's loops with
+    // known steps (300 columns: whole vectors and a tail).
+    for (int pattern = 0; pattern < 8; ++pattern) {
+      auto shape = [pattern](int operand) { return pattern >> operand & 1 ? std::vector<int64_t>{7, 300} : std::vector<int64_t>{7, 1}; };
+      const char* values = is_floating_point(dt) ? "special" : "normal";
+      Case c = make_case("Selection", "where", {in(shape(0), kBool, "mask"), in(shape(1), dt, values), in(shape(2), dt, values)});
+      c.exact = true;
+      cases.push_back(c);
+    }
     for (const Json& v : {Json(2.5), Json(7), Json(-1), Json(true)}) {
       Case c = make_case("Selection", "masked_fill", {in({3, 4, 5}, dt, "normal", Layout::Transposed), in({3, 4, 5}, kBool, "mask")},
                          {{"value", v}});
       c.exact = true;
       cases.push_back(c);
     }
+    Case dense = make_case("Selection", "masked_fill", {in({7, 300}, dt, is_floating_point(dt) ? "special" : "normal"), in({7, 300}, kBool, "mask")},
+                           {{"value", -1}});
+    dense.exact = true;
+    cases.push_back(dense);
     Case broadcast_mask = make_case("Selection", "masked_fill", {in({3, 4, 5}, dt, "normal", Layout::Sliced), in({4, 1}, kBool, "mask")},
                                     {{"value", 7}});
     broadcast_mask.exact = true;

@@ -67,6 +67,14 @@ std::vector<Case> forms_cases() {
         cases.push_back(make_case("Forms", "lerp_", {in({3, 4, 5}, dt, "normal", l), in({3, 4, 5}, dt)}, {{"weight", w}}));
       }
     }
+    // Each operand dense or repeated along the rows, all eight ways: the kernel's loops with
+    // known steps (300 columns: whole vectors and a tail).
+    for (int pattern = 0; pattern < 8; ++pattern) {
+      auto shape = [pattern](int operand) { return pattern >> operand & 1 ? std::vector<int64_t>{7, 300} : std::vector<int64_t>{7, 1}; };
+      const std::vector<InputSpec> dense = {in(shape(0), dt), in(shape(1), dt), in(shape(2), dt, "nonzero")};
+      cases.push_back(make_case("Forms", "addcmul", dense, {{"value", 0.5}}));
+      cases.push_back(make_case("Forms", "addcdiv", dense, {{"value", -2}}));
+    }
     cases.push_back(make_case("Forms", "addcmul_out", {in({3, 4}, dt, "normal", Layout::Transposed), in({3, 4}, dt), in({3, 4}, dt),
                                                        in({4}, dt)}, {{"value", 2}}));
   }

@@ -127,6 +127,30 @@ void binary_kernel(const StridedLoop<3>& loop, F f) {
 template <class TOut, class TA, class TB, class TC, class F>
 void ternary_kernel(const StridedLoop<4>& loop, F f) {
   loop.for_each([&](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {
+    // A dense output with every input dense or one value repeated (a scalar such as
+    // masked_fill's, a broadcast dim) gets a loop whose steps are compile-time 0 or 1: the
+    // compiler vectorises it, where the byte strides below keep it to one element at a time.
+    const bool steps_known = s[0] == sizeof(TOut) && (s[1] == 0 || s[1] == sizeof(TA)) && (s[2] == 0 || s[2] == sizeof(TB)) &&
+                             (s[3] == 0 || s[3] == sizeof(TC));
+    if (steps_known) {
+      auto* out = reinterpret_cast<TOut*>(p[0]);
+      const auto* a = reinterpret_cast<const TA*>(p[1]);
+      const auto* b = reinterpret_cast<const TB*>(p[2]);
+      const auto* c = reinterpret_cast<const TC*>(p[3]);
+      auto run = [&]<int64_t SA, int64_t SB, int64_t SC>() {
+        for (int64_t i = 0; i < n; ++i) out[i] = f(a[i * SA], b[i * SB], c[i * SC]);
+      };
+      switch ((s[1] != 0) | (s[2] != 0) << 1 | (s[3] != 0) << 2) {
+        case 0: return run.template operator()<0, 0, 0>();
+        case 1: return run.template operator()<1, 0, 0>();
+        case 2: return run.template operator()<0, 1, 0>();
+        case 3: return run.template operator()<1, 1, 0>();
+        case 4: return run.template operator()<0, 0, 1>();
+        case 5: return run.template operator()<1, 0, 1>();
+        case 6: return run.template operator()<0, 1, 1>();
+        default: return run.template operator()<1, 1, 1>();
+      }
+    }
     for (int64_t i = 0; i < n; ++i) {
       const TA& a = *reinterpret_cast<const TA*>(p[1] + i * s[1]);
       const TB& b = *reinterpret_cast<const TB*>(p[2] + i * s[2]);

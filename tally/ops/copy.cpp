@@ -67,6 +67,30 @@ void convert_kernel(const kernels::StridedLoop<2>& loop, Dtype to, Dtype from) {
           return;
         }
         if (s[0] == sizeof(TO) && s[1] == sizeof(TI)) {
+          // Masks to and from bool, bytes read and written as uint8_t: GCC vectorises no loop that
+          // loads or stores bool, and a 16-bit float's conversion from one is a scalar rounding.
+          if constexpr (std::is_same_v<TI, bool>) {  // each element is the bits of 1 or of 0
+            using Bits = kernels::BitsOf<TO>;
+            const TO one_value = cast_to<TO>(true);
+            Bits one;
+            std::memcpy(&one, &one_value, sizeof one);
+            const auto* in = reinterpret_cast<const uint8_t*>(p[1]);
+            auto* out = reinterpret_cast<Bits*>(p[0]);
+            for (; i < n; ++i) out[i] = in[i] != 0 ? one : Bits{0};
+            return;
+          } else if constexpr (std::is_same_v<TO, bool>) {  // nonzero: NaN is true, −0 false
+            auto* out = reinterpret_cast<uint8_t*>(p[0]);
+            if constexpr (std::is_arithmetic_v<TI>) {
+              const auto* in = reinterpret_cast<const TI*>(p[1]);
+              for (; i < n; ++i) out[i] = in[i] != TI(0);
+            } else {  // 16- and 8-bit floats: any bit set but the sign
+              using Bits = kernels::BitsOf<TI>;
+              constexpr auto magnitude = static_cast<Bits>(~(Bits{1} << (8 * sizeof(Bits) - 1)));
+              const auto* in = reinterpret_cast<const Bits*>(p[1]);
+              for (; i < n; ++i) out[i] = (in[i] & magnitude) != 0;
+            }
+            return;
+          }
           // The casts mixed precision makes all the time (float32 to and from bfloat16 or float16),
           // 16 lanes at a time; rounding as the scalar conversion's.
           if constexpr ((std::is_same_v<TO, BFloat16> || std::is_same_v<TO, Half>) && std::is_same_v<TI, float>) {

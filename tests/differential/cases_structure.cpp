@@ -136,6 +136,13 @@ std::vector<Case> conversion_cases() {
     for (Dtype dst : kFloatDtypes)
       if (src != dst)
         cases.push_back(exact_case("Conversion", "to", {in({7, 300}, src, "special")}, {{"dtype", std::string(dtype_name(dst))}}));
+  // Masks, dense (the byte loops): every dtype to bool (NaN is true, −0 false), bool to every dtype.
+  for (Dtype other : kAllDtypes) {
+    if (other == kBool) continue;
+    const char* values = is_floating_point(other) ? "special" : "small_int";
+    cases.push_back(exact_case("Conversion", "to", {in({7, 300}, other, values)}, {{"dtype", "bool"}}));
+    cases.push_back(exact_case("Conversion", "to", {in({7, 300}, kBool)}, {{"dtype", std::string(dtype_name(other))}}));
+  }
   return cases;
 }
 

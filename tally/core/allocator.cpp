@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
@@ -150,8 +151,10 @@ void* CpuAllocator::allocate(int64_t nbytes, MemoryCategory category) {
   {
     std::lock_guard lock(s.mu);
     s.stats.num_allocs++;
-    auto it = s.free_blocks.find(cls);
-    if (it != s.free_blocks.end()) {
+    // The block of this class freed last, as the small classes' vectors give: it is the most
+    // likely still to be in cache (a multimap's find gives the one freed first).
+    if (auto [first, last] = s.free_blocks.equal_range(cls); first != last) {
+      const auto it = std::prev(last);
       void* p = it->second;
       s.free_blocks.erase(it);
       s.stats.cached_bytes -= cls;

@@ -60,7 +60,8 @@ MemoryStats stats();
 void reset_peak_stats();
 }  // namespace meta_memory
 
-/// Process-wide CPU allocator with a cache of large blocks. Thread-safe.
+/// Process-wide CPU allocator with a cache of freed blocks. Thread-safe. A request takes the
+/// block of its size class freed last: the one most likely still in cache.
 class CpuAllocator {
  public:
   /// The one allocator all storages use.

@@ -129,6 +129,26 @@ TEST(CpuAllocatorSmallBlocks, FreedBlocksAreReusedAndAccounted) {
   EXPECT_EQ(after.reserved_bytes, freed.reserved_bytes - freed.cached_bytes);
 }
 
+// A request gets the block of its class freed last, small or large: that block is the one most
+// likely still in the CPU's caches (handing out the one freed first made a [2048, 2048] op read
+// and write cold memory: relu 0.41 ms against 0.15).
+TEST(CpuAllocator, ReusesTheBlockFreedLast) {
+  CpuAllocator& alloc = CpuAllocator::get();
+  for (const int64_t bytes : {int64_t{4000}, int64_t{16} << 20}) {
+    void* first = alloc.allocate(bytes, MemoryCategory::Other);
+    void* second = alloc.allocate(bytes, MemoryCategory::Other);
+    alloc.deallocate(first, bytes, MemoryCategory::Other);
+    alloc.deallocate(second, bytes, MemoryCategory::Other);
+    void* again = alloc.allocate(bytes, MemoryCategory::Other);
+    EXPECT_EQ(again, second) << bytes << " bytes";
+    void* next = alloc.allocate(bytes, MemoryCategory::Other);
+    EXPECT_EQ(next, first) << bytes << " bytes";
+    alloc.deallocate(again, bytes, MemoryCategory::Other);
+    alloc.deallocate(next, bytes, MemoryCategory::Other);
+  }
+  alloc.empty_cache();
+}
+
 // Every size class boundary, including the sizes just below 1 MiB that once mapped one past the
 // last small class, gives a writable 64-byte aligned block and leaves the counters balanced.
 // Under ASan this also checks that each aligned_alloc size is a multiple of the alignment.

@@ -78,17 +78,10 @@ void convert_kernel(const kernels::StridedLoop<2>& loop, Dtype to, Dtype from) {
             auto* out = reinterpret_cast<Bits*>(p[0]);
             for (; i < n; ++i) out[i] = in[i] != 0 ? one : Bits{0};
             return;
-          } else if constexpr (std::is_same_v<TO, bool>) {  // nonzero: NaN is true, −0 false
+          } else if constexpr (std::is_same_v<TO, bool>) {
             auto* out = reinterpret_cast<uint8_t*>(p[0]);
-            if constexpr (std::is_arithmetic_v<TI>) {
-              const auto* in = reinterpret_cast<const TI*>(p[1]);
-              for (; i < n; ++i) out[i] = in[i] != TI(0);
-            } else {  // 16- and 8-bit floats: any bit set but the sign
-              using Bits = kernels::BitsOf<TI>;
-              constexpr auto magnitude = static_cast<Bits>(~(Bits{1} << (8 * sizeof(Bits) - 1)));
-              const auto* in = reinterpret_cast<const Bits*>(p[1]);
-              for (; i < n; ++i) out[i] = (in[i] & magnitude) != 0;
-            }
+            const auto* in = reinterpret_cast<const TI*>(p[1]);
+            for (; i < n; ++i) out[i] = kernels::nonzero_at(in, i);
             return;
           }
           // The casts mixed precision makes all the time (float32 to and from bfloat16 or float16),

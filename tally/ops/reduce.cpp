@@ -198,10 +198,17 @@ struct LogicalFold {
   Acc init() const { return !IsAny; }
   Acc step(Acc a, C v, int64_t) const { return IsAny ? (a || v != C(0)) : (a && v != C(0)); }
   Acc combine(Acc a, Acc b) const { return IsAny ? (a || b) : (a && b); }
+  /// Nonzero counts over blocks, which GCC vectorises, and the answer as soon as a block settles
+  /// it (a [2048, 2048] any() took 1.0 ms one short-circuit step at a time).
   Acc fold(const T* p, int64_t n, int64_t) const {
-    Acc a = init();
-    for (int64_t i = 0; i < n; ++i) a = step(a, static_cast<C>(p[i]), i);
-    return a;
+    constexpr int64_t kBlock = 256;
+    for (int64_t i = 0; i < n; i += kBlock) {
+      const int64_t m = std::min(kBlock, n - i);
+      int64_t nonzero = 0;
+      for (int64_t j = 0; j < m; ++j) nonzero += kernels::nonzero_at(p + i, j);
+      if (IsAny ? nonzero > 0 : nonzero < m) return IsAny;
+    }
+    return !IsAny;
   }
 };
 

@@ -179,6 +179,11 @@ std::vector<Case> logical_cases() {
   for (Dtype dt : kAllDtypes) {
     for (const char* op : {"any", "all"}) add_reduction(cases, "Logical", op, dt, "small_int", true, Json::object(), false, true);
     cases.push_back(make_case("Logical", "all", {in({3, 4, 5}, dt, "nonzero", Layout::Sliced)}));
+    // Long dense rows whose answer rests on rare elements anywhere in them (the fold's blocks).
+    cases.push_back(make_case("Logical", "any", {in({16, 1000}, dt, "sparse")}, {{"dims", 1}, {"keepdim", false}}));
+    cases.push_back(make_case("Logical", "all", {in({16, 1000}, dt, "holes")}, {{"dims", 1}, {"keepdim", false}}));
+    cases.push_back(make_case("Logical", "any", {in({3, 1000}, dt, "sparse")}));
+    cases.push_back(make_case("Logical", "all", {in({3, 1000}, dt, "holes")}));
   }
   for (const char* op : {"any", "all"}) {  // empty: any is false, all is true
     cases.push_back(make_case("Logical", op, {in({0, 3}, kBool)}));

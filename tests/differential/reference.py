@@ -112,6 +112,20 @@ def draw(spec, gen):
         # No ties, so argmax/argmin/max indices are unambiguous; |values| <= 128 are exact in bfloat16.
         perm = torch.randperm(numel, generator=gen).view(shape)
         return (perm % 256 if dtype == torch.uint8 else perm - numel // 2).to(dtype)
+    if domain in ("sparse", "holes"):
+        # One element in 400 differs from the rest: zeros with rare nonzeros ("sparse") or the
+        # reverse ("holes"), so that any() and all() of a long row hang on elements far into it.
+        # A float's zeros are +0 or -0 and its nonzeros 1.5 or NaN.
+        rare = torch.randint(0, 400, shape, generator=gen) == 0
+        nonzero = rare if domain == "sparse" else ~rare
+        if dtype == torch.bool:
+            return nonzero
+        if not dtype.is_floating_point:
+            return (nonzero * 3).to(dtype)
+        coin = torch.randint(0, 2, shape, generator=gen).bool()
+        zero = torch.where(coin, torch.tensor(-0.0, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64))
+        value = torch.where(coin, torch.tensor(math.nan, dtype=torch.float64), torch.tensor(1.5, dtype=torch.float64))
+        return torch.where(nonzero, value, zero).to(dtype)
     if dtype == torch.bool:
         if domain == "nonzero":
             return torch.ones(shape, dtype=torch.bool)

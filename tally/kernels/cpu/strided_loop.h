@@ -25,6 +25,20 @@ using BitsOf = std::conditional_t<sizeof(T) == 1, uint8_t,
                                   std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
 static_assert(sizeof(BitsOf<double>) == 8);
 
+/// Whether p[i] is nonzero, as bool(x) is in PyTorch (NaN true, −0 false), in a form GCC
+/// vectorises: float, double and the integers compare their value; bool (which GCC loads in no
+/// vectorised loop) and the 16- and 8-bit floats test their bits, the floats' sign bit aside.
+template <class T>
+[[gnu::always_inline]] inline bool nonzero_at(const T* p, int64_t i) {
+  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+    return p[i] != T(0);
+  } else {
+    using Bits = BitsOf<T>;
+    constexpr auto mask = std::is_same_v<T, bool> ? static_cast<Bits>(~Bits{0}) : static_cast<Bits>(~(Bits{1} << (8 * sizeof(Bits) - 1)));
+    return (reinterpret_cast<const Bits*>(p)[i] & mask) != 0;
+  }
+}
+
 /// Operands of an N-operand loop, after dimension ordering and merging. Strides are in bytes.
 template <size_t N>
 struct StridedLoop {

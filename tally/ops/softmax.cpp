@@ -95,7 +95,7 @@ void softmax_row(const T* x, T* y, int64_t row, const SoftmaxRows& r, kernels::R
     L::store(e + i, ex, k);
     return ex;
   });
-  const auto vshift = L::splat(static_cast<C>(m + std::log(sum))), vinv = L::splat(static_cast<C>(1 / static_cast<double>(sum)));
+  const auto vshift = L::splat(static_cast<C>(r.log ? m + std::log(sum) : 0)), vinv = L::splat(static_cast<C>(1 / static_cast<double>(sum)));
   C* out = out_row(y, tmp, r.n);  // for a 16-bit row the scratch row itself: y's values overwrite e in place, then are rounded
   for_blocks<C>(v, [&](int64_t i, int64_t k) {
     const auto val = r.log ? sub(mul(L::load(xr + i, k), vs), vshift) : mul(L::load(e + i, k), vinv);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "tally/kernels/cpu/attention_bf16.h"
+#include "tally/kernels/cpu/attention_f32.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/machine/cpu_info.h"
@@ -79,6 +80,18 @@ bool bf16_kernel_available() {
   static const bool available =
       machine::cpu_info().avx512_bf16 && kernels::cpu_kernel_set() == "avx512" && kernels::attention_bf16_built();
   return available;
+}
+
+/// Whether the float32 kernel runs here: the avx512 kernel set in use.
+bool f32_kernel_available() {
+  static const bool available = kernels::cpu_kernel_set() == "avx512" && kernels::attention_f32_built();
+  return available;
+}
+
+/// The problem for the float32 kernel when it runs it: float32, here.
+std::optional<kernels::AttentionProblem> f32_kernel_problem(const AttentionShape& s, Dtype dt, bool causal, double scale) {
+  if (dt != kFloat32 || !f32_kernel_available()) return std::nullopt;
+  return kernels::AttentionProblem{s.B, s.L, s.S, s.E, s.Ev, causal, static_cast<float>(scale)};
 }
 
 /// The problem for that kernel when it runs it: bfloat16, here, even E and Ev.
@@ -150,6 +163,7 @@ struct Matrices {
     return {row_of(0, r0), inner_stride, transposed ? 1 : row, transposed ? row : 1};
   }
   kernels::Matrices halves() const { return {reinterpret_cast<uint16_t*>(data), outer, inner, inner_stride, row}; }
+  kernels::MatricesOf<float> floats() const { return {reinterpret_cast<float*>(data), outer, inner, inner_stride, row}; }
 };
 
 /// t's matrices as they lie, where its rows are contiguous and its batch dims fold into two
@@ -329,6 +343,8 @@ void backward_into(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
                  mdq = output(dq), mdk = output(dk), mdv = output(dv);
   if (const auto p = bf16_kernel_problem(s, dq.dtype(), causal, scale))
     kernels::attention_bf16_backward(*p, mq.halves(), mk.halves(), mv.halves(), mgo.halves(), mdq.halves(), mdk.halves(), mdv.halves());
+  else if (const auto p32 = f32_kernel_problem(s, dq.dtype(), causal, scale))
+    kernels::attention_f32_backward(*p32, mq.floats(), mk.floats(), mv.floats(), mgo.floats(), mdq.floats(), mdk.floats(), mdv.floats());
   else
     backward_blocked(dq.dtype(), s, causal, scale, mq, mk, mv, mgo, mdq, mdk, mdv);
 }
@@ -388,6 +404,8 @@ struct Attention {
     const Matrices q = input(query, staged[0]), k = input(key, staged[1]), v = input(value, staged[2]), o = output(out);
     if (const auto p = bf16_kernel_problem(s, out.dtype(), causal, scale))
       kernels::attention_bf16_forward(*p, q.halves(), k.halves(), v.halves(), o.halves());
+    else if (const auto p32 = f32_kernel_problem(s, out.dtype(), causal, scale))
+      kernels::attention_f32_forward(*p32, q.floats(), k.floats(), v.floats(), o.floats());
     else
       forward_blocked(out.dtype(), s, causal, scale, q, k, v, o);
   }
@@ -490,6 +508,10 @@ std::vector<std::pair<std::string, std::string>> attention_paths() {
                            ? "fused AVX512_BF16 kernel (vdpbf16ps) for even head sizes: scores in registers and L2, never in memory; "
                              "under a causal mask only the strips of 6 rows the mask leaves anything in"
                            : blocked + " (the fused kernel needs AVX512_BF16 and the avx512 kernel set)"},
+          {"float32", f32_kernel_available()
+                          ? "fused AVX-512 kernel (FMA): scores in registers and L2, never in memory; under a causal mask whole "
+                            "blocks of " + std::to_string(kBlockRows) + " rows, as the batched products"
+                          : blocked + " (the fused kernel needs the avx512 kernel set)"},
           {"other dtypes", blocked}};
 }
 

@@ -26,8 +26,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 /// of all of it, added up after.
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal = false, std::optional<double> scale = std::nullopt);
 
-/// Which path attention takes on this CPU, per dtype ("bfloat16" → "fused AVX512_BF16 kernel …"):
-/// what `tally info` prints.
+/// Which path attention takes on this CPU, per dtype ("bfloat16" → "fused AVX512_BF16 kernel …",
+/// then "float32", then "other dtypes"): what `tally info` prints.
 std::vector<std::pair<std::string, std::string>> attention_paths();
 
 }  // namespace tally

@@ -9,6 +9,7 @@
 
 #include "expect_error.h"
 #include "tally/kernels/cpu/attention_bf16.h"
+#include "tally/kernels/cpu/attention_f32.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/machine/cpu_info.h"
 #include "tally/tally.h"
@@ -110,13 +111,16 @@ TEST(AttentionErrors, EmptySizesFollowTheComposedOps) {
   }
 }
 
-// `tally info` names the fused bfloat16 kernel exactly where the op runs it.
+// `tally info` names the fused kernels exactly where the op runs them.
 TEST(AttentionPaths, NameTheFusedKernelWhereItRuns) {
   const auto paths = attention_paths();
-  ASSERT_EQ(paths.size(), 2u);
+  ASSERT_EQ(paths.size(), 3u);
   EXPECT_EQ(paths[0].first, "bfloat16");
   const bool fused = machine::cpu_info().avx512_bf16 && kernels::cpu_kernel_set() == "avx512" && kernels::attention_bf16_built();
   EXPECT_EQ(paths[0].second.find("fused AVX512_BF16 kernel") != std::string::npos, fused) << paths[0].second;
+  EXPECT_EQ(paths[1].first, "float32");
+  const bool fused_f32 = kernels::cpu_kernel_set() == "avx512" && kernels::attention_f32_built();
+  EXPECT_EQ(paths[1].second.find("fused AVX-512 kernel") != std::string::npos, fused_f32) << paths[1].second;
 }
 
 }  // namespace

@@ -23,40 +23,16 @@
 
 #if defined(__x86_64__) && defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
 #include <omp.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <new>
+
+#include "tally/kernels/cpu/avx512_blocks.h"
 
 namespace tally::kernels {
 namespace {
 
 constexpr int64_t kRows = kAttentionBlockRows;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/// The lanes of a 16-wide vector that hold columns c..c+15 below `limit`.
-__mmask16 below(int64_t c, int64_t limit) {
-  const int64_t n = limit - c;
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
-}
-
-/// body(c, lanes) for the vectors of 16 that cover columns c < n: whole ones with a constant
-/// mask, which compiles to unmasked loads and stores, then a masked tail (masked stores cost
-/// AMD's cores several times a plain one).
-template <class Body>
-[[gnu::always_inline]] inline void each_vector(int64_t n, Body body) {
-  int64_t c = 0;
-  for (; c + 16 <= n; c += 16) body(c, static_cast<__mmask16>(0xFFFF));
-  if (c < n) body(c, below(c, n));
-}
 
 __m512 load_bf16(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
@@ -64,26 +40,6 @@ __m512 load_bf16(const uint16_t* p, __mmask16 m) {
 
 /// Round to nearest even and store the lanes in `m`.
 void store_bf16(uint16_t* p, __m512 x, __mmask16 m) { _mm256_mask_storeu_epi16(p, m, (__m256i)_mm512_cvtneps_pbh(x)); }
-
-/// e^x for x ≤ 0 (vec_math.h's exp, which this file cannot include without its ODR hazard, one
-/// degree shorter): 2^n·e^r with n = round(x·log2 e) and |r| ≤ ln2/2 by Cody–Waite, e^r by its
-/// Taylor polynomial to r⁶ (error below 2⁻²³ there), scaled by vscalefps. Below −87 it gives
-/// a value under 2⁻¹²⁵ where the exact one is smaller still: as good as 0 in a sum of at least 1.
-__m512 exp_nonpositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 n =
-      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 
 /// An A operand: bfloat16 where row i's pair k starts at data + i·row + k·pair (elements).
 struct PairRows {
@@ -162,54 +118,6 @@ void interleave_rows(const uint16_t* src, int64_t ld, int64_t R, int64_t e, uint
   }
 }
 
-/// Sixteen vectors of sixteen 32-bit words transposed in registers: word j of r[i] becomes word
-/// i of r[j]. Pairs of words interleave, then pairs of pairs (within each 128-bit lane, which
-/// leaves lane L of r[4i + j] holding column 4L + j of rows 4i..4i+3), then the lanes gather.
-void transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int j = 0; j < 4; ++j) {
-    // Lanes 0 and 2 (0x88) or 1 and 3 (0xDD) of one vector, then of the other.
-    const __m512i even_lo = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x88), odd_lo = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xDD);
-    const __m512i even_hi = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x88), odd_hi = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xDD);
-    t[j] = _mm512_shuffle_i32x4(even_lo, even_hi, 0x88);       // column j
-    t[8 + j] = _mm512_shuffle_i32x4(even_lo, even_hi, 0xDD);   // column 8 + j
-    t[4 + j] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0x88);     // column 4 + j
-    t[12 + j] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0xDD);    // column 12 + j
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
-
-/// The N rows of `src` (bfloat16 [N, K] with row length ld, K even) transposed into pairs along
-/// K: dst's pair k of column n is elements 2k and 2k + 1 of src's row n, a 32-bit word. As a B
-/// operand that is srcᵀ. Blocks of 16 rows × 16 pairs are transposed in registers (a gather per
-/// pair took half of the forward's time outside the products). Columns from N up to ldb are
-/// left as they are: they only reach lanes of C that are never stored.
-void transpose_pairs(const uint16_t* src, int64_t ld, int64_t N, int64_t K, uint16_t* dst, int64_t ldb) {
-  const int64_t pairs = K / 2;
-  for (int64_t n0 = 0; n0 < N; n0 += 16) {
-    const int64_t rows = smaller(16, N - n0);
-    for (int64_t k0 = 0; k0 < pairs; k0 += 16) {
-      const __mmask16 m = below(k0, pairs);
-      __m512i r[16];
-      for (int64_t i = 0; i < 16; ++i)
-        r[i] = i < rows ? _mm512_maskz_loadu_epi32(m, src + (n0 + i) * ld + 2 * k0) : _mm512_setzero_si512();
-      transpose16(r);
-      const __mmask16 cols = below(n0, N);
-      for (int64_t j = 0; j < 16 && k0 + j < pairs; ++j) _mm512_mask_storeu_epi32(dst + ((k0 + j) * ldb + n0) * 2, cols, r[j]);
-    }
-  }
-}
-
 /// Zeros into p[from, to).
 void zero_halves(uint16_t* p, int64_t from, int64_t to) {
   if (to > from) std::memset(p + from, 0, static_cast<size_t>(to - from) * sizeof(uint16_t));
@@ -260,35 +168,6 @@ void round_rows(const float* src, int64_t ld, int64_t rows, int64_t n, uint16_t*
     each_vector(n, [&](int64_t c, __mmask16 m) { store_bf16(dst + r * ldd + c, _mm512_maskz_loadu_ps(m, src + r * ld + c), m); });
 }
 
-/// A thread's scratch, carved in 64-byte pieces out of a buffer the thread keeps between calls
-/// (a training loop asks for the same sizes every step: no allocation, no fresh pages to fault in).
-class Scratch {
- public:
-  explicit Scratch(int64_t bytes) {
-    thread_local char* buffer = nullptr;
-    thread_local int64_t capacity = 0;
-    bytes = round_up(bytes, 64);
-    if (capacity < bytes) {
-      std::free(buffer);
-      buffer = static_cast<char*>(std::aligned_alloc(64, static_cast<size_t>(bytes)));
-      capacity = buffer ? bytes : 0;
-    }
-    base_ = buffer;
-  }
-  bool ok() const { return base_ != nullptr; }
-  uint16_t* halves(int64_t n) { return static_cast<uint16_t*>(take(2 * n)); }
-  float* floats(int64_t n) { return static_cast<float*>(take(4 * n)); }
-
- private:
-  void* take(int64_t bytes) {
-    void* p = base_ + used_;
-    used_ += round_up(bytes, 64);
-    return p;
-  }
-  char* base_;
-  int64_t used_ = 0;
-};
-
 /// Sizes shared by both passes: S16/E16/Ev16 are packed row lengths, S2 a probabilities row.
 struct Dims {
   int64_t S16, E16, Ev16, S2;
@@ -325,24 +204,6 @@ void block_probabilities(const AttentionProblem& p, const Dims& d, const uint16_
   gemm(strips.R, e, rows_of(q_blk, ldq), kt, d.S16, s, d.S16, false, strips.keys_as_columns(p.E / 2));
   for (int64_t r = 0; r < strips.R; ++r)
     probabilities_row(s + r * d.S16, visible_of(p, strips.r0, r, e), round_up(e, 2), p.scale, probs + r * d.S2);
-}
-
-/// body(scratch, b) for every matrix b < B, spread over the threads, each call with a fresh carve
-/// of its thread's scratch of `bytes`; std::bad_alloc when a thread could not get it.
-template <class Body>
-void for_each_matrix(int64_t B, int64_t bytes, Body body) {
-  bool failed = false;
-#pragma omp parallel for schedule(static) if (B > 1)
-  for (int64_t b = 0; b < B; ++b) {
-    Scratch scratch(bytes);
-    if (!scratch.ok()) {
-#pragma omp atomic write
-      failed = true;
-      continue;
-    }
-    body(scratch, b);
-  }
-  if (failed) throw std::bad_alloc();
 }
 
 int64_t forward_scratch(const AttentionProblem& p, const Dims& d) {

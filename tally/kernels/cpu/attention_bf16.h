@@ -61,17 +61,19 @@ struct AttentionProblem {
   float scale;
 };
 
-/// Where an operand's B bfloat16 matrices lie: matrix b's row r starts at
-/// data + (b / inner)·outer + (b % inner)·inner_stride + r·row, its elements one after another.
-/// Two strides describe the batch dims of a heads view, [b, h, T, E] over [b, T, h, E] memory
-/// (flash-attention's layout, as scaled_dot_product_attention_packed takes it), without a copy;
-/// B contiguous matrices [B, rows, n] are {data, rows·n, 1, 0, n}.
-struct Matrices {
-  uint16_t* data;
+/// Where an operand's B matrices of elements T lie (T: bfloat16's bits, or float): matrix b's row
+/// r starts at data + (b / inner)·outer + (b % inner)·inner_stride + r·row, its elements one
+/// after another. Two strides describe the batch dims of a heads view, [b, h, T, E] over
+/// [b, T, h, E] memory (flash-attention's layout, as scaled_dot_product_attention_packed takes
+/// it), without a copy; B contiguous matrices [B, rows, n] are {data, rows·n, 1, 0, n}.
+template <class T>
+struct MatricesOf {
+  T* data;
   int64_t outer, inner, inner_stride, row;
   /// Matrix b's first element. Always inlined, as attention_block_keys.
-  [[gnu::always_inline]] uint16_t* operator()(int64_t b) const { return data + (b / inner) * outer + (b % inner) * inner_stride; }
+  [[gnu::always_inline]] T* operator()(int64_t b) const { return data + (b / inner) * outer + (b % inner) * inner_stride; }
 };
+using Matrices = MatricesOf<uint16_t>;
 
 /// Whether this build has the kernel (an x86-64 compiler that knows AVX512_BF16); the caller also
 /// checks that the CPU has the instructions.

@@ -119,16 +119,7 @@ void zero_halves(uint16_t* p, int64_t from, int64_t to) {
 /// One row of probabilities: softmax(scale · s[0..visible)) rounded to bfloat16 into p, zeros
 /// from `visible` up to `width`. s is overwritten with the exponentials.
 void probabilities_row(float* s, int64_t visible, int64_t width, float scale, uint16_t* p) {
-  __m512 vmax = _mm512_set1_ps(-__builtin_inff());
-  each_vector(visible, [&](int64_t c, __mmask16 m) { vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, m, s + c)); });
-  const __m512 vscale = _mm512_set1_ps(scale), vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax) * scale);
-  __m512 vsum = _mm512_setzero_ps();
-  each_vector(visible, [&](int64_t c, __mmask16 m) {
-    const __m512 ex = exp_nonpositive(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, s + c), vscale, vm));
-    _mm512_mask_storeu_ps(s + c, m, ex);
-    vsum = _mm512_mask_add_ps(vsum, m, vsum, ex);
-  });
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  const __m512 inv = _mm512_set1_ps(exponentials_row(s, visible, scale));
   each_vector(visible, [&](int64_t c, __mmask16 m) { store_bf16(p + c, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + c), inv), m); });
   zero_halves(p, visible, width);
 }

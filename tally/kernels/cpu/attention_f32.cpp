@@ -102,16 +102,7 @@ void transpose(const float* src, int64_t ld, int64_t N, int64_t K, float* dst, i
 /// One row of probabilities in place: softmax(scale · s[0..visible)), zeros from `visible` up
 /// to `width`.
 void probabilities_row(float* s, int64_t visible, int64_t width, float scale) {
-  __m512 vmax = _mm512_set1_ps(-__builtin_inff());
-  each_vector(visible, [&](int64_t c, __mmask16 m) { vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, m, s + c)); });
-  const __m512 vscale = _mm512_set1_ps(scale), vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax) * scale);
-  __m512 vsum = _mm512_setzero_ps();
-  each_vector(visible, [&](int64_t c, __mmask16 m) {
-    const __m512 ex = exp_nonpositive(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, s + c), vscale, vm));
-    _mm512_mask_storeu_ps(s + c, m, ex);
-    vsum = _mm512_mask_add_ps(vsum, m, vsum, ex);
-  });
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  const __m512 inv = _mm512_set1_ps(exponentials_row(s, visible, scale));
   each_vector(visible, [&](int64_t c, __mmask16 m) { _mm512_mask_storeu_ps(s + c, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + c), inv)); });
   if (width > visible) std::memset(s + visible, 0, static_cast<size_t>(width - visible) * sizeof(float));
 }

@@ -64,6 +64,21 @@ inline __m512 exp_nonpositive(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+/// The first half of a row's softmax: s[c] = e^(scale·s[c] − max) for c < visible (max over
+/// the scaled row), returned with 1 / their sum, which the probabilities are to be scaled by.
+inline float exponentials_row(float* s, int64_t visible, float scale) {
+  __m512 vmax = _mm512_set1_ps(-__builtin_inff());
+  each_vector(visible, [&](int64_t c, __mmask16 m) { vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(vmax, m, s + c)); });
+  const __m512 vscale = _mm512_set1_ps(scale), vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax) * scale);
+  __m512 vsum = _mm512_setzero_ps();
+  each_vector(visible, [&](int64_t c, __mmask16 m) {
+    const __m512 ex = exp_nonpositive(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, s + c), vscale, vm));
+    _mm512_mask_storeu_ps(s + c, m, ex);
+    vsum = _mm512_mask_add_ps(vsum, m, vsum, ex);
+  });
+  return 1.0f / _mm512_reduce_add_ps(vsum);
+}
+
 /// Sixteen vectors of sixteen 32-bit words transposed in registers: word j of r[i] becomes word
 /// i of r[j]. Pairs of words interleave, then pairs of pairs (within each 128-bit lane, which
 /// leaves lane L of r[4i + j] holding column 4L + j of rows 4i..4i+3), then the lanes gather.

@@ -103,10 +103,10 @@ std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShap
 
 /// Score entries the products compute, over all B matrices, so that the FLOPs the cost declares
 /// are the FLOPs run: `scores` for q kᵀ, P v, dP and dq, `key_strips` for dk and dv. The blocked
-/// products cover whole blocks in all six; the fused kernels, where they run, only the strips of
-/// their tile that the mask leaves anything in (kernels::attention_bf16_areas).
+/// products cover whole blocks in all six; the fused kernel, where it runs, only the strips of
+/// its tile that the mask leaves anything in (kernels::attention_bf16_areas).
 kernels::AttentionAreas computed_areas(const Tensor& q, const AttentionShape& s, bool causal, double scale) {
-  if (!q.is_cuda() && (bf16_kernel_problem(s, q.dtype(), causal, scale) || f32_kernel_problem(s, q.dtype(), causal, scale))) {
+  if (!q.is_cuda() && bf16_kernel_problem(s, q.dtype(), causal, scale)) {
     const kernels::AttentionAreas per_matrix = kernels::attention_bf16_areas(s.L, s.S, causal);
     return {s.B * per_matrix.scores, s.B * per_matrix.key_strips};
   }
@@ -509,8 +509,8 @@ std::vector<std::pair<std::string, std::string>> attention_paths() {
                              "under a causal mask only the strips of 6 rows the mask leaves anything in"
                            : blocked + " (the fused kernel needs AVX512_BF16 and the avx512 kernel set)"},
           {"float32", f32_kernel_available()
-                          ? "fused AVX-512 kernel (FMA): scores in registers and L2, never in memory; under a causal mask only "
-                            "the strips of 6 rows the mask leaves anything in"
+                          ? "fused AVX-512 kernel (FMA): scores in registers and L2, never in memory; under a causal mask whole "
+                            "blocks of " + std::to_string(kBlockRows) + " rows, as the batched products"
                           : blocked + " (the fused kernel needs the avx512 kernel set)"},
           {"other dtypes", blocked}};
 }

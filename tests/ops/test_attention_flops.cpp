@@ -1,7 +1,7 @@
 // The FLOPs scaled_dot_product_attention declares are the products each CPU path runs. Under a
-// causal mask the blocked products (float64 here) cover whole blocks of 64 query rows; the fused
-// bfloat16 and float32 kernels, where the CPU runs them, only the strips of 6 query rows (and,
-// for dk and dv, of 6 keys) that see anything. The per-matrix counts at T = 256 were worked out apart from the
+// causal mask the blocked products (float32 here) cover whole blocks of 64 query rows; the fused
+// bfloat16 kernel, where the CPU runs it, only the strips of 6 query rows (and, for dk and dv, of
+// 6 keys) that see anything. The per-matrix counts at T = 256 were worked out apart from the
 // code: blocks 64·(64 + 128 + 192 + 256) = 40,960 scores of 65,536; strips Σ rows × (keys up to
 // the strip's last row) = 33,520, and for the key strips Σ keys × (rows at or below the strip's
 // first key) = 33,516.
@@ -39,17 +39,8 @@ Counted expected(int64_t heads, int64_t E, int64_t scores, int64_t key_strips) {
 }
 
 TEST(AttentionFlops, BlockedProductsCountWholeCausalBlocks) {
-  const Counted got = attention_flops(kFloat64, 2, 256, 64);
-  const Counted want = expected(2, 64, 40960, 40960);
-  EXPECT_EQ(got.forward, want.forward);
-  EXPECT_EQ(got.backward, want.backward);
-}
-
-TEST(AttentionFlops, Float32CountsTheStripsWhereTheFusedKernelRuns) {
-  // Elsewhere (a narrower kernel set forced) float32 takes the blocked products.
-  const bool fused = attention_paths()[1].second.find("fused AVX-512 kernel") == 0;
   const Counted got = attention_flops(kFloat32, 2, 256, 64);
-  const Counted want = fused ? expected(2, 64, 33520, 33516) : expected(2, 64, 40960, 40960);
+  const Counted want = expected(2, 64, 40960, 40960);
   EXPECT_EQ(got.forward, want.forward);
   EXPECT_EQ(got.backward, want.backward);
 }

@@ -75,6 +75,13 @@ template <int MR>
 constexpr TileFn kRowTiles[4] = {&tile<MR, 1>, &tile<MR, 2>, &tile<MR, 3>, &tile<MR, 4>};
 constexpr const TileFn* kTiles[6] = {kRowTiles<1>, kRowTiles<2>, kRowTiles<3>, kRowTiles<4>, kRowTiles<5>, kRowTiles<6>};
 
+/// What a strip of C's rows [m0, m0 + mr) needs: its columns below n, over the inner pairs
+/// [k0, k1). Under a causal mask a strip of query rows needs fewer keys than its block (as
+/// columns or as inner pairs), and a strip of keys fewer query rows; the rest is masked out.
+struct StripExtent {
+  int64_t n, k0, k1;
+};
+
 /// C[M × N] (+)= A[M × 2·pairs] · B, B packed in pairs with row length ldb (interleave_rows,
 /// transpose_pairs), each strip of kAttentionStripRows rows over its extent(m0, mr) alone: the
 /// columns it leaves out of C are not written.
@@ -159,6 +166,29 @@ struct Dims {
       : S16(round_up(p.S, 16)), E16(round_up(p.E, 16)), Ev16(round_up(p.Ev, 16)), S2(round_up(p.S, 2)) {}
 };
 
+/// The keys row r of the block at r0 sees, of its block's e.
+int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
+
+/// The strips of the block of R query rows from r0, as gemm extents under the problem's mask.
+struct BlockStrips {
+  const AttentionProblem& p;
+  int64_t r0, R;
+  /// The keys strip [m0, m0 + mr) of the query rows meets.
+  int64_t keys(int64_t m0, int64_t mr) const { return attention_block_keys(p.S, r0 + m0, mr, p.causal); }
+  /// Query strips with their keys as C's columns (q kᵀ, dP), over all `pairs`.
+  auto keys_as_columns(int64_t pairs) const {
+    return [this, pairs](int64_t m0, int64_t mr) { return StripExtent{keys(m0, mr), 0, pairs}; };
+  }
+  /// Query strips with their keys as the inner pairs (P v, dS k), over N columns.
+  auto keys_as_pairs(int64_t N) const {
+    return [this, N](int64_t m0, int64_t mr) { return StripExtent{N, 0, (keys(m0, mr) + 1) / 2}; };
+  }
+  /// Key strips (dSᵀ q, Pᵀ dout) over the pairs of the block's rows that see them, N columns.
+  auto rows_seeing(int64_t N) const {
+    return [this, N](int64_t m0, int64_t) { return StripExtent{N, attention_first_row_seeing(m0, r0, p.causal) / 2, (R + 1) / 2}; };
+  }
+};
+
 /// Scores and probabilities of one block: S = q_blk kᵀ, P rounded to bfloat16 [R × S2].
 void block_probabilities(const AttentionProblem& p, const Dims& d, const uint16_t* q_blk, int64_t ldq, const uint16_t* kt,
                          const BlockStrips& strips, int64_t e, float* s, uint16_t* probs) {
@@ -200,9 +230,9 @@ void attention_bf16_forward(const AttentionProblem& p, const Matrices& q, const 
     interleave_rows(vb, v.row, p.S, p.Ev, vp, d.Ev16);
     for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
       const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal);
-      const BlockStrips strips{p, r0, R, 2};
+      const BlockStrips strips{p, r0, R};
       block_probabilities(p, d, contiguous_rows(qb + r0 * q.row, q.row, R, p.E, q_rows), p.E, kt, strips, e, s, probs);
-      gemm(R, p.Ev, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false, strips.keys_as_inner(p.Ev));
+      gemm(R, p.Ev, rows_of(probs, d.S2), vp, d.Ev16, o, d.Ev16, false, strips.keys_as_pairs(p.Ev));
       round_rows(o, d.Ev16, R, p.Ev, out(b) + r0 * out.row, out.row);
     }
   });
@@ -237,12 +267,12 @@ void attention_bf16_backward(const AttentionProblem& p, const Matrices& q, const
       const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal), e2 = round_up(e, 2);
       const uint16_t *q_blk = contiguous_rows(qb + r0 * q.row, q.row, R, p.E, q_rows),
                      *g_blk = contiguous_rows(gb + r0 * dout.row, dout.row, R, p.Ev, dout_rows);
-      const BlockStrips strips{p, r0, R, 2};
+      const BlockStrips strips{p, r0, R};
       block_probabilities(p, d, q_blk, p.E, kt, strips, e, s, probs);
       gemm(R, e, rows_of(g_blk, p.Ev), vt, d.S16, s, d.S16, false, strips.keys_as_columns(p.Ev / 2));  // dP
       for (int64_t r = 0; r < R; ++r)
         scores_grad_row(probs + r * d.S2, s + r * d.S16, visible_of(p, r0, r, e), e2, p.scale, ds + r * d.S2);
-      gemm(R, p.E, rows_of(ds, d.S2), kp, d.E16, dq_blk, d.E16, false, strips.keys_as_inner(p.E));
+      gemm(R, p.E, rows_of(ds, d.S2), kp, d.E16, dq_blk, d.E16, false, strips.keys_as_pairs(p.E));
       round_rows(dq_blk, d.E16, R, p.E, dq(b) + r0 * dq.row, dq.row);
       interleave_rows(probs, d.S2, R, e, probs_t, d.S16);
       interleave_rows(ds, d.S2, R, e, ds_t, d.S16);

@@ -11,9 +11,6 @@
 //   forward:  S = q kᵀ, P = softmax(scale·S) in place, out = P v written where it lies;
 //   backward: S and P again, dP = dout vᵀ, dS = scale·P·(dP − Σ P·dP) in place,
 //             dq = dS k, and dk += dSᵀ q, dv += Pᵀ dout straight into the gradients.
-// Under a causal mask each strip of 6 rows (one tile high) meets only the keys its last row
-// sees, and in dk's and dv's products each strip of 6 keys only the rows that see them
-// (avx512_blocks.h's BlockStrips, as in attention_bf16.cpp).
 // Matrices are spread over the threads; a thread's scratch is kᵀ (and vᵀ) and one block's
 // scores, a few hundred KiB for a GPT head.
 
@@ -74,22 +71,14 @@ constexpr const TileFn* kTilesOf[kTileRows] = {kRowTiles<1, Partial>, kRowTiles<
                                                kRowTiles<4, Partial>, kRowTiles<5, Partial>, kRowTiles<6, Partial>};
 constexpr const TileFn* const* kTiles[2] = {kTilesOf<false>, kTilesOf<true>};
 
-/// C[M × N] (+)= A · B, B's row k at b + k·ldb, each strip of kAttentionStripRows rows over its
-/// extent(m0, mr) alone (its columns below n, the inner dim's [k0, k1)): the columns it leaves
-/// out of C are not written.
-template <class Extent>
-void gemm(int64_t M, int64_t N, Operand a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate, Extent extent) {
-  static_assert(kAttentionStripRows == kTileRows, "a strip is one tile high");
+/// C[M × N] (+)= A[M × inner] · B[inner × N], B's row k at b + k·ldb.
+void gemm(int64_t M, int64_t N, int64_t inner, Operand a, const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   constexpr int64_t kCols = 16 * kTileVectors;
   for (int64_t n0 = 0; n0 < N; n0 += kCols) {
-    for (int64_t m0 = 0; m0 < M; m0 += kTileRows) {
-      const int64_t mr = smaller(kTileRows, M - m0);
-      const StripExtent x = extent(m0, mr);
-      if (n0 >= x.n) continue;
-      const int64_t cols = smaller(kCols, x.n - n0);
-      kTiles[cols % 16 != 0][mr - 1][(cols + 15) / 16 - 1](x.k1 - x.k0, {a.data + m0 * a.row + x.k0 * a.col, a.row, a.col},
-                                                           b + x.k0 * ldb + n0, ldb, c + m0 * ldc + n0, ldc, cols, accumulate);
-    }
+    const int64_t cols = smaller(kCols, N - n0);
+    for (int64_t m0 = 0; m0 < M; m0 += kTileRows)
+      kTiles[cols % 16 != 0][smaller(kTileRows, M - m0) - 1][(cols + 15) / 16 - 1](inner, {a.data + m0 * a.row, a.row, a.col}, b + n0, ldb,
+                                                                                    c + m0 * ldc + n0, ldc, cols, accumulate);
   }
 }
 
@@ -120,12 +109,14 @@ void scores_grad_row(const float* p, float* dp, int64_t e, int64_t width, float 
   if (width > e) std::memset(dp + e, 0, static_cast<size_t>(width - e) * sizeof(float));
 }
 
-/// One block's probabilities: S = q_blk kᵀ, each strip over the keys it meets, then softmax row
-/// by row into P [R × e] (zeros right of what a row sees).
-void block_probabilities(const AttentionProblem& p, const BlockStrips& strips, const float* q_blk, int64_t ldq, const float* kt, int64_t ldk,
+/// The keys row r of the block at r0 sees, of its block's e.
+int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
+
+/// One block's probabilities: S = q_blk kᵀ over the e keys it meets, then softmax row by row.
+void block_probabilities(const AttentionProblem& p, const float* q_blk, int64_t ldq, const float* kt, int64_t ldk, int64_t r0, int64_t R,
                          int64_t e, float* s) {
-  gemm(strips.R, e, {q_blk, ldq, 1}, kt, ldk, s, ldk, false, strips.keys_as_columns(p.E));
-  for (int64_t r = 0; r < strips.R; ++r) probabilities_row(s + r * ldk, visible_of(p, strips.r0, r, e), e, p.scale);
+  gemm(R, e, p.E, {q_blk, ldq, 1}, kt, ldk, s, ldk, false);
+  for (int64_t r = 0; r < R; ++r) probabilities_row(s + r * ldk, visible_of(p, r0, r, e), e, p.scale);
 }
 
 }  // namespace
@@ -141,9 +132,8 @@ void attention_f32_forward(const AttentionProblem& p, const FloatMatrices& q, co
     transpose(k(b), k.row, p.S, p.E, kt, S16);
     for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
       const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal);
-      const BlockStrips strips{p, r0, R, 1};
-      block_probabilities(p, strips, q(b) + r0 * q.row, q.row, kt, S16, e, s);
-      gemm(R, p.Ev, {s, S16, 1}, v(b), v.row, out(b) + r0 * out.row, out.row, false, strips.keys_as_inner(p.Ev));
+      block_probabilities(p, q(b) + r0 * q.row, q.row, kt, S16, r0, R, e, s);
+      gemm(R, p.Ev, e, {s, S16, 1}, v(b), v.row, out(b) + r0 * out.row, out.row, false);
     }
   });
 }
@@ -166,13 +156,12 @@ void attention_f32_backward(const AttentionProblem& p, const FloatMatrices& q, c
     for (int64_t r0 = 0; r0 < p.L; r0 += kRows) {
       const int64_t R = smaller(kRows, p.L - r0), e = attention_block_keys(p.S, r0, R, p.causal);
       const float *q_blk = q(b) + r0 * q.row, *g_blk = dout(b) + r0 * dout.row;
-      const BlockStrips strips{p, r0, R, 1};
-      block_probabilities(p, strips, q_blk, q.row, kt, S16, e, s);
-      gemm(R, e, {g_blk, dout.row, 1}, vt, S16, ds, S16, false, strips.keys_as_columns(p.Ev));  // dP
+      block_probabilities(p, q_blk, q.row, kt, S16, r0, R, e, s);
+      gemm(R, e, p.Ev, {g_blk, dout.row, 1}, vt, S16, ds, S16, false);  // dP
       for (int64_t r = 0; r < R; ++r) scores_grad_row(s + r * S16, ds + r * S16, visible_of(p, r0, r, e), e, p.scale);
-      gemm(R, p.E, {ds, S16, 1}, k(b), k.row, dq(b) + r0 * dq.row, dq.row, false, strips.keys_as_inner(p.E));  // dq = dS k
-      gemm(e, p.E, {ds, 1, S16}, q_blk, q.row, dkb, dk.row, true, strips.rows_seeing(p.E));                   // dk += dSᵀ q
-      gemm(e, p.Ev, {s, 1, S16}, g_blk, dout.row, dvb, dv.row, true, strips.rows_seeing(p.Ev));               // dv += Pᵀ dout
+      gemm(R, p.E, e, {ds, S16, 1}, k(b), k.row, dq(b) + r0 * dq.row, dq.row, false);  // dq = dS k
+      gemm(e, p.E, R, {ds, 1, S16}, q_blk, q.row, dkb, dk.row, true);                  // dk += dSᵀ q
+      gemm(e, p.Ev, R, {s, 1, S16}, g_blk, dout.row, dvb, dv.row, true);               // dv += Pᵀ dout
     }
   });
 }

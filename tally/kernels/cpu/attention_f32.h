@@ -2,9 +2,8 @@
 // Attention on float32 with AVX-512 (FMA), the bfloat16 kernel's structure (attention_bf16.h)
 // for the dtype tally trains in by default: each matrix's scores are made, turned into
 // probabilities and multiplied by the values one block of query rows at a time, in L1/L2,
-// never written to memory; backward recomputes them the same way. Under a causal mask each strip
-// of 6 query rows meets only the keys its last row sees, and each strip of 6 keys only the rows
-// that see it, as in the bfloat16 kernel, so the FLOPs are attention_bf16_areas' too.
+// never written to memory; backward recomputes them the same way. Under a causal mask a block
+// meets only the keys its last row sees, as on the blocked path, so both declare the same FLOPs.
 // scaled_dot_product_attention (ops/attention.cpp) runs it where the avx512 kernel set runs.
 
 #include "tally/kernels/cpu/attention_bf16.h"

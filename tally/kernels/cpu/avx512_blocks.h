@@ -1,14 +1,12 @@
 #pragma once
 // What tally's AVX-512 attention kernels share (attention_bf16.cpp, attention_f32.cpp): masks for
 // a row's vectors, e^x, a transpose of 32-bit words in registers (bfloat16 pairs or floats), and
-// the strips of a block of query rows that a causal mask leaves anything in, and per-thread
-// scratch for one matrix at a time.
+// per-thread scratch for one matrix at a time.
 //
 // Include it only from a file compiled for x86-64-v4, inside that file's #if on its target's
 // macros. Everything here has internal linkage (an unnamed namespace): each such file gets its
 // own copy, and nothing built for AVX-512 can be linked into code that runs on a CPU without it
-// (Note [CPU kernel dispatch]'s ODR hazard). It includes no other tally header but
-// attention_bf16.h, whose functions are always inlined.
+// (Note [CPU kernel dispatch]'s ODR hazard). It includes no other tally header.
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -19,8 +17,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-
-#include "tally/kernels/cpu/attention_bf16.h"
 
 namespace tally::kernels {
 namespace {
@@ -126,38 +122,6 @@ inline void transpose_pairs(const uint16_t* src, int64_t ld, int64_t N, int64_t 
     }
   }
 }
-
-/// The keys row r of the block at r0 sees, of its block's e.
-inline int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
-
-/// What a strip of C's rows [m0, m0 + mr) needs: its columns below n, over the inner steps
-/// [k0, k1) (bfloat16 pairs or floats). Under a causal mask a strip of query rows needs fewer
-/// keys than its block (as columns or as inner steps), and a strip of keys fewer query rows; the
-/// rest is masked out.
-struct StripExtent {
-  int64_t n, k0, k1;
-};
-
-/// The strips of the block of R query rows from r0, as the kernels' gemm extents under the
-/// problem's mask, for an inner dim read `step` elements at a time (2: bfloat16 pairs).
-struct BlockStrips {
-  const AttentionProblem& p;
-  int64_t r0, R, step;
-  /// The keys strip [m0, m0 + mr) of the query rows meets.
-  int64_t keys(int64_t m0, int64_t mr) const { return attention_block_keys(p.S, r0 + m0, mr, p.causal); }
-  /// Query strips with their keys as C's columns (q kᵀ, dP), over all `steps`.
-  auto keys_as_columns(int64_t steps) const {
-    return [this, steps](int64_t m0, int64_t mr) { return StripExtent{keys(m0, mr), 0, steps}; };
-  }
-  /// Query strips with their keys as the inner dim (P v, dS k), over N columns.
-  auto keys_as_inner(int64_t N) const {
-    return [this, N](int64_t m0, int64_t mr) { return StripExtent{N, 0, (keys(m0, mr) + step - 1) / step}; };
-  }
-  /// Key strips (dSᵀ q, Pᵀ dout) over the steps of the block's rows that see them, N columns.
-  auto rows_seeing(int64_t N) const {
-    return [this, N](int64_t m0, int64_t) { return StripExtent{N, attention_first_row_seeing(m0, r0, p.causal) / step, (R + step - 1) / step}; };
-  }
-};
 
 /// A thread's scratch, carved in 64-byte pieces out of a buffer the thread keeps between calls
 /// (a training loop asks for the same sizes every step: no allocation, no fresh pages to fault in).

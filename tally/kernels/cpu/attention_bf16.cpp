@@ -166,9 +166,6 @@ struct Dims {
       : S16(round_up(p.S, 16)), E16(round_up(p.E, 16)), Ev16(round_up(p.Ev, 16)), S2(round_up(p.S, 2)) {}
 };
 
-/// The keys row r of the block at r0 sees, of its block's e.
-int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
-
 /// The strips of the block of R query rows from r0, as gemm extents under the problem's mask.
 struct BlockStrips {
   const AttentionProblem& p;

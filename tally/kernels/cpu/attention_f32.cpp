@@ -109,9 +109,6 @@ void scores_grad_row(const float* p, float* dp, int64_t e, int64_t width, float 
   if (width > e) std::memset(dp + e, 0, static_cast<size_t>(width - e) * sizeof(float));
 }
 
-/// The keys row r of the block at r0 sees, of its block's e.
-int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
-
 /// One block's probabilities: S = q_blk kᵀ over the e keys it meets, then softmax row by row.
 void block_probabilities(const AttentionProblem& p, const float* q_blk, int64_t ldq, const float* kt, int64_t ldk, int64_t r0, int64_t R,
                          int64_t e, float* s) {

@@ -6,7 +6,8 @@
 // Include it only from a file compiled for x86-64-v4, inside that file's #if on its target's
 // macros. Everything here has internal linkage (an unnamed namespace): each such file gets its
 // own copy, and nothing built for AVX-512 can be linked into code that runs on a CPU without it
-// (Note [CPU kernel dispatch]'s ODR hazard). It includes no other tally header.
+// (Note [CPU kernel dispatch]'s ODR hazard). It includes no other tally header but
+// attention_bf16.h, whose functions are always inlined.
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -17,6 +18,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+
+#include "tally/kernels/cpu/attention_bf16.h"
 
 namespace tally::kernels {
 namespace {
@@ -122,6 +125,9 @@ inline void transpose_pairs(const uint16_t* src, int64_t ld, int64_t N, int64_t 
     }
   }
 }
+
+/// The keys row r of the block at r0 sees, of its block's e.
+inline int64_t visible_of(const AttentionProblem& p, int64_t r0, int64_t r, int64_t e) { return p.causal ? smaller(e, r0 + r + 1) : e; }
 
 /// A thread's scratch, carved in 64-byte pieces out of a buffer the thread keeps between calls
 /// (a training loop asks for the same sizes every step: no allocation, no fresh pages to fault in).

@@ -111,6 +111,23 @@ TEST(AttentionErrors, EmptySizesFollowTheComposedOps) {
   }
 }
 
+// A NaN in one query gives that query's output row NaN and leaves the others finite, on every
+// path (float64 the batched products; float32 and bfloat16 the fused kernels where the CPU runs
+// them): the fused kernels' e^x once clamped a NaN score to e^-87, a silent 0.
+TEST(AttentionNonFinite, ANanQueryGivesItsRowNanAndNoOther) {
+  for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
+    for (bool causal : {false, true}) {
+      Generator g(3);
+      Tensor q = randn({1, 2, 70, 8}, {}, &g), k = randn({1, 2, 70, 8}, {}, &g), v = randn({1, 2, 70, 8}, {}, &g);
+      q.index_put_({0, 1, 5, 3}, std::nan(""));
+      const Tensor out = scaled_dot_product_attention(q.to(dt), k.to(dt), v.to(dt), causal).to(kFloat64);
+      const Tensor is_nan = out != out;
+      EXPECT_TRUE(is_nan.index({0, 1, 5}).all().item<bool>()) << dtype_name(dt) << " causal " << causal;
+      EXPECT_EQ(is_nan.sum().item<int64_t>(), 8) << dtype_name(dt) << " causal " << causal;
+    }
+  }
+}
+
 // `tally info` names the fused kernels exactly where the op runs them.
 TEST(AttentionPaths, NameTheFusedKernelWhereItRuns) {
   const auto paths = attention_paths();

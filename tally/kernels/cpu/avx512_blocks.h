@@ -47,8 +47,10 @@ template <class Body>
 /// one degree shorter): 2^n·e^r with n = round(x·log2 e) and |r| ≤ ln2/2 by Cody–Waite, e^r by its
 /// Taylor polynomial to r⁶ (error below 2⁻²³ there), scaled by vscalefps. Below −87 it gives
 /// a value under 2⁻¹²⁵ where the exact one is smaller still: as good as 0 in a sum of at least 1.
+/// A NaN stays NaN (vmaxps returns its second operand when either is NaN), so a score made from
+/// a NaN spoils its row's probabilities as in PyTorch instead of counting as 0.
 inline __m512 exp_nonpositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  x = _mm512_max_ps(_mm512_set1_ps(-87.0f), x);
   const __m512 n =
       _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);

@@ -54,6 +54,8 @@ struct AttentionShape {
   AttentionShape(const Tensor& q, const Tensor& k, const Tensor& v) : L(q.size(-2)), S(k.size(-2)), E(q.size(-1)), Ev(v.size(-1)) {
     for (int64_t d = 0; d + 2 < q.dim(); ++d) B *= q.size(d);
   }
+  /// The problem as the fused kernels take it.
+  kernels::AttentionProblem problem(bool causal, double scale) const { return {B, L, S, E, Ev, causal, static_cast<float>(scale)}; }
 };
 
 /// Query rows [r0, r0 + rows) and the keys [0, keys) they meet.
@@ -91,12 +93,12 @@ bool f32_kernel_available() {
 /// The problem for the float32 kernel when it runs it: float32, here.
 std::optional<kernels::AttentionProblem> f32_kernel_problem(const AttentionShape& s, Dtype dt, bool causal, double scale) {
   if (dt != kFloat32 || !f32_kernel_available()) return std::nullopt;
-  return kernels::AttentionProblem{s.B, s.L, s.S, s.E, s.Ev, causal, static_cast<float>(scale)};
+  return s.problem(causal, scale);
 }
 
 /// The problem for that kernel when it runs it: bfloat16, here, even E and Ev.
 std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShape& s, Dtype dt, bool causal, double scale) {
-  const kernels::AttentionProblem p{s.B, s.L, s.S, s.E, s.Ev, causal, static_cast<float>(scale)};
+  const kernels::AttentionProblem p = s.problem(causal, scale);
   if (dt != kBFloat16 || !bf16_kernel_available() || !kernels::attention_bf16_fits(p)) return std::nullopt;
   return p;
 }

@@ -134,13 +134,9 @@ void probabilities_row(float* s, int64_t visible, int64_t width, float scale, ui
 /// One row of the scores' gradient: ds = scale · p · (dp − Σ p·dp) over the c < e the row sees
 /// (dp beyond them is not computed), rounded to bfloat16, zeros from e up to `width`.
 void scores_grad_row(const uint16_t* p, const float* dp, int64_t e, int64_t width, float scale, uint16_t* ds) {
-  __m512 vdot = _mm512_setzero_ps();
-  each_vector(e, [&](int64_t c, __mmask16 m) { vdot = _mm512_fmadd_ps(load_bf16(p + c, m), _mm512_maskz_loadu_ps(m, dp + c), vdot); });
-  const __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(vdot)), vscale = _mm512_set1_ps(scale);
-  each_vector(e, [&](int64_t c, __mmask16 m) {
-    const __m512 g = _mm512_mul_ps(vscale, _mm512_mul_ps(load_bf16(p + c, m), _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + c), dot)));
-    store_bf16(ds + c, g, m);
-  });
+  scores_grad_lanes(
+      dp, e, scale, [&](int64_t c, __mmask16 m) { return load_bf16(p + c, m); },
+      [&](int64_t c, __mmask16 m, __m512 g) { store_bf16(ds + c, g, m); });
   zero_halves(ds, e, width);
 }
 

@@ -99,13 +99,10 @@ void probabilities_row(float* s, int64_t visible, int64_t width, float scale) {
 /// One row of the scores' gradient in place of dP: ds = scale · p · (dp − Σ p·dp) over the c < e
 /// the row sees, zeros from e up to `width`.
 void scores_grad_row(const float* p, float* dp, int64_t e, int64_t width, float scale) {
-  __m512 vdot = _mm512_setzero_ps();
-  each_vector(e, [&](int64_t c, __mmask16 m) { vdot = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, p + c), _mm512_maskz_loadu_ps(m, dp + c), vdot); });
-  const __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(vdot)), vscale = _mm512_set1_ps(scale);
-  each_vector(e, [&](int64_t c, __mmask16 m) {
-    const __m512 g = _mm512_mul_ps(vscale, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + c), _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + c), dot)));
-    _mm512_mask_storeu_ps(dp + c, m, g);
-  });
+  // Each vector of dp is read (twice) before its ds is stored over it.
+  scores_grad_lanes(
+      dp, e, scale, [&](int64_t c, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p + c); },
+      [&](int64_t c, __mmask16 m, __m512 g) { _mm512_mask_storeu_ps(dp + c, m, g); });
   if (width > e) std::memset(dp + e, 0, static_cast<size_t>(width - e) * sizeof(float));
 }
 

@@ -80,6 +80,19 @@ inline float exponentials_row(float* s, int64_t visible, float scale) {
   return 1.0f / _mm512_reduce_add_ps(vsum);
 }
 
+/// A row of the scores' gradient, ds = scale · p · (dp − Σ p·dp) over the c < e the row sees,
+/// handed to store(c, lanes, ds) vector by vector; load_p(c, lanes) reads the probabilities
+/// (bfloat16 or float32, as each kernel keeps them).
+template <class LoadP, class Store>
+[[gnu::always_inline]] inline void scores_grad_lanes(const float* dp, int64_t e, float scale, LoadP load_p, Store store) {
+  __m512 vdot = _mm512_setzero_ps();
+  each_vector(e, [&](int64_t c, __mmask16 m) { vdot = _mm512_fmadd_ps(load_p(c, m), _mm512_maskz_loadu_ps(m, dp + c), vdot); });
+  const __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(vdot)), vscale = _mm512_set1_ps(scale);
+  each_vector(e, [&](int64_t c, __mmask16 m) {
+    store(c, m, _mm512_mul_ps(vscale, _mm512_mul_ps(load_p(c, m), _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + c), dot))));
+  });
+}
+
 /// Sixteen vectors of sixteen 32-bit words transposed in registers: word j of r[i] becomes word
 /// i of r[j]. Pairs of words interleave, then pairs of pairs (within each 128-bit lane, which
 /// leaves lane L of r[4i + j] holding column 4L + j of rows 4i..4i+3), then the lanes gather.

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/parallel.h"
@@ -178,13 +179,25 @@ struct CrossEntropyBackward {
       return;
     }
     const Tensor x = input.contiguous(), t = target.contiguous();
-    const Tensor g = grad.to(kFloat64).contiguous();
     const int64_t* pt = t.data_ptr<int64_t>();
-    const double* pg = g.data_ptr<double>();
     const int64_t count = counted_rows(pt, r, ignore_index);
-    // Each row's scale: the incoming gradient of its loss (none), of the sum, or of the mean.
-    const double total = reduction == Reduction::Sum ? pg[0] : pg[0] / static_cast<double>(count);
-    const RowTargets rt{pt, reduction == Reduction::None ? pg : nullptr, total, ignore_index, smoothing};
+    // Each row's scale: the incoming gradient of its loss (none), of the sum, or of the mean. Read
+    // into doubles, not a float64 tensor: a temporary tensor here would be bytes on the tracker's
+    // books that the same step on the meta device, which runs no compute, cannot predict.
+    std::vector<double> per_row;
+    double total = 0;
+    if (reduction == Reduction::None) {
+      const Tensor g = grad.contiguous();
+      per_row.resize(static_cast<size_t>(r.n));
+      dispatch(g.dtype(), name, [&]<class T>() {
+        const T* pg = g.data_ptr<T>();
+        for (int64_t i = 0; i < r.n; ++i) per_row[static_cast<size_t>(i)] = static_cast<double>(static_cast<compute_t<T>>(pg[i]));
+      });
+    } else {
+      const double g = grad.item<double>();
+      total = reduction == Reduction::Sum ? g : g / static_cast<double>(count);
+    }
+    const RowTargets rt{pt, reduction == Reduction::None ? per_row.data() : nullptr, total, ignore_index, smoothing};
     cpu_kernels().run<&CrossEntropyBackward::kernel>(x.data_ptr(), out.data_ptr(), r, rt, input.dtype());
   }
   /// dx for `r.n` contiguous rows; built once per target (Note [CPU kernel dispatch]).

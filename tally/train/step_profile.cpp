@@ -31,7 +31,7 @@ CategoryBytes live_bytes(const accounting::MemoryTracker& tracker) {
 
 }  // namespace
 
-StepProfile::StepProfile() { previous_ = ops::set_op_observer(this); }
+StepProfile::StepProfile(Device device) : tracker_(device) { previous_ = ops::set_op_observer(this); }
 
 StepProfile::~StepProfile() { finish(); }
 
@@ -99,14 +99,22 @@ StepPrediction predict_step(const TrainConfig& config, const accounting::Rooflin
     optim::AdamW optimizer = make_optimizer(model, config);
     const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
     const Tensor x = empty({config.batch_size, config.context_length}, ids), y = empty({config.batch_size, config.context_length}, ids);
+    // The loss scaler's multiply and unscale (fp16) are left out: they read values a meta run has not.
+    const auto step = [&] {
+      precision.forward([&] { return model.loss(x, y); }).backward();
+      optimizer.step();
+      optimizer.zero_grad();
+    };
+    // The profiled step is a later one, whose optimizer state already exists through its forward
+    // and backward: one step first, off the books, so that the predicted total peak holds the
+    // state beside the activations as that step's does (the first step creates it only after
+    // the backward has freed them, a peak lower by the state's bytes).
+    step();
     // The books start at the step, as a real step's profile does: the model's construction (and
     // bf16-params' conversion, which holds both copies for a moment) is not part of it.
     const accounting::MemoryTracker tracker{Device(kMeta)};
     counter.emplace();
-    // The loss scaler's multiply and unscale (fp16) are left out: they read values a meta run has not.
-    precision.forward([&] { return model.loss(x, y); }).backward();
-    optimizer.step();
-    optimizer.zero_grad();
+    step();
     for (int c = 0; c < kNumMemoryCategories; ++c) p.peak[c] = tracker.peak_allocated_bytes(static_cast<MemoryCategory>(c));
     p.peak_total = tracker.peak_allocated_bytes();
   }

@@ -27,7 +27,8 @@ nlohmann::json category_json(const CategoryBytes& bytes);
 /// Watches the ops run while it lives (it chains to the observers already installed).
 class StepProfile : public ops::OpObserver {
  public:
-  StepProfile();
+  /// Watching the memory of `device` (where the model trains).
+  explicit StepProfile(Device device = Device(kCPU));
   ~StepProfile() override;
   StepProfile(const StepProfile&) = delete;
   StepProfile& operator=(const StepProfile&) = delete;

@@ -267,6 +267,9 @@ TEST(Train, SummaryHasTheBooks) {
   // The ledger's forward FLOPs per token equal the meta run's: the same model, the same shapes.
   EXPECT_DOUBLE_EQ(s["flops_per_token"]["measured"]["forward"].get<double>(), s["flops_per_token"]["predicted"]["forward"].get<double>());
   EXPECT_DOUBLE_EQ(s["flops_per_token"]["measured"]["backward"].get<double>(), s["flops_per_token"]["predicted"]["backward"].get<double>());
+  // The meta step's memory is the profiled step's, category by category and in total, exactly.
+  EXPECT_EQ(s["memory"]["predicted"], s["memory"]["tracked_peak"]);
+  EXPECT_EQ(s["memory"]["predicted_peak_total"], s["memory"]["tracked_peak_total"]);
   EXPECT_FALSE(s["ops"].empty());
   EXPECT_FALSE(s["memory_timeline"].empty());
   EXPECT_EQ(s["top_ops"].size(), 5u);
@@ -284,6 +287,8 @@ TEST(Train, ABfloat16SummarySetsItsMemoryAndTimeAgainstFloat32) {
   c.steps = 4;
   const json s = train(c, false).summary;
   EXPECT_DOUBLE_EQ(s["flops_per_token"]["measured"]["forward"].get<double>(), s["flops_per_token"]["predicted"]["forward"].get<double>());
+  EXPECT_EQ(s["memory"]["predicted"], s["memory"]["tracked_peak"]);
+  EXPECT_EQ(s["memory"]["predicted_peak_total"], s["memory"]["tracked_peak_total"]);
   const json& vs = s["precision"]["vs_float32"];
   // Working copies exist only in bfloat16; parameters (the float32 masters) are the same bytes.
   EXPECT_GT(vs["memory"]["peak"]["working_copies"].get<int64_t>(), 0);

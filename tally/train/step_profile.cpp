@@ -31,7 +31,7 @@ CategoryBytes live_bytes(const accounting::MemoryTracker& tracker) {
 
 }  // namespace
 
-StepProfile::StepProfile(Device device) : tracker_(device) { previous_ = ops::set_op_observer(this); }
+StepProfile::StepProfile() { previous_ = ops::set_op_observer(this); }
 
 StepProfile::~StepProfile() { finish(); }
 

@@ -27,8 +27,7 @@ nlohmann::json category_json(const CategoryBytes& bytes);
 /// Watches the ops run while it lives (it chains to the observers already installed).
 class StepProfile : public ops::OpObserver {
  public:
-  /// Watching the memory of `device` (where the model trains).
-  explicit StepProfile(Device device = Device(kCPU));
+  StepProfile();
   ~StepProfile() override;
   StepProfile(const StepProfile&) = delete;
   StepProfile& operator=(const StepProfile&) = delete;

@@ -30,7 +30,7 @@ StepPrecision::StepResult StepPrecision::run(const std::function<Tensor()>& loss
                                               bool inject_inf) {
   StepResult r;
   r.loss = forward(loss_fn);
-  (scaler_ ? scaler_->scale(r.loss) : r.loss).backward();
+  backward(r.loss);
   const std::vector<Tensor> params = optimizer.parameters();
   if (inject_inf) params.at(0).grad().view({-1}).narrow(0, 0, 1).fill_(INFINITY);
   if (scaler_) scaler_->unscale_(optimizer);  // clipping sees the true gradients
@@ -45,6 +45,8 @@ StepPrecision::StepResult StepPrecision::run(const std::function<Tensor()>& loss
   optimizer.zero_grad();
   return r;
 }
+
+void StepPrecision::backward(const Tensor& loss) const { (scaler_ ? scaler_->scale(loss) : loss).backward(); }
 
 std::optional<double> StepPrecision::loss_scale() const {
   if (scaler_) return scaler_->get_scale();

@@ -50,6 +50,9 @@ class StepPrecision {
   /// unscaled and clipped to total norm `grad_clip` (0: not clipped); the optimizer step unless
   /// the scaler skips it, then the scaler's update; zero_grad.
   StepResult run(const std::function<Tensor()>& loss_fn, optim::Optimizer& optimizer, double grad_clip, bool inject_inf = false);
+  /// The backward of a step from its (unscaled) loss: scaled first where a loss scaler runs.
+  /// run() and the meta-device prediction of a step (step_profile.h) both start it here.
+  void backward(const Tensor& loss) const;
   /// The loss scale the step ran with (fp16), else nullopt.
   std::optional<double> loss_scale() const;
   /// The low-precision dtype of the forward, if any.

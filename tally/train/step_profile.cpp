@@ -99,9 +99,9 @@ StepPrediction predict_step(const TrainConfig& config, const accounting::Rooflin
     optim::AdamW optimizer = make_optimizer(model, config);
     const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
     const Tensor x = empty({config.batch_size, config.context_length}, ids), y = empty({config.batch_size, config.context_length}, ids);
-    // The loss scaler's multiply and unscale (fp16) are left out: they read values a meta run has not.
+    // The loss scaler's unscale (fp16) is left out: it reads values a meta run has not.
     const auto step = [&] {
-      precision.forward([&] { return model.loss(x, y); }).backward();
+      precision.backward(precision.forward([&] { return model.loss(x, y); }));
       optimizer.step();
       optimizer.zero_grad();
     };

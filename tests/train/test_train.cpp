@@ -267,9 +267,6 @@ TEST(Train, SummaryHasTheBooks) {
   // The ledger's forward FLOPs per token equal the meta run's: the same model, the same shapes.
   EXPECT_DOUBLE_EQ(s["flops_per_token"]["measured"]["forward"].get<double>(), s["flops_per_token"]["predicted"]["forward"].get<double>());
   EXPECT_DOUBLE_EQ(s["flops_per_token"]["measured"]["backward"].get<double>(), s["flops_per_token"]["predicted"]["backward"].get<double>());
-  // The meta step's memory is the profiled step's, category by category and in total, exactly.
-  EXPECT_EQ(s["memory"]["predicted"], s["memory"]["tracked_peak"]);
-  EXPECT_EQ(s["memory"]["predicted_peak_total"], s["memory"]["tracked_peak_total"]);
   EXPECT_FALSE(s["ops"].empty());
   EXPECT_FALSE(s["memory_timeline"].empty());
   EXPECT_EQ(s["top_ops"].size(), 5u);
@@ -280,6 +277,22 @@ TEST(Train, SummaryHasTheBooks) {
   EXPECT_FALSE(s["precision"].contains("vs_float32"));
 }
 
+// The summary's predicted memory (a meta-device step) is the profiled step's, category by category
+// and in total, exactly. Not fp8: the CPU's FP8 products hold bfloat16 copies of their operands
+// inside the op, which a meta step, running no kernel, does not see (docs/run_dir.md).
+TEST(Train, PredictedMemoryIsTheTrackedPeakExactly) {
+  for (const char* precision : {"fp32", "bf16", "fp16", "bf16-params"}) {
+    SCOPED_TRACE(precision);
+    TempDir dir;
+    TrainConfig c = tiny_in(precision);
+    c.out = dir.path().string();
+    c.steps = 4;
+    const json m = train(c, false).summary["memory"];
+    EXPECT_EQ(m["predicted"], m["tracked_peak"]);
+    EXPECT_EQ(m["predicted_peak_total"], m["tracked_peak_total"]);
+  }
+}
+
 TEST(Train, ABfloat16SummarySetsItsMemoryAndTimeAgainstFloat32) {
   TempDir dir;
   TrainConfig c = tiny(dir.path());
@@ -287,8 +300,6 @@ TEST(Train, ABfloat16SummarySetsItsMemoryAndTimeAgainstFloat32) {
   c.steps = 4;
   const json s = train(c, false).summary;
   EXPECT_DOUBLE_EQ(s["flops_per_token"]["measured"]["forward"].get<double>(), s["flops_per_token"]["predicted"]["forward"].get<double>());
-  EXPECT_EQ(s["memory"]["predicted"], s["memory"]["tracked_peak"]);
-  EXPECT_EQ(s["memory"]["predicted_peak_total"], s["memory"]["tracked_peak_total"]);
   const json& vs = s["precision"]["vs_float32"];
   // Working copies exist only in bfloat16; parameters (the float32 masters) are the same bytes.
   EXPECT_GT(vs["memory"]["peak"]["working_copies"].get<int64_t>(), 0);

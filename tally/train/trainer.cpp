@@ -320,6 +320,9 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   }
 
   const double run_seconds = seconds_since(run_start);  // the steps and saves, not the books below
+  // The run's high-water mark, read before the books' own measurements: the bandwidth probe's
+  // three arrays alone would add 192 MiB that no step of the run ever held.
+  const int64_t run_peak_rss = peak_rss_bytes();
 
   // The books (docs/run_dir.md, summary.json). The run's ledger closes first: it would count the
   // meta-device step too.
@@ -392,7 +395,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
         {"tracked_peak", profile_json.value("peak", json::object())},
         {"predicted_peak_total", predicted.peak_total},
         {"tracked_peak_total", profile_json.value("peak_total", int64_t{0})},
-        {"process_peak_rss", peak_rss_bytes()}}},
+        {"process_peak_rss", run_peak_rss}}},
       {"time_split", profile_json.value("time_split", json::object())},
       {"top_ops", top},
       {"ops", ops},

@@ -135,8 +135,9 @@ void print_summary(const json& s) {
   for (const auto& [cat, value] : mem.at("predicted").items())
     fmt::print("                {:<16} {:>12} {:>12}\n", cat, bytes(value),
                mem.at("tracked_peak").contains(cat) ? bytes(mem.at("tracked_peak").at(cat)) : "-");
-  fmt::print("                {:<16} {:>12} {:>12}   process peak RSS {}\n", "total", bytes(mem.at("predicted_peak_total")),
-             bytes(mem.at("tracked_peak_total")), bytes(mem.at("process_peak_rss")));
+  fmt::print("                {:<16} {:>12} {:>12}   allocator reserved {}, process peak RSS {}\n", "total",
+             bytes(mem.at("predicted_peak_total")), bytes(mem.at("tracked_peak_total")), bytes(mem.at("tracked_peak_reserved")),
+             bytes(mem.at("process_peak_rss")));
   if (const json& split = s.at("time_split"); split.contains("compute_bound_s"))
     fmt::print("time split      {:.0f}% in compute-bound ops, {:.0f}% in memory-bound ops\n", 100 * split.at("compute_bound_fraction").get<double>(),
                100 * (1 - split.at("compute_bound_fraction").get<double>()));

@@ -39,6 +39,7 @@ void StepProfile::finish() {
   if (!watching_) return;
   peak_ = peak();
   peak_total_ = tracker_.peak_allocated_bytes();
+  peak_reserved_ = tracker_.peak_reserved_bytes();
   watching_ = false;
   // counter_ is the observer below this one: take both out, leaving what was installed before.
   ops::set_op_observer(previous_);

@@ -41,6 +41,8 @@ class StepProfile : public ops::OpObserver {
   /// The tracker's peak by category over the step (live bytes from before it included).
   CategoryBytes peak() const;
   int64_t peak_total() const { return watching_ ? tracker_.peak_allocated_bytes() : peak_total_; }
+  /// The allocator's peak over the step: live tensors and the blocks it keeps for reuse.
+  int64_t peak_reserved() const { return watching_ ? tracker_.peak_reserved_bytes() : peak_reserved_; }
   /// summary.json's "ops" (each op and phase, its roofline verdict), "modules", "memory_timeline"
   /// and "time_split".
   nlohmann::json ops_json(const accounting::Roofline& roofline) const;
@@ -55,6 +57,7 @@ class StepProfile : public ops::OpObserver {
   bool watching_ = true;
   CategoryBytes peak_{};
   int64_t peak_total_ = 0;
+  int64_t peak_reserved_ = 0;
   nlohmann::json timeline_ = nlohmann::json::array();
 };
 

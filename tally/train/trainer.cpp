@@ -337,6 +337,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   if (profile) {
     profile_json = {{"peak", category_json(profile->peak())},
                     {"peak_total", profile->peak_total()},
+                    {"peak_reserved", profile->peak_reserved()},
                     {"ops", profile->ops_json(roofline)},
                     {"modules", profile->modules_json()},
                     {"memory_timeline", profile->timeline_json()},
@@ -395,6 +396,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
         {"tracked_peak", profile_json.value("peak", json::object())},
         {"predicted_peak_total", predicted.peak_total},
         {"tracked_peak_total", profile_json.value("peak_total", int64_t{0})},
+        {"tracked_peak_reserved", profile_json.value("peak_reserved", int64_t{0})},
         {"process_peak_rss", run_peak_rss}}},
       {"time_split", profile_json.value("time_split", json::object())},
       {"top_ops", top},

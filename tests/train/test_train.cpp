@@ -271,6 +271,9 @@ TEST(Train, SummaryHasTheBooks) {
   EXPECT_FALSE(s["memory_timeline"].empty());
   EXPECT_EQ(s["top_ops"].size(), 5u);
   EXPECT_GT(s["memory"]["process_peak_rss"].get<int64_t>(), 0);
+  // The allocator holds at least the live tensors' bytes.
+  EXPECT_GE(s["memory"]["tracked_peak_reserved"].get<int64_t>(), s["memory"]["tracked_peak_total"].get<int64_t>());
+  EXPECT_GT(s["memory"]["tracked_peak_total"].get<int64_t>(), 0);
   EXPECT_TRUE(fs::exists(dir.path() / "summary.json"));
   EXPECT_EQ(json::parse(std::ifstream(dir.path() / "summary.json"))["parameters"], s["parameters"]);
   EXPECT_EQ(s["precision"]["name"], "fp32");

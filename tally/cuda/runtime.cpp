@@ -140,4 +140,5 @@ void set_allow_tf32(bool allow) { tf32.store(allow, std::memory_order_relaxed); 
 
 namespace tally::kernels::cuda {
 void raise_error(const std::string& message) { throw DeviceError(message); }
+void raise_not_implemented(const std::string& message) { throw NotImplementedError(message); }
 }  // namespace tally::kernels::cuda

@@ -58,12 +58,6 @@ void detail::raise_no_cuda_kernel(std::string_view op) {
                                                      "no CUDA kernel for it yet; move the tensors to the CPU with .cpu() first"));
 }
 
-void detail::raise_no_cuda_kernel(std::string_view op, Dtype dtype, std::string_view why) {
-  throw NotImplementedError(::tally::detail::str_cat("Could not run '", op, "' with arguments from the 'CUDA' backend: tally has "
-                                                     "no CUDA kernel for it in ", dtype_name(dtype), " (", why,
-                                                     "); move the tensors to the CPU with .cpu() first"));
-}
-
 void detail::raise_no_meta_rule(std::string_view op) {
   throw NotImplementedError(::tally::detail::str_cat("Could not run '", op, "' with arguments from the 'Meta' backend: it has "
                                                      "no meta step (its output depends on values a meta tensor does not have)"));

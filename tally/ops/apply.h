@@ -215,8 +215,6 @@ bool any_requires_grad(const Args&... args) {
 
 /// NotImplementedError for an op with no CUDA kernel given a CUDA tensor.
 [[noreturn]] void raise_no_cuda_kernel(std::string_view op);
-/// The same for an op whose CUDA kernel lacks one dtype, saying why.
-[[noreturn]] void raise_no_cuda_kernel(std::string_view op, Dtype dtype, std::string_view why);
 /// NotImplementedError for an op with no meta step given a meta tensor.
 [[noreturn]] void raise_no_meta_rule(std::string_view op);
 

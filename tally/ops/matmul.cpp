@@ -135,9 +135,6 @@ struct Matmul {
     }
     Tensor full = out.view(shape.with(n, m));
     if (out.is_cuda()) {
-      if (!is_floating_point(a.dtype()))
-        ops::detail::raise_no_cuda_kernel(name, a.dtype(),
-                                          "cuBLASLt multiplies floating-point matrices only, as PyTorch's CUDA matmul does");
       const kernels::cuda::Matrix ma = cuda_operand(x, *xs, n, k), mb = cuda_operand(y, *ys, k, m);
       kernels::cuda::matmul(static_cast<uint8_t>(a.dtype()), static_cast<uint8_t>(out.dtype()), nb, n, m, k, ma, mb,
                             full.data_ptr(), nullptr, nullptr, cuda::allow_tf32());

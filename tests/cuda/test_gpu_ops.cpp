@@ -290,6 +290,11 @@ TEST(CudaOps, Float8MatmulsAndScaledMm) {
   Tensor b = sample({128, 32}, kFloat32, 3).to(kFloat8_e4m3fn);
   EXPECT_THROW(matmul(a, b), TypeError);
   EXPECT_THROW(matmul(a.to(kGpu), b.to(kGpu)), TypeError);
+  // Integer matrices have no CUDA kernel (cuBLASLt's products are floating-point), as in PyTorch:
+  // NotImplementedError, the error of a kernel that lacks a dtype, where the CPU computes them.
+  const Tensor i = ones({4, 4}, kInt64);
+  EXPECT_NO_THROW(matmul(i, i));
+  EXPECT_THROW(matmul(i.to(kGpu), i.to(kGpu)), NotImplementedError);
   EXPECT_THROW(scaled_mm(a.to(kGpu), w.to(kGpu).t(), tensor({1, 2}, kFloat32).to(kGpu), sb.to(kGpu), kBFloat16), ValueError);
   EXPECT_THROW(scaled_mm(a.to(kGpu), w.to(kGpu).t(), tensor({1.0}), sb.to(kGpu), kBFloat16), DeviceError);
 }

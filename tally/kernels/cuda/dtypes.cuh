@@ -158,8 +158,8 @@ inline int dtype_size(uint8_t d) {
 }
 
 [[noreturn]] inline void unsupported(const char* what, uint8_t dtype) {
-  raise_error(std::string("tally CUDA kernel ") + what + ": dtype " + dtype_name(dtype) +
-                           " not supported");
+  raise_not_implemented(std::string("tally CUDA kernel ") + what + ": no kernel for dtype " + dtype_name(dtype) +
+                        "; move the tensors to the CPU with .cpu() first");
 }
 
 /// The storage type for a dtype id.

@@ -15,9 +15,14 @@
 namespace tally::kernels::cuda {
 
 /// Every failure of the CUDA side (a CUDA or cuBLASLt call, an argument a kernel cannot take)
-/// ends here. Defined by the library (tally/cuda/runtime.cpp): it throws tally::DeviceError, so
-/// the user gets the library's typed error, whichever layer failed.
+/// but a missing dtype (raise_not_implemented, below) ends here. Defined by the library
+/// (tally/cuda/runtime.cpp): it throws tally::DeviceError, so the user gets the library's typed
+/// error, whichever layer failed.
 [[noreturn]] void raise_error(const std::string& message);
+/// A kernel with no code for an argument's dtype ends here instead: it throws
+/// tally::NotImplementedError, as an op with no CUDA kernel at all does, and as PyTorch's CUDA
+/// ops answer a dtype they lack ("not implemented for 'Long'").
+[[noreturn]] void raise_not_implemented(const std::string& message);
 
 inline constexpr int kMaxDims = 8;
 inline constexpr int kMaxOperands = 4;

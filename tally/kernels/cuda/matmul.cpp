@@ -239,7 +239,10 @@ void matmul(uint8_t in_dtype, uint8_t out_dtype, int64_t batch, int64_t M, int64
         fail(std::string("float8 inputs give BFloat16, Float16 or Float32, not ") + dtype_name(out_dtype));
       if (in_dtype == kFloat8_e5m2) fail("cuBLASLt has no Float8_e5m2 x Float8_e5m2 product; use Float8_e4m3fn for one operand");
       break;
-    default: fail(std::string("dtype ") + dtype_name(in_dtype) + " not supported");
+    default:
+      raise_not_implemented(std::string("matmul (CUDA): no kernel for dtype ") + dtype_name(in_dtype) +
+                            ": cuBLASLt multiplies floating-point matrices only, as PyTorch's CUDA matmul does; move the "
+                            "tensors to the CPU with .cpu() first");
   }
   if (batch <= 0 || M <= 0 || N <= 0) return;
   if (batch > INT32_MAX) fail("batch of " + std::to_string(batch) + " exceeds cuBLASLt's limit");

@@ -35,6 +35,84 @@ bool is_contiguous(IntArrayRef sizes, IntArrayRef strides) {
   return true;
 }
 
+bool is_non_overlapping_and_dense(IntArrayRef sizes, IntArrayRef strides) {
+  const size_t nd = sizes.size();
+  if (nd == 1) return sizes[0] < 2 || strides[0] == 1;
+  // Dims by stride, innermost first; dims of size 0 or 1 go last, where the walk below stops.
+  DimVector order(nd);
+  for (size_t d = 0; d < nd; ++d) order[d] = static_cast<int64_t>(d);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (sizes[a] < 2 || sizes[b] < 2) return sizes[a] >= 2 && sizes[b] < 2;
+    return strides[a] < strides[b];
+  });
+  int64_t expected = 1;
+  for (int64_t d : order) {
+    if (sizes[d] < 2) return true;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+std::optional<DimVector> elementwise_output_strides(IntArrayRef sizes, std::span<const StridedShape> inputs) {
+  const size_t nd = sizes.size();
+  if (nd < 2 || inputs.empty()) return std::nullopt;
+  bool same_shape = true, contiguous = true;
+  for (const StridedShape& in : inputs) {
+    same_shape = same_shape && in.sizes == sizes;
+    contiguous = contiguous && is_contiguous(in.sizes, in.strides);
+  }
+  if (same_shape && contiguous) return std::nullopt;
+  if (same_shape) {  // one shared dense layout: the output takes it as it is
+    bool shared = true;
+    for (const StridedShape& in : inputs)
+      shared = shared && in.strides == inputs[0].strides && is_non_overlapping_and_dense(in.sizes, in.strides);
+    if (shared) return DimVector(inputs[0].strides);
+  }
+  // Each input's strides over the output's dims, right-aligned; a broadcast dim has stride 0.
+  auto stride_of = [&](const StridedShape& in, size_t d) -> int64_t {
+    const size_t offset = nd - in.sizes.size();
+    if (d < offset) return 0;
+    return in.sizes[d - offset] == 1 && sizes[d] != 1 ? 0 : in.strides[d - offset];
+  };
+  // > 0: dim a belongs outside dim b; < 0: inside; 0: no input decides.
+  auto outer = [&](size_t a, size_t b) {
+    for (const StridedShape& in : inputs) {
+      const int64_t sa = stride_of(in, a), sb = stride_of(in, b);
+      if (sa == 0 || sb == 0) continue;
+      if (sa != sb) return sa < sb ? -1 : 1;
+      if (sizes[a] > sizes[b]) return 1;
+    }
+    return 0;
+  };
+  // perm[0] is the innermost dim. An insertion sort that steps over undecided pairs, as
+  // TensorIterator's: an order decided by one input is kept across dims no input orders.
+  DimVector perm(nd);
+  for (size_t i = 0; i < nd; ++i) perm[i] = static_cast<int64_t>(nd - 1 - i);
+  for (size_t i = 1; i < nd; ++i) {
+    size_t moving = i;
+    for (size_t j = i; j-- > 0;) {
+      const int c = outer(static_cast<size_t>(perm[j]), static_cast<size_t>(perm[moving]));
+      if (c > 0) {
+        std::swap(perm[j], perm[moving]);
+        moving = j;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  bool row_major = true;
+  for (size_t i = 0; i < nd; ++i) row_major = row_major && perm[i] == static_cast<int64_t>(nd - 1 - i);
+  if (row_major) return std::nullopt;
+  DimVector strides(nd);
+  int64_t s = 1;
+  for (int64_t d : perm) {
+    strides[static_cast<size_t>(d)] = s;
+    s *= sizes[static_cast<size_t>(d)];
+  }
+  return strides;
+}
+
 void check_sizes(IntArrayRef sizes, const char* op) {
   for (int64_t s : sizes)
     TALLY_CHECK(s >= 0, op, ": Trying to create tensor with negative dimension ", s, ": ", sizes);

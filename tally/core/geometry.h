@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "tally/core/int_array_ref.h"
@@ -33,6 +34,26 @@ DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b);
 /// Raise if several elements of a tensor with this geometry share one memory location (an
 /// expanded view): writing to it in place would be ill-defined.
 void check_no_internal_overlap(IntArrayRef sizes, IntArrayRef strides);
+/// PyTorch's is_non_overlapping_and_dense: the elements fill a block of memory exactly, in some
+/// order of the dims (a permuted contiguous tensor, not a sliced or expanded one).
+bool is_non_overlapping_and_dense(IntArrayRef sizes, IntArrayRef strides);
+
+/// One input of an elementwise op: its sizes and strides (in elements), before broadcasting.
+struct StridedShape {
+  IntArrayRef sizes;
+  IntArrayRef strides;
+};
+
+/// Note [Output layout]
+/// The strides a new output of an elementwise op gets (`sizes`, the broadcast shape), as
+/// PyTorch's TensorIterator gives them: the dims ordered as the inputs store them, and the output
+/// dense in that order. So x.t() + y.t() is transposed itself (strides (1, n)), read and written
+/// in one pass, where a contiguous result would be a transpose; the inputs, in argument order,
+/// decide each pair of dims, the first that stores them in different strides winning (a
+/// broadcast dim, stride 0, decides nothing; equal strides put the smaller size inside). Inputs of
+/// the output's shape that share one dense layout give it theirs exactly. nullopt when the
+/// result is row-major: contiguous inputs, or any order that decides nothing else.
+std::optional<DimVector> elementwise_output_strides(IntArrayRef sizes, std::span<const StridedShape> inputs);
 /// Check that every size is non-negative; `op` names the caller in the message.
 void check_sizes(IntArrayRef sizes, const char* op);
 

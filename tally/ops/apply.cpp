@@ -110,6 +110,16 @@ void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizab
   geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
 }
 
+std::optional<DimVector> detail::output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs) {
+  SmallVector<geometry::StridedShape, 4> shapes;
+  for (const Tensor* t : inputs) {
+    if (!t->defined() || t->dim() == 0) continue;  // a 0-d tensor decides no order
+    if (t->device() != device) return std::nullopt;
+    shapes.push_back({t->sizes(), t->strides()});
+  }
+  return geometry::elementwise_output_strides(sizes, {shapes.data(), shapes.size()});
+}
+
 bool detail::writes_directly(const OutputSpec& spec, const Tensor& dst, bool elementwise, std::span<const Tensor* const> inputs) {
   if (spec.dtype != dst.dtype()) return false;
   if (!elementwise && !dst.is_contiguous()) return false;

@@ -238,6 +238,18 @@ constexpr bool elementwise() {
   else return false;
 }
 
+/// Whether a new output of Op takes its inputs' layout (Note [Output layout] in core/geometry.h):
+/// elementwise ops do, unless they say `static constexpr bool contiguous_output = true;`.
+template <class Op>
+constexpr bool follows_input_layout() {
+  if constexpr (requires { Op::contiguous_output; }) return elementwise<Op>() && !Op::contiguous_output;
+  else return elementwise<Op>();
+}
+
+/// The strides of an elementwise op's new output on `device` (Note [Output layout]); nullopt
+/// for a contiguous one, which is also what an output on another device than its inputs gets.
+std::optional<DimVector> output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs);
+
 /// The device Op runs on for these arguments; raises for mixed devices, or an op without a CUDA
 /// kernel or meta step given such tensors.
 template <class Op, class... Args>
@@ -558,7 +570,17 @@ auto run(const Args&... args) {
   if constexpr (computes<Op, Args...>()) {
     const OutputSpec spec = Op::meta(args...);
     const TensorOptions options = TensorOptions(spec.dtype).device(spec.device.value_or(device));
-    out = recorded && saved.output ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
+    std::optional<DimVector> strides;
+    if constexpr (follows_input_layout<Op>()) {
+      const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
+      strides = output_strides(spec.sizes, options.device_or(), {inputs.data(), inputs.size()});
+    }
+    if (strides) {
+      out = recorded && saved.output ? ::tally::detail::empty_strided_activation(spec.sizes, *strides, options)
+                                     : empty_strided(spec.sizes, *strides, options);
+    } else {
+      out = recorded && saved.output ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
+    }
     if (!out.device().is_meta() && out.numel() > 0) Op::compute(out, args...);
   } else {
     out = Op::forward(args...);

@@ -222,6 +222,8 @@ struct Clone {
   static constexpr std::string_view name = "clone";
   static constexpr bool supports_cuda = true;
   static constexpr bool elementwise = true;
+  // contiguous() is a clone, so a clone is contiguous (PyTorch's clone keeps a dense layout).
+  static constexpr bool contiguous_output = true;
   static ops::OutputSpec meta(const Tensor& x) { return {DimVector(x.sizes()), x.dtype()}; }
   static void compute(const Tensor& out, const Tensor& x) { copy_kernel(out, x); }
   static ops::Cost cost(const Tensor& out, const Tensor& x) { return {0, x.nbytes(), out.nbytes()}; }

@@ -45,6 +45,10 @@ Tensor detail::empty_activation(IntArrayRef sizes, TensorOptions options) {
   return make_empty(sizes, geometry::contiguous_strides(sizes), options, MemoryCategory::Activations);
 }
 
+Tensor detail::empty_strided_activation(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+  return make_empty(sizes, strides, options, MemoryCategory::Activations);
+}
+
 Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(kFloat32))); }
 Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kFloat32))); }
 

@@ -17,6 +17,8 @@ namespace detail {
 /// empty() counted as activations from the start: an op's output a graph node will keep
 /// (Note [Activations] in core/storage.h), which saves moving its bytes between categories.
 Tensor empty_activation(IntArrayRef sizes, TensorOptions options);
+/// empty_strided() counted as activations from the start.
+Tensor empty_strided_activation(IntArrayRef sizes, IntArrayRef strides, TensorOptions options);
 }  // namespace detail
 /// An uninitialised tensor with explicit strides (torch.empty_strided).
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});

@@ -148,4 +148,18 @@ std::optional<std::string> compare(const Tensor& got_anywhere, const NpyArray& w
   return os.str();
 }
 
+std::optional<std::string> compare_strides(const Tensor& got, const std::vector<int64_t>& want) {
+  if (want.size() != static_cast<size_t>(got.dim())) return "strides: torch gives " + std::to_string(want.size()) + " dims";
+  for (int64_t d = 0; d < got.dim(); ++d) {
+    if (got.size(d) > 1 && got.stride(d) != want[static_cast<size_t>(d)]) {
+      std::ostringstream why;
+      why << "layout: strides " << got.strides() << ", torch's (";
+      for (size_t i = 0; i < want.size(); ++i) why << (i ? ", " : "") << want[i];
+      why << ")";
+      return why.str();
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace tally::difftest

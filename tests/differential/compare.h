@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "differential/npy.h"
 #include "tally/tally.h"
@@ -25,5 +26,9 @@ Tolerance tolerance_for(Dtype dtype, bool accumulates, double max_abs_want);
 /// `exact_values` demands equal values (NaN meets NaN) for ops that only move or pick values.
 std::optional<std::string> compare(const Tensor& got, const NpyArray& want, Dtype want_dtype, bool accumulates,
                                    bool exact_values);
+
+/// A description of how `got`'s strides differ from torch's, over the dims of more than one
+/// element (a dim of size 1 may have any stride); nullopt when they agree.
+std::optional<std::string> compare_strides(const Tensor& got, const std::vector<int64_t>& want);
 
 }  // namespace tally::difftest

@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <set>
 
 #include "differential/compare.h"
 #include "differential/gradient_check.h"
@@ -24,6 +25,14 @@
 
 namespace tally::difftest {
 namespace {
+
+/// The families of elementwise ops, whose new outputs are laid out as PyTorch's are (Note [Output
+/// layout] in tally/core/geometry.h); in-place and out= results are the written tensor itself.
+bool checks_layout(const std::string& family) {
+  static const std::set<std::string> families = {"Unary", "Binary", "Scalar", "Promotion", "Comparison", "Pow",
+                                                 "InPlace", "Forms", "Selection", "Logical", "Conversion"};
+  return families.count(family) > 0;
+}
 
 // Why the case fails on `device`, or nullopt when tally agrees with torch; `no_kernel` is set
 // when the op has no kernel for the device.
@@ -65,6 +74,9 @@ std::optional<std::string> check(const ReferencedCase& rc, const std::string& di
     if (auto why = compare(outs[k], expected, want_dtype, rc.c.accumulates, rc.c.exact))
       return (outs.size() > 1 ? "output " + std::to_string(k) + ": " : "") + *why +
              (status == "upcast" ? " [reference: float32 math rounded to the half type]" : "");
+    if (checks_layout(rc.c.family))
+      if (auto why = compare_strides(outs[k], want[k].at("strides").get<std::vector<int64_t>>()))
+        return (outs.size() > 1 ? "output " + std::to_string(k) + ": " : "") + *why;
   }
   if (rc.c.gradient) return check_gradients(rc, dir, bases, outs);
   return std::nullopt;

@@ -411,7 +411,8 @@ def run_case(case, out_dir):
         status = "upcast"
     for k, t in enumerate(outs):
         save(os.path.join(out_dir, f"{case['id']}_out{k}.npy"), t)
-    result = {"status": status, "outputs": [{"dtype": str(t.dtype).replace("torch.", "")} for t in outs]}
+    result = {"status": status,
+              "outputs": [{"dtype": str(t.dtype).replace("torch.", ""), "strides": list(t.stride())} for t in outs]}
     if case["gradient"]:
         result["grads"] = []
         for k, b in enumerate(bases):

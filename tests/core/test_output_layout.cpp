@@ -1,0 +1,88 @@
+// Note [Output layout]: a new output of an elementwise op is laid out as its inputs are, as in
+// PyTorch. The expected strides are torch 1.13's for the same expressions (the differential
+// families check the same against a live torch on every layout they draw).
+
+#include <gtest/gtest.h>
+
+#include "tally/tally.h"
+
+using namespace tally;
+
+namespace {
+
+// Strides over the dims of more than one element: a dim of size 1 may have any stride.
+std::vector<int64_t> strides_that_matter(const Tensor& t) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < t.dim(); ++d) out.push_back(t.size(d) > 1 ? t.stride(d) : -1);
+  return out;
+}
+
+using V = std::vector<int64_t>;
+
+}  // namespace
+
+TEST(OutputLayout, TransposedInputsGiveATransposedResult) {
+  Tensor x = randn({2, 3}), y = randn({2, 3});
+  Tensor sum = x.t() + y.t();
+  EXPECT_EQ(sum.strides(), IntArrayRef({1, 3}));
+  EXPECT_FALSE(sum.is_contiguous());
+  EXPECT_TRUE(sum.t().is_contiguous());
+  EXPECT_TRUE(equal(sum, (x + y).t()));
+  EXPECT_EQ(strides_that_matter(relu(x.t())), V({1, 3}));
+  EXPECT_EQ(strides_that_matter(x.t() * 2), V({1, 3}));
+  EXPECT_EQ(strides_that_matter(x.t() > 0), V({1, 3}));
+  EXPECT_EQ(strides_that_matter(x.t().to(kBFloat16)), V({1, 3}));
+}
+
+TEST(OutputLayout, TheFirstInputThatOrdersTwoDimsDecides) {
+  Tensor x = randn({2, 3, 4});
+  Tensor p = x.permute({2, 0, 1});  // [4, 2, 3], strides (1, 12, 4)
+  EXPECT_EQ(strides_that_matter(p + 1), V({1, 12, 4}));
+  EXPECT_EQ(strides_that_matter(p + randn({4, 2, 3})), V({1, 12, 4}));
+  EXPECT_EQ(strides_that_matter(randn({4, 2, 3}) + p), V({6, 3, 1}));
+  Tensor t = randn({2, 3}).t();  // [3, 2], strides (1, 3)
+  EXPECT_EQ(strides_that_matter(t + randn({2})), V({1, 3}));
+  EXPECT_EQ(strides_that_matter(randn({2}) + t), V({1, 3}));  // a broadcast dim decides nothing
+  EXPECT_EQ(strides_that_matter(randn({3, 1}) + t), V({1, 3}));
+  EXPECT_EQ(strides_that_matter(randn({1, 2}).expand({3, 2}) + t), V({1, 3}));
+  EXPECT_EQ(strides_that_matter(where(ones({3, 2}, kBool), t, randn({3, 2}))), V({2, 1}));  // the condition first
+}
+
+TEST(OutputLayout, SlicedAndUnsqueezedInputs) {
+  Tensor s = randn({3, 8}).slice(1, 0, 8, 2).t();  // [4, 3], strides (2, 8): not dense
+  EXPECT_EQ(strides_that_matter(s * 1), V({1, 4}));
+  Tensor u = randn({3, 4}).t().unsqueeze(1);  // [4, 1, 3], dense
+  EXPECT_EQ(strides_that_matter(u * 1), V({1, -1, 4}));
+  EXPECT_TRUE((randn({3, 8}).slice(1, 0, 8, 2) * 1).is_contiguous());
+}
+
+TEST(OutputLayout, CopiesThatPromiseContiguityKeepIt) {
+  Tensor t = randn({2, 3}).t();
+  EXPECT_TRUE(t.contiguous().is_contiguous());
+  EXPECT_TRUE(t.clone().is_contiguous());  // tally's clone is contiguous; PyTorch's keeps a dense layout
+  // A result PyTorch cannot view flat either: reshape copies it, view refuses.
+  EXPECT_TRUE(equal((t * 2).reshape({6}), t.contiguous().view({6}) * 2));
+  EXPECT_THROW((t * 2).view({6}), Error);
+}
+
+TEST(OutputLayout, ContiguousInputsGiveAContiguousResult) {
+  Tensor x = randn({4, 5}), row = randn({5}), col = randn({4, 1});
+  EXPECT_TRUE((x + row).is_contiguous());
+  EXPECT_TRUE((x + col).is_contiguous());
+  EXPECT_TRUE((row + col).is_contiguous());
+  EXPECT_TRUE(exp(x).is_contiguous());
+}
+
+TEST(OutputLayout, GradientsOfTransposedInputsAreRight) {
+  Tensor a = randn({3, 4}, TensorOptions(kFloat64)).requires_grad_(), b = randn({4, 3}, TensorOptions(kFloat64)).requires_grad_();
+  Tensor y = a.t() * b + b.exp();
+  y.sum().backward();
+  EXPECT_TRUE(allclose(a.grad(), b.detach().t()));
+  EXPECT_TRUE(allclose(b.grad(), a.detach().t() + b.detach().exp()));
+  EXPECT_EQ(a.grad().strides(), a.strides());  // a leaf's gradient is laid out as the leaf
+}
+
+TEST(OutputLayout, MetaTensorsGetTheSameLayout) {
+  Tensor x = empty({2, 3}, TensorOptions(kFloat32).device(kMeta));
+  EXPECT_EQ((x.t() + x.t()).strides(), IntArrayRef({1, 3}));
+}

@@ -14,7 +14,8 @@ namespace tally::amp {
 
 namespace {
 
-Tensor scale_tensor(double s) { return scalar_tensor(s, TensorOptions(kFloat32)); }
+// On the operands' device: a meta run then counts it as the real run does.
+Tensor scale_tensor(double s, Device device) { return scalar_tensor(s, TensorOptions(kFloat32).device(device)); }
 
 // The FP8 product of a linear layer as one op, so that its node keeps the FP8 copies (xq, wq)
 // and its backward casts the incoming gradient to E5M2 with the layer's own scale. x and w are
@@ -24,7 +25,7 @@ struct Fp8Matmul {
   static constexpr bool forward_on_meta = true;
   static Tensor forward(const Tensor&, const Tensor&, const Tensor& xq, const Tensor& wq, double x_inv, double w_inv, Dtype out,
                         DelayedScaling*) {
-    return scaled_mm(xq, wq.t(), scale_tensor(x_inv), scale_tensor(w_inv), out);
+    return scaled_mm(xq, wq.t(), scale_tensor(x_inv, xq.device()), scale_tensor(w_inv, xq.device()), out);
   }
   static ops::Cost cost(const Tensor& out, const Tensor&, const Tensor&, const Tensor& xq, const Tensor& wq, double, double, Dtype,
                         DelayedScaling*) {
@@ -34,10 +35,10 @@ struct Fp8Matmul {
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, const Tensor& w, const Tensor& xq, const Tensor& wq, double x_inv,
                              double w_inv, Dtype, DelayedScaling* grad_scaling) {
     const Tensor gq = grad_scaling->quantize(c.grad);
-    const Tensor g_inv = scale_tensor(grad_scaling->scale_inv());
+    const Tensor g_inv = scale_tensor(grad_scaling->scale_inv(), gq.device());
     TensorList grads(4);
-    if (c.needs_grad(0)) grads[0] = scaled_mm(gq, wq, g_inv, scale_tensor(w_inv), x.dtype());
-    if (c.needs_grad(1)) grads[1] = scaled_mm(gq.t(), xq, g_inv, scale_tensor(x_inv), w.dtype());
+    if (c.needs_grad(0)) grads[0] = scaled_mm(gq, wq, g_inv, scale_tensor(w_inv, gq.device()), x.dtype());
+    if (c.needs_grad(1)) grads[1] = scaled_mm(gq.t(), xq, g_inv, scale_tensor(x_inv, gq.device()), w.dtype());
     return grads;
   }
 };

@@ -42,7 +42,11 @@ void DelayedScaling::update() {
 }
 
 Tensor DelayedScaling::quantize(const Tensor& x) {
-  if (!x.device().is_meta()) record_amax(x.abs().amax().to(kFloat64).item<double>());  // a meta run has no values
+  {
+    // A meta run makes the same temporaries, so that it counts them, but has no value to record.
+    const Tensor amax = x.abs().amax().to(kFloat64);
+    if (!x.device().is_meta()) record_amax(amax.item<double>());
+  }
   return clamp(x * scale_, -fp8_max_, fp8_max_).to(dtype_);
 }
 

@@ -59,6 +59,7 @@ std::optional<DimVector> elementwise_output_strides(IntArrayRef sizes, std::span
   if (nd < 2 || inputs.empty()) return std::nullopt;
   bool same_shape = true, contiguous = true;
   for (const StridedShape& in : inputs) {
+    if (in.sizes.size() > nd) return std::nullopt;  // not an input broadcast to `sizes`
     same_shape = same_shape && in.sizes == sizes;
     contiguous = contiguous && is_contiguous(in.sizes, in.strides);
   }

@@ -73,7 +73,10 @@ struct OutputSpec {
 // node. So a model run on meta tensors gives the real run's FLOPs and, by category, its memory,
 // in the time it takes to walk the graph. Ops defined by `forward` run it on meta tensors only
 // if they say `static constexpr bool forward_on_meta = true;` (views and composites of other
-// ops); any other op refuses meta tensors with NotImplementedError naming itself.
+// ops); any other op refuses meta tensors with NotImplementedError naming itself. An op whose
+// compute is made of other ops, and so holds temporaries while it runs, says
+// `static constexpr bool compute_on_meta = true;`: its compute runs on meta tensors too, and the
+// meta run counts those temporaries as the real run allocates them.
 
 // Note [Autocast]
 // A mixed-precision layer installs an AutocastHook (set_autocast_hook), as the accounting layer
@@ -235,6 +238,13 @@ constexpr bool computes() {
 template <class Op>
 constexpr bool elementwise() {
   if constexpr (requires { Op::elementwise; }) return Op::elementwise;
+  else return false;
+}
+
+/// Whether Op's compute also runs on meta tensors (Note [Meta device]).
+template <class Op>
+constexpr bool compute_on_meta() {
+  if constexpr (requires { Op::compute_on_meta; }) return Op::compute_on_meta;
   else return false;
 }
 
@@ -537,7 +547,7 @@ Tensor& write_into(Tensor& dst, bool resizable, Device device, const Args&... ar
   OpScope scope(device);
   const OutputSpec spec = Op::meta(args...);
   check_result_fits(spec, dst, resizable);
-  if (!device.is_meta() && dst.numel() > 0) write_result<Op>(spec, dst, args...);
+  if ((!device.is_meta() || compute_on_meta<Op>()) && dst.numel() > 0) write_result<Op>(spec, dst, args...);
   // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
   // are the outer op's; only the user's own call moves the version.
   if (scope.top_level() && dst.storage()) dst.storage()->bump_version();
@@ -581,7 +591,7 @@ auto run(const Args&... args) {
     } else {
       out = recorded && saved.output ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
     }
-    if (!out.device().is_meta() && out.numel() > 0) Op::compute(out, args...);
+    if ((!out.device().is_meta() || compute_on_meta<Op>()) && out.numel() > 0) Op::compute(out, args...);
   } else {
     out = Op::forward(args...);
   }

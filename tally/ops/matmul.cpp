@@ -220,6 +220,8 @@ struct Addmm {
 struct ScaledMm {
   static constexpr std::string_view name = "_scaled_mm";
   static constexpr bool supports_cuda = true;
+  // The CPU's product is made of other ops and holds their temporaries: a meta run counts them.
+  static constexpr bool compute_on_meta = true;
   static ops::OutputSpec meta(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
     TALLY_CHECK(a.dim() == 2 && b.dim() == 2, "_scaled_mm: expected 2-D operands, got ", a.sizes(), " and ", b.sizes());
     TALLY_CHECK_TYPE_ERROR(is_float8(a.dtype()) && is_float8(b.dtype()), "_scaled_mm: expected float8 operands, got ",
@@ -239,10 +241,9 @@ struct ScaledMm {
     if (!out.is_cuda()) {
       // Every E4M3 and E5M2 value is a bfloat16, so the operands widen exactly and the product runs on
       // the CPU's fastest bfloat16 path (AMX, AVX512_BF16, or float32 widening; tally info says which);
-      // the product is rounded to bfloat16 before the scales apply.
-      Tensor product = matmul(a.to(kBFloat16), b.to(kBFloat16)).to(kFloat32) *
-                       (scale_a.to(kFloat64).item<double>() * scale_b.to(kFloat64).item<double>());
-      Tensor(out).copy_(product);
+      // the product is rounded to bfloat16 before the scales apply (their product in float32, as
+      // a number would be). Ops throughout, no item(): this runs on meta tensors as well.
+      Tensor(out).copy_(matmul(a.to(kBFloat16), b.to(kBFloat16)).to(kFloat32) * (scale_a * scale_b).reshape({}));
       return;
     }
     Tensor x = a.stride(1) == 1 ? a : a.contiguous();

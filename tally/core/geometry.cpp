@@ -54,16 +54,16 @@ bool is_non_overlapping_and_dense(IntArrayRef sizes, IntArrayRef strides) {
   return true;
 }
 
-std::optional<DimVector> elementwise_output_strides(IntArrayRef sizes, std::span<const StridedShape> inputs) {
+DimVector elementwise_output_strides(IntArrayRef sizes, std::span<const StridedShape> inputs) {
   const size_t nd = sizes.size();
-  if (nd < 2 || inputs.empty()) return std::nullopt;
+  if (nd < 2 || inputs.empty()) return contiguous_strides(sizes);
   bool same_shape = true, contiguous = true;
   for (const StridedShape& in : inputs) {
-    if (in.sizes.size() > nd) return std::nullopt;  // not an input broadcast to `sizes`
+    if (in.sizes.size() > nd) return contiguous_strides(sizes);  // not an input broadcast to `sizes`
     same_shape = same_shape && in.sizes == sizes;
     contiguous = contiguous && is_contiguous(in.sizes, in.strides);
   }
-  if (same_shape && contiguous) return std::nullopt;
+  if (same_shape && contiguous) return contiguous_strides(sizes);
   if (same_shape) {  // one shared dense layout: the output takes it as it is
     bool shared = true;
     for (const StridedShape& in : inputs)
@@ -102,9 +102,6 @@ std::optional<DimVector> elementwise_output_strides(IntArrayRef sizes, std::span
       }
     }
   }
-  bool row_major = true;
-  for (size_t i = 0; i < nd; ++i) row_major = row_major && perm[i] == static_cast<int64_t>(nd - 1 - i);
-  if (row_major) return std::nullopt;
   DimVector strides(nd);
   int64_t s = 1;
   for (int64_t d : perm) {

@@ -51,9 +51,9 @@ struct StridedShape {
 /// in one pass, where a contiguous result would be a transpose; the inputs, in argument order,
 /// decide each pair of dims, the first that stores them in different strides winning (a
 /// broadcast dim, stride 0, decides nothing; equal strides put the smaller size inside). Inputs of
-/// the output's shape that share one dense layout give it theirs exactly. nullopt when the
-/// result is row-major: contiguous inputs, or any order that decides nothing else.
-std::optional<DimVector> elementwise_output_strides(IntArrayRef sizes, std::span<const StridedShape> inputs);
+/// the output's shape that share one dense layout give it theirs exactly. Row-major strides when
+/// nothing else is decided (contiguous inputs, the common case, are answered first).
+DimVector elementwise_output_strides(IntArrayRef sizes, std::span<const StridedShape> inputs);
 /// Check that every size is non-negative; `op` names the caller in the message.
 void check_sizes(IntArrayRef sizes, const char* op);
 

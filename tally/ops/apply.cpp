@@ -110,11 +110,11 @@ void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizab
   geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
 }
 
-std::optional<DimVector> detail::output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs) {
+DimVector detail::output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs) {
   SmallVector<geometry::StridedShape, 4> shapes;
   for (const Tensor* t : inputs) {
     if (!t->defined() || t->dim() == 0) continue;  // a 0-d tensor decides no order
-    if (t->device() != device) return std::nullopt;
+    if (t->device() != device) return geometry::contiguous_strides(sizes);
     shapes.push_back({t->sizes(), t->strides()});
   }
   return geometry::elementwise_output_strides(sizes, {shapes.data(), shapes.size()});

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "tally/core/autograd_meta.h"
+#include "tally/core/geometry.h"
 #include "tally/core/tensor.h"
 #include "tally/cuda/runtime.h"
 #include "tally/ops/cost.h"
@@ -256,9 +257,20 @@ constexpr bool follows_input_layout() {
   else return elementwise<Op>();
 }
 
-/// The strides of an elementwise op's new output on `device` (Note [Output layout]); nullopt
-/// for a contiguous one, which is also what an output on another device than its inputs gets.
-std::optional<DimVector> output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs);
+/// The strides of an elementwise op's new output on `device` (Note [Output layout]); row-major
+/// for an output on another device than its inputs.
+DimVector output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs);
+
+/// The strides Op's new output gets: its inputs' layout for an op that follows it, else row-major.
+template <class Op, class... Args>
+DimVector output_layout(IntArrayRef sizes, Device device, const Args&... args) {
+  if constexpr (follows_input_layout<Op>()) {
+    const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
+    return output_strides(sizes, device, {inputs.data(), inputs.size()});
+  } else {
+    return geometry::contiguous_strides(sizes);
+  }
+}
 
 /// The device Op runs on for these arguments; raises for mixed devices, or an op without a CUDA
 /// kernel or meta step given such tensors.
@@ -580,17 +592,9 @@ auto run(const Args&... args) {
   if constexpr (computes<Op, Args...>()) {
     const OutputSpec spec = Op::meta(args...);
     const TensorOptions options = TensorOptions(spec.dtype).device(spec.device.value_or(device));
-    std::optional<DimVector> strides;
-    if constexpr (follows_input_layout<Op>()) {
-      const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
-      strides = output_strides(spec.sizes, options.device_or(), {inputs.data(), inputs.size()});
-    }
-    if (strides) {
-      out = recorded && saved.output ? ::tally::detail::empty_strided_activation(spec.sizes, *strides, options)
-                                     : empty_strided(spec.sizes, *strides, options);
-    } else {
-      out = recorded && saved.output ? ::tally::detail::empty_activation(spec.sizes, options) : empty(spec.sizes, options);
-    }
+    const DimVector strides = output_layout<Op>(spec.sizes, options.device_or(), args...);
+    out = recorded && saved.output ? ::tally::detail::empty_activation(spec.sizes, strides, options)
+                                   : empty_strided(spec.sizes, strides, options);
     if ((!out.device().is_meta() || compute_on_meta<Op>()) && out.numel() > 0) Op::compute(out, args...);
   } else {
     out = Op::forward(args...);

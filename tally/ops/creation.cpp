@@ -40,12 +40,7 @@ Tensor empty(IntArrayRef sizes, TensorOptions options) {
   return empty_strided(sizes, geometry::contiguous_strides(sizes), options);
 }
 
-Tensor detail::empty_activation(IntArrayRef sizes, TensorOptions options) {
-  geometry::check_sizes(sizes, "empty");
-  return make_empty(sizes, geometry::contiguous_strides(sizes), options, MemoryCategory::Activations);
-}
-
-Tensor detail::empty_strided_activation(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+Tensor detail::empty_activation(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
   return make_empty(sizes, strides, options, MemoryCategory::Activations);
 }
 

@@ -14,11 +14,9 @@ namespace tally {
 /// An uninitialised tensor; its pages are not touched until written.
 Tensor empty(IntArrayRef sizes, TensorOptions options = {});
 namespace detail {
-/// empty() counted as activations from the start: an op's output a graph node will keep
+/// empty_strided() counted as activations from the start: an op's output a graph node will keep
 /// (Note [Activations] in core/storage.h), which saves moving its bytes between categories.
-Tensor empty_activation(IntArrayRef sizes, TensorOptions options);
-/// empty_strided() counted as activations from the start.
-Tensor empty_strided_activation(IntArrayRef sizes, IntArrayRef strides, TensorOptions options);
+Tensor empty_activation(IntArrayRef sizes, IntArrayRef strides, TensorOptions options);
 }  // namespace detail
 /// An uninitialised tensor with explicit strides (torch.empty_strided).
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});

@@ -281,11 +281,9 @@ TEST(Train, SummaryHasTheBooks) {
 }
 
 // The summary's predicted memory (a meta-device step) is the profiled step's, category by category
-// and in total, exactly. Not fp8: the CPU's FP8 products hold bfloat16 copies of their operands
-// inside the op, which a meta step, running no kernel, does not see (docs/run_dir.md).
+// and in total, exactly, in every precision: fp8's CPU product holds bfloat16 copies of its
+// operands, which the meta run counts by running the same ops (Note [Meta device]).
 TEST(Train, PredictedMemoryIsTheTrackedPeakExactly) {
-  // fp8 included: the CPU's FP8 product holds bfloat16 copies of its operands, which the meta run
-  // counts by running the same ops (Note [Meta device]).
   for (const char* precision : {"fp32", "bf16", "fp16", "bf16-params", "fp8"}) {
     SCOPED_TRACE(precision);
     TempDir dir;

@@ -19,6 +19,9 @@ struct AccumulateGrad final : Node {
   /// other handle, view or graph node shares its bytes, and it is laid out as the leaf, in a
   /// buffer of exactly its size.
   bool can_steal(const Tensor& grad) const;
+  /// A private copy of a first gradient, laid out as PyTorch's gradient layout contract says: with
+  /// the leaf's strides where the leaf is dense, else row-major.
+  Tensor copy_in_leaf_layout(const Tensor& grad) const;
 
   std::shared_ptr<AutogradMeta> leaf_;
   DimVector sizes_, strides_;

@@ -4,6 +4,8 @@
 
 #include "tally/accounting/memory_tracker.h"
 #include "tally/autograd/accumulate_grad.h"
+#include "tally/core/geometry.h"
+#include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 
 namespace tally {
@@ -77,11 +79,19 @@ bool AccumulateGrad::can_steal(const Tensor& grad) const {
          grad.strides() == IntArrayRef(strides_) && g.storage->nbytes() == grad.nbytes();
 }
 
+Tensor AccumulateGrad::copy_in_leaf_layout(const Tensor& grad) const {
+  const bool dense = geometry::is_non_overlapping_and_dense(sizes_, strides_);
+  Tensor copy = empty_strided(sizes_, dense ? strides_ : geometry::contiguous_strides(sizes_), TensorOptions(grad.dtype()).device(grad.device()));
+  copy.copy_(grad);
+  copy.storage()->reset_version();  // a new tensor, as a clone would be
+  return copy;
+}
+
 TensorList AccumulateGrad::apply(const Tensor& grad_output) {
   if (!leaf_->grad.defined()) {
     // The incoming tensor itself where nothing else holds it (the usual case: a weight's
     // gradient made for it), else a private copy.
-    leaf_->grad = can_steal(grad_output) ? grad_output.detach() : grad_output.clone();
+    leaf_->grad = can_steal(grad_output) ? grad_output.detach() : copy_in_leaf_layout(grad_output);
     accounting::set_memory_category(leaf_->grad, MemoryCategory::Gradients);
   } else {
     leaf_->grad.add_(grad_output);

@@ -52,7 +52,9 @@ struct StridedShape {
 /// decide each pair of dims, the first that stores them in different strides winning (a
 /// broadcast dim, stride 0, decides nothing; equal strides put the smaller size inside). Inputs of
 /// the output's shape that share one dense layout give it theirs exactly. Row-major strides when
-/// nothing else is decided (contiguous inputs, the common case, are answered first).
+/// nothing else is decided (contiguous inputs, the common case, are answered first). With one
+/// input this is also PyTorch's preserve_format, the layout of clone() and the *_like factories
+/// (core/memory_format.h).
 DimVector elementwise_output_strides(IntArrayRef sizes, std::span<const StridedShape> inputs);
 /// Check that every size is non-negative; `op` names the caller in the message.
 void check_sizes(IntArrayRef sizes, const char* op);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "tally/core/device.h"
 #include "tally/core/indexing.h"
 #include "tally/core/int_array_ref.h"
+#include "tally/core/memory_format.h"
 #include "tally/core/scalar.h"
 #include "tally/core/storage.h"
 #include "tally/dtype/dtype.h"
@@ -169,10 +171,11 @@ class Tensor {
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
 
   // ---- copies and writes ----
-  /// This tensor if contiguous, otherwise a contiguous copy.
+  /// This tensor if contiguous, otherwise a contiguous (row-major) copy.
   Tensor contiguous() const;
-  /// A contiguous copy with its own storage.
-  Tensor clone() const;
+  /// A copy with its own storage, laid out as `memory_format` says: by default (Preserve) as
+  /// this tensor is, as PyTorch's clone(), so x.t().clone() is transposed too.
+  Tensor clone(std::optional<MemoryFormat> memory_format = std::nullopt) const;
   /// Copy `src` (broadcast, converted) into this tensor's elements; returns *this.
   Tensor& copy_(const Tensor& src);
   /// Set every element to `value`.

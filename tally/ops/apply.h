@@ -249,22 +249,18 @@ constexpr bool compute_on_meta() {
   else return false;
 }
 
-/// Whether a new output of Op takes its inputs' layout (Note [Output layout] in core/geometry.h):
-/// elementwise ops do, unless they say `static constexpr bool contiguous_output = true;`.
-template <class Op>
-constexpr bool follows_input_layout() {
-  if constexpr (requires { Op::contiguous_output; }) return elementwise<Op>() && !Op::contiguous_output;
-  else return elementwise<Op>();
-}
-
 /// The strides of an elementwise op's new output on `device` (Note [Output layout]); row-major
 /// for an output on another device than its inputs.
 DimVector output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs);
 
-/// The strides Op's new output gets: its inputs' layout for an op that follows it, else row-major.
+/// The strides Op's new output gets: an elementwise op's inputs' layout, row-major for any other
+/// op, or what the op says itself with `static DimVector output_strides(sizes, args...)` (clone's
+/// memory_format).
 template <class Op, class... Args>
 DimVector output_layout(IntArrayRef sizes, Device device, const Args&... args) {
-  if constexpr (follows_input_layout<Op>()) {
+  if constexpr (requires { Op::output_strides(sizes, args...); }) {
+    return Op::output_strides(sizes, args...);
+  } else if constexpr (elementwise<Op>()) {
     const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
     return output_strides(sizes, device, {inputs.data(), inputs.size()});
   } else {

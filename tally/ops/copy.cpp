@@ -218,18 +218,20 @@ struct Fill {
   static ops::Cost cost(const Tensor&, const Tensor& dst, Scalar) { return {0, 0, dst.nbytes()}; }
 };
 
+/// x.clone(memory_format), and contiguous() as clone(Contiguous).
 struct Clone {
   static constexpr std::string_view name = "clone";
   static constexpr bool supports_cuda = true;
   static constexpr bool elementwise = true;
-  // contiguous() is a clone, so a clone is contiguous (PyTorch's clone keeps a dense layout).
-  static constexpr bool contiguous_output = true;
-  static ops::OutputSpec meta(const Tensor& x) { return {DimVector(x.sizes()), x.dtype()}; }
-  static void compute(const Tensor& out, const Tensor& x) { copy_kernel(out, x); }
-  static ops::Cost cost(const Tensor& out, const Tensor& x) { return {0, x.nbytes(), out.nbytes()}; }
+  static DimVector output_strides(IntArrayRef sizes, const Tensor& x, std::optional<MemoryFormat> format) {
+    return strides_in_format(format, sizes, x.strides());
+  }
+  static ops::OutputSpec meta(const Tensor& x, std::optional<MemoryFormat>) { return {DimVector(x.sizes()), x.dtype()}; }
+  static void compute(const Tensor& out, const Tensor& x, std::optional<MemoryFormat>) { copy_kernel(out, x); }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, std::optional<MemoryFormat>) { return {0, x.nbytes(), out.nbytes()}; }
   // A copy passes the gradient through (in x's dtype, should it arrive in another).
   static constexpr bool backward_reads_values = false;
-  static TensorList backward(const ops::BackwardContext& c, const Tensor& x) { return {c.grad.to(x.dtype())}; }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, std::optional<MemoryFormat>) { return {c.grad.to(x.dtype())}; }
 };
 
 /// x.to(device, dtype): a copy to another dtype or device (PyTorch's _to_copy); the gradient goes
@@ -280,9 +282,9 @@ Tensor& Tensor::copy_(const Tensor& src) { return ops::apply_inplace<Copy>(*this
 
 Tensor& Tensor::fill_(Scalar value) { return ops::apply_inplace<Fill>(*this, value); }
 
-Tensor Tensor::clone() const { return ops::apply<Clone>(*this); }
+Tensor Tensor::clone(std::optional<MemoryFormat> memory_format) const { return ops::apply<Clone>(*this, memory_format); }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(MemoryFormat::Contiguous); }
 
 Tensor Tensor::to(Dtype dtype, bool copy) const {
   if (dtype == this->dtype() && !copy) return *this;

@@ -47,11 +47,17 @@ Tensor detail::empty_activation(IntArrayRef sizes, IntArrayRef strides, TensorOp
 Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(kFloat32))); }
 Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kFloat32))); }
 
-Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) {
-  Tensor t = empty(sizes, options.dtype(options.dtype_or(value.natural_dtype())));
+namespace {
+/// `t` with every element `value`, at version 0: a new tensor, not a user's in-place write.
+Tensor filled(Tensor t, Scalar value) {
   t.fill_(value);
-  t.storage()->reset_version();  // a new tensor, not a user's in-place write
+  t.storage()->reset_version();
   return t;
+}
+}  // namespace
+
+Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) {
+  return filled(empty(sizes, options.dtype(options.dtype_or(value.natural_dtype()))), value);
 }
 
 namespace {
@@ -75,10 +81,18 @@ Tensor made_on_host(IntArrayRef sizes, Dtype dtype, const TensorOptions& options
 }
 }  // namespace
 
-Tensor empty_like(const Tensor& t, TensorOptions options) { return empty(t.sizes(), like(t, options)); }
-Tensor zeros_like(const Tensor& t, TensorOptions options) { return zeros(t.sizes(), like(t, options)); }
-Tensor ones_like(const Tensor& t, TensorOptions options) { return ones(t.sizes(), like(t, options)); }
-Tensor full_like(const Tensor& t, Scalar value, TensorOptions options) { return full(t.sizes(), value, like(t, options)); }
+Tensor empty_like(const Tensor& t, TensorOptions options, std::optional<MemoryFormat> memory_format) {
+  return empty_strided(t.sizes(), strides_in_format(memory_format, t.sizes(), t.strides()), like(t, options));
+}
+Tensor zeros_like(const Tensor& t, TensorOptions options, std::optional<MemoryFormat> memory_format) {
+  return full_like(t, 0, options, memory_format);
+}
+Tensor ones_like(const Tensor& t, TensorOptions options, std::optional<MemoryFormat> memory_format) {
+  return full_like(t, 1, options, memory_format);
+}
+Tensor full_like(const Tensor& t, Scalar value, TensorOptions options, std::optional<MemoryFormat> memory_format) {
+  return filled(empty_like(t, options, memory_format), value);
+}
 
 Tensor scalar_tensor(Scalar value, TensorOptions options) {
   // Written directly rather than through fill_: every `x * 2` wraps its number this way, and a

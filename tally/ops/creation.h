@@ -26,14 +26,15 @@ Tensor zeros(IntArrayRef sizes, TensorOptions options = {});
 Tensor ones(IntArrayRef sizes, TensorOptions options = {});
 /// Every element `value`; the dtype defaults to the value's (bool, int64 or float32).
 Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options = {});
-/// empty() with t's sizes and (unless given) dtype.
-Tensor empty_like(const Tensor& t, TensorOptions options = {});
-/// zeros() with t's sizes and (unless given) dtype.
-Tensor zeros_like(const Tensor& t, TensorOptions options = {});
-/// ones() with t's sizes and (unless given) dtype.
-Tensor ones_like(const Tensor& t, TensorOptions options = {});
-/// full() with t's sizes and (unless given) dtype.
-Tensor full_like(const Tensor& t, Scalar value, TensorOptions options = {});
+/// empty() with t's sizes and (unless given) dtype and device, laid out as `memory_format` says:
+/// by default (Preserve) as t is, as in PyTorch (core/memory_format.h).
+Tensor empty_like(const Tensor& t, TensorOptions options = {}, std::optional<MemoryFormat> memory_format = std::nullopt);
+/// zeros() like t, as empty_like.
+Tensor zeros_like(const Tensor& t, TensorOptions options = {}, std::optional<MemoryFormat> memory_format = std::nullopt);
+/// ones() like t, as empty_like.
+Tensor ones_like(const Tensor& t, TensorOptions options = {}, std::optional<MemoryFormat> memory_format = std::nullopt);
+/// full() like t, as empty_like.
+Tensor full_like(const Tensor& t, Scalar value, TensorOptions options = {}, std::optional<MemoryFormat> memory_format = std::nullopt);
 /// 0, 1, ..., end-1 (int64 for integer arguments, float32 otherwise).
 Tensor arange(Scalar end, TensorOptions options = {});
 /// start, start+step, ... < end.

@@ -531,7 +531,7 @@ struct Triangle {
   static constexpr bool forward_on_meta = true;
   static Tensor forward(const Tensor& x, int64_t diagonal, bool upper) {
     TALLY_CHECK(x.dim() >= 2, upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions, got ", x.dim());
-    Tensor out = x.clone();
+    Tensor out = x.clone(MemoryFormat::Contiguous);  // row-major, as PyTorch's triu/tril give, so the reshape below is a view
     const int64_t rows = x.size(-2), cols = x.size(-1);
     Tensor mat = out.reshape({-1, rows, cols});
     // Zero the part outside the triangle one row at a time, through views.

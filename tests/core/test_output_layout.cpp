@@ -59,7 +59,9 @@ TEST(OutputLayout, SlicedAndUnsqueezedInputs) {
 TEST(OutputLayout, CopiesThatPromiseContiguityKeepIt) {
   Tensor t = randn({2, 3}).t();
   EXPECT_TRUE(t.contiguous().is_contiguous());
-  EXPECT_TRUE(t.clone().is_contiguous());  // tally's clone is contiguous; PyTorch's keeps a dense layout
+  EXPECT_TRUE(t.clone(MemoryFormat::Contiguous).is_contiguous());
+  EXPECT_TRUE(triu(t).is_contiguous());  // as torch.triu
+  EXPECT_TRUE(zeros_like(t, {}, MemoryFormat::Contiguous).is_contiguous());
   // A result PyTorch cannot view flat either: reshape copies it, view refuses.
   EXPECT_TRUE(equal((t * 2).reshape({6}), t.contiguous().view({6}) * 2));
   EXPECT_THROW((t * 2).view({6}), Error);
@@ -85,4 +87,38 @@ TEST(OutputLayout, GradientsOfTransposedInputsAreRight) {
 TEST(OutputLayout, MetaTensorsGetTheSameLayout) {
   Tensor x = empty({2, 3}, TensorOptions(kFloat32).device(kMeta));
   EXPECT_EQ((x.t() + x.t()).strides(), IntArrayRef({1, 3}));
+}
+
+// PyTorch's preserve_format, the default of clone() and the *_like factories: a dense tensor's
+// strides exactly, else its dims' order made dense (the strides below are torch 1.13's).
+TEST(OutputLayout, CloneAndLikeFactoriesPreserveTheLayout) {
+  Tensor x = randn({6, 8, 10});
+  Tensor perm = x.permute({2, 0, 1});  // dense, strides (1, 80, 10)
+  for (const Tensor& copy : {perm.clone(), empty_like(perm), zeros_like(perm), ones_like(perm), full_like(perm, 2.5)})
+    EXPECT_EQ(copy.strides(), IntArrayRef({1, 80, 10}));
+  Tensor sliced = x.transpose(0, 2).slice(0, 0, 10, 2);  // [5, 8, 6], strides (2, 10, 80): not dense
+  EXPECT_EQ(sliced.clone().strides(), IntArrayRef({1, 5, 40}));
+  EXPECT_EQ(zeros_like(sliced, kBFloat16).strides(), IntArrayRef({1, 5, 40}));
+  Tensor expanded = randn({3, 1, 5}).expand({3, 4, 5});  // overlapping: row-major
+  EXPECT_TRUE(expanded.clone().is_contiguous());
+  EXPECT_TRUE(equal(sliced.clone(), sliced) && equal(perm.clone(), perm) && equal(expanded.clone(), expanded));
+  EXPECT_TRUE(equal(full_like(sliced, 2.5), full({5, 8, 6}, 2.5)));
+  EXPECT_EQ(zeros_like(perm).storage()->version(), 0u);  // a new tensor, not an in-place write
+  // The copy is its own: writing to it leaves the source alone.
+  Tensor c = perm.clone();
+  c.fill_(0);
+  EXPECT_FALSE(equal(perm, c));
+}
+
+TEST(OutputLayout, ALeafsGradientIsLaidOutAsTheLeafWhateverLayoutArrives) {
+  // A dense, permuted leaf: PyTorch's gradient layout contract gives its gradient the leaf's strides.
+  Tensor w = randn({4, 3}).t().detach().requires_grad_();  // [3, 4], strides (1, 3)
+  Tensor y = (w.contiguous() * 2).sum();                    // the gradient arrives row-major
+  y.backward();
+  EXPECT_EQ(w.grad().strides(), w.strides());
+  EXPECT_TRUE(equal(w.grad(), full({3, 4}, 2.0)));
+  // A contiguous leaf used transposed: its gradient is row-major, as the leaf.
+  Tensor v = randn({3, 4}).requires_grad_();
+  (v.t() * v.t()).sum().backward();
+  EXPECT_TRUE(v.grad().is_contiguous());
 }

@@ -99,7 +99,13 @@ std::vector<Case> triangle_cases() {
 std::vector<Case> shape_cases() {
   std::vector<Case> cases;
   for (Dtype dt : kAllDtypes)
-    for (const InputSpec& spec : four_layouts(dt, "normal")) cases.push_back(exact_case("Shape", "contiguous", {spec}));
+    for (const InputSpec& spec : four_layouts(dt, "normal")) {
+      cases.push_back(exact_case("Shape", "contiguous", {spec}));
+      cases.push_back(exact_case("Shape", "clone", {spec}));
+      cases.push_back(exact_case("Shape", "zeros_like", {spec}));
+      cases.push_back(exact_case("Shape", "ones_like", {spec}));
+      cases.push_back(exact_case("Shape", "full_like", {spec}, {{"value", 2.5}}));
+    }
   for (Dtype dt : {kFloat32, kBFloat16, kInt64, kBool})
     for (const InputSpec& spec : four_layouts(dt, "normal")) {
       for (const Json& shape : {Json::array({12, 5}), Json::array({-1}), Json::array({5, 12}), Json::array({3, 2, 10})})

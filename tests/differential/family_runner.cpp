@@ -26,11 +26,12 @@
 namespace tally::difftest {
 namespace {
 
-/// The families of elementwise ops, whose new outputs are laid out as PyTorch's are (Note [Output
-/// layout] in tally/core/geometry.h); in-place and out= results are the written tensor itself.
+/// The families whose new outputs are laid out as PyTorch's are: elementwise ops (Note [Output
+/// layout] in tally/core/geometry.h), views, copies and the *_like factories (core/memory_format.h);
+/// in-place and out= results are the written tensor itself.
 bool checks_layout(const std::string& family) {
   static const std::set<std::string> families = {"Unary", "Binary", "Scalar", "Promotion", "Comparison", "Pow",
-                                                 "InPlace", "Forms", "Selection", "Logical", "Conversion"};
+                                                 "InPlace", "Forms", "Selection", "Logical", "Conversion", "Shape"};
   return families.count(family) > 0;
 }
 

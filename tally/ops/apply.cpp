@@ -110,11 +110,10 @@ void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizab
   geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
 }
 
-DimVector detail::output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs) {
+DimVector detail::output_strides(IntArrayRef sizes, std::span<const Tensor* const> inputs) {
   SmallVector<geometry::StridedShape, 4> shapes;
   for (const Tensor* t : inputs) {
-    if (!t->defined() || t->dim() == 0) continue;  // a 0-d tensor decides no order
-    if (t->device() != device) return geometry::contiguous_strides(sizes);
+    if (!t->defined() || t->dim() == 0) continue;  // a 0-d tensor (a CPU number on any device's op) decides no order
     shapes.push_back({t->sizes(), t->strides()});
   }
   return geometry::elementwise_output_strides(sizes, {shapes.data(), shapes.size()});

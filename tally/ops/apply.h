@@ -249,20 +249,19 @@ constexpr bool compute_on_meta() {
   else return false;
 }
 
-/// The strides of an elementwise op's new output on `device` (Note [Output layout]); row-major
-/// for an output on another device than its inputs.
-DimVector output_strides(IntArrayRef sizes, Device device, std::span<const Tensor* const> inputs);
+/// The strides of an elementwise op's new output (Note [Output layout]).
+DimVector output_strides(IntArrayRef sizes, std::span<const Tensor* const> inputs);
 
 /// The strides Op's new output gets: an elementwise op's inputs' layout, row-major for any other
 /// op, or what the op says itself with `static DimVector output_strides(sizes, args...)` (clone's
-/// memory_format).
+/// memory_format, a copy to another device).
 template <class Op, class... Args>
-DimVector output_layout(IntArrayRef sizes, Device device, const Args&... args) {
+DimVector output_layout(IntArrayRef sizes, const Args&... args) {
   if constexpr (requires { Op::output_strides(sizes, args...); }) {
     return Op::output_strides(sizes, args...);
   } else if constexpr (elementwise<Op>()) {
     const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
-    return output_strides(sizes, device, {inputs.data(), inputs.size()});
+    return output_strides(sizes, {inputs.data(), inputs.size()});
   } else {
     return geometry::contiguous_strides(sizes);
   }
@@ -588,7 +587,7 @@ auto run(const Args&... args) {
   if constexpr (computes<Op, Args...>()) {
     const OutputSpec spec = Op::meta(args...);
     const TensorOptions options = TensorOptions(spec.dtype).device(spec.device.value_or(device));
-    const DimVector strides = output_layout<Op>(spec.sizes, options.device_or(), args...);
+    const DimVector strides = output_layout<Op>(spec.sizes, args...);
     out = recorded && saved.output ? ::tally::detail::empty_activation(spec.sizes, strides, options)
                                    : empty_strided(spec.sizes, strides, options);
     if ((!out.device().is_meta() || compute_on_meta<Op>()) && out.numel() > 0) Op::compute(out, args...);

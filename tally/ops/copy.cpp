@@ -240,6 +240,10 @@ struct ToDevice {
   static constexpr std::string_view name = "_to_copy";
   static constexpr bool crosses_devices = true;
   static constexpr bool elementwise = true;
+  // PyTorch's preserve_format on any device: x.t().cuda() is transposed too.
+  static DimVector output_strides(IntArrayRef sizes, const Tensor& x, Device, Dtype, bool) {
+    return strides_in_format(MemoryFormat::Preserve, sizes, x.strides());
+  }
   static ops::OutputSpec meta(const Tensor& x, Device device, Dtype dtype, bool) { return {DimVector(x.sizes()), dtype, device}; }
   static void compute(const Tensor& out, const Tensor& x, Device, Dtype, bool non_blocking) { copy_kernel(out, x, non_blocking); }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Device, Dtype, bool) { return {0, x.nbytes(), out.nbytes()}; }

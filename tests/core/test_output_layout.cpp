@@ -89,6 +89,15 @@ TEST(OutputLayout, MetaTensorsGetTheSameLayout) {
   EXPECT_EQ((x.t() + x.t()).strides(), IntArrayRef({1, 3}));
 }
 
+// A copy to another device keeps the layout as a copy on one device does (torch 1.13's strides
+// for the same moves to 'meta').
+TEST(OutputLayout, ACopyToAnotherDeviceKeepsTheLayout) {
+  Tensor x = randn({3, 4});
+  EXPECT_EQ(x.t().to(Device(kMeta)).strides(), IntArrayRef({1, 4}));
+  EXPECT_EQ(x.t().to(Device(kMeta), kFloat64).strides(), IntArrayRef({1, 4}));
+  EXPECT_EQ(x.slice(1, 0, 4, 2).to(Device(kMeta)).strides(), IntArrayRef({2, 1}));
+}
+
 // PyTorch's preserve_format, the default of clone() and the *_like factories: a dense tensor's
 // strides exactly, else its dims' order made dense (the strides below are torch 1.13's).
 TEST(OutputLayout, CloneAndLikeFactoriesPreserveTheLayout) {

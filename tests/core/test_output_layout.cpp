@@ -130,4 +130,9 @@ TEST(OutputLayout, ALeafsGradientIsLaidOutAsTheLeafWhateverLayoutArrives) {
   Tensor v = randn({3, 4}).requires_grad_();
   (v.t() * v.t()).sum().backward();
   EXPECT_TRUE(v.grad().is_contiguous());
+  // A retained gradient is row-major whatever layout arrives, as torch 1.13's retain_grad.
+  Tensor doubled = v * 2;
+  doubled.retain_grad();
+  (doubled.t() * randn({4, 3})).sum().backward();
+  EXPECT_EQ(doubled.grad().strides(), IntArrayRef({4, 1}));
 }

@@ -63,7 +63,8 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
     Tensor grad = std::move(tasks[node.get()].grad);
     TALLY_CHECK(!node->released, kFreedGraphMessage);
     if (auto retained = node->retained_output.lock()) {
-      retained->grad = retained->grad.defined() ? retained->grad + grad : grad.clone(MemoryFormat::Contiguous);  // row-major, as PyTorch's retain_grad
+      // A first gradient is copied row-major, as PyTorch's retain_grad copies it.
+      retained->grad = retained->grad.defined() ? retained->grad + grad : grad.clone(MemoryFormat::Contiguous);
     }
     TensorList grads;
     {

@@ -1,5 +1,5 @@
 // Note [Output layout]: a new output of an elementwise op is laid out as its inputs are, as in
-// PyTorch. The expected strides are torch 1.13's for the same expressions (the differential
+// PyTorch; a copy (clone, the *_like factories, a move to another device) as its source is. The expected strides are torch 1.13's for the same expressions (the differential
 // families check the same against a live torch on every layout they draw).
 
 #include <gtest/gtest.h>

@@ -186,14 +186,17 @@ class Tensor {
   Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value);
   /// x[indices] = values (broadcast).
   Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
-  /// A copy converted to `dtype` (self if already that dtype and copy is false).
-  Tensor to(Dtype dtype, bool copy = false) const;
-  /// A copy on `device` (self if already there and copy is false): `x.to("cuda:0")`. With
-  /// `non_blocking` a copy between pinned host memory and the GPU returns before it finishes.
-  /// Differentiable: the gradient goes back to this tensor's device.
-  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
-  /// A copy on `device` converted to `dtype`.
-  Tensor to(Device device, Dtype dtype, bool non_blocking = false, bool copy = false) const;
+  /// A copy on `device` converted to `dtype`, as libtorch's: `x.to("cuda:0")`, `x.to(kBFloat16)`.
+  /// Self on the same device in the same dtype, unless `copy` (as PyTorch's, whatever
+  /// `memory_format` says). A copy is laid out as `memory_format` says: by default (Preserve) as
+  /// this tensor is. With `non_blocking` a copy between pinned host memory and the
+  /// GPU returns before it finishes. Differentiable: the gradient goes back converted.
+  Tensor to(Device device, Dtype dtype, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
+  /// to(this device, dtype, ...).
+  Tensor to(Dtype dtype, bool non_blocking = false, bool copy = false, std::optional<MemoryFormat> memory_format = std::nullopt) const;
+  /// to(device, this dtype, ...).
+  Tensor to(Device device, bool non_blocking = false, bool copy = false, std::optional<MemoryFormat> memory_format = std::nullopt) const;
   /// to(kCPU).
   Tensor cpu() const { return to(Device(kCPU)); }
   /// to(Device("cuda:index")).

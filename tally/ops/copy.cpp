@@ -234,21 +234,27 @@ struct Clone {
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, std::optional<MemoryFormat>) { return {c.grad.to(x.dtype())}; }
 };
 
-/// x.to(device, dtype): a copy to another dtype or device (PyTorch's _to_copy); the gradient goes
-/// back converted.
+/// x.to(device, dtype, non_blocking, copy, memory_format): a copy to another dtype, device or
+/// layout (PyTorch's _to_copy); the gradient goes back converted.
 struct ToDevice {
   static constexpr std::string_view name = "_to_copy";
   static constexpr bool crosses_devices = true;
   static constexpr bool elementwise = true;
-  // PyTorch's preserve_format on any device: x.t().cuda() is transposed too.
-  static DimVector output_strides(IntArrayRef sizes, const Tensor& x, Device, Dtype, bool) {
-    return strides_in_format(MemoryFormat::Preserve, sizes, x.strides());
+  // PyTorch's preserve_format by default, on any device: x.t().cuda() is transposed too.
+  static DimVector output_strides(IntArrayRef sizes, const Tensor& x, Device, Dtype, bool, std::optional<MemoryFormat> format) {
+    return strides_in_format(format, sizes, x.strides());
   }
-  static ops::OutputSpec meta(const Tensor& x, Device device, Dtype dtype, bool) { return {DimVector(x.sizes()), dtype, device}; }
-  static void compute(const Tensor& out, const Tensor& x, Device, Dtype, bool non_blocking) { copy_kernel(out, x, non_blocking); }
-  static ops::Cost cost(const Tensor& out, const Tensor& x, Device, Dtype, bool) { return {0, x.nbytes(), out.nbytes()}; }
+  static ops::OutputSpec meta(const Tensor& x, Device device, Dtype dtype, bool, std::optional<MemoryFormat>) {
+    return {DimVector(x.sizes()), dtype, device};
+  }
+  static void compute(const Tensor& out, const Tensor& x, Device, Dtype, bool non_blocking, std::optional<MemoryFormat>) {
+    copy_kernel(out, x, non_blocking);
+  }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, Device, Dtype, bool, std::optional<MemoryFormat>) {
+    return {0, x.nbytes(), out.nbytes()};
+  }
   static constexpr bool backward_reads_values = false;
-  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Device, Dtype, bool) {
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Device, Dtype, bool, std::optional<MemoryFormat>) {
     return {c.grad.to(x.device(), x.dtype())};
   }
 };
@@ -258,11 +264,21 @@ struct ToDevice {
 }  // namespace
 
 #if TALLY_PRIMARY_PASS
-Tensor Tensor::to(Device device, bool non_blocking, bool copy) const { return to(device, dtype(), non_blocking, copy); }
+Tensor Tensor::to(Device device, Dtype dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) const {
+  // Self when nothing changes, whatever memory_format says: PyTorch's to() aliases unless the
+  // format asked differs from suggest_memory_format(), which is Contiguous for every layout but
+  // channels-last, a format tally does not have.
+  if (!copy && device == this->device() && dtype == this->dtype()) return *this;
+  // PyTorch's _to_copy, as on the ledger there: a cast is not a clone.
+  return ops::apply<ToDevice>(*this, device, dtype, non_blocking, memory_format);
+}
 
-Tensor Tensor::to(Device device, Dtype dtype, bool non_blocking, bool copy) const {
-  if (device == this->device() && !copy) return to(dtype);
-  return ops::apply<ToDevice>(*this, device, dtype, non_blocking);
+Tensor Tensor::to(Dtype dtype, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) const {
+  return to(device(), dtype, non_blocking, copy, memory_format);
+}
+
+Tensor Tensor::to(Device device, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) const {
+  return to(device, dtype(), non_blocking, copy, memory_format);
 }
 
 Tensor Tensor::pin_memory() const {
@@ -289,12 +305,6 @@ Tensor& Tensor::fill_(Scalar value) { return ops::apply_inplace<Fill>(*this, val
 Tensor Tensor::clone(std::optional<MemoryFormat> memory_format) const { return ops::apply<Clone>(*this, memory_format); }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(MemoryFormat::Contiguous); }
-
-Tensor Tensor::to(Dtype dtype, bool copy) const {
-  if (dtype == this->dtype() && !copy) return *this;
-  // PyTorch's _to_copy, as on the ledger there: a cast is not a clone.
-  return ops::apply<ToDevice>(*this, device(), dtype, false);
-}
 
 Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value) {
   index(indices).fill_(value);

@@ -136,3 +136,20 @@ TEST(OutputLayout, ALeafsGradientIsLaidOutAsTheLeafWhateverLayoutArrives) {
   (doubled.t() * randn({4, 3})).sum().backward();
   EXPECT_EQ(doubled.grad().strides(), IntArrayRef({4, 1}));
 }
+
+// to(dtype, non_blocking, copy, memory_format) in libtorch's order: a copy in Preserve by default
+// or row-major when asked; self when the dtype and device do not change and no copy is asked,
+// whatever the format (torch 1.13: t.to(torch.float32, memory_format=torch.contiguous_format) is t).
+TEST(OutputLayout, ToTakesAMemoryFormat) {
+  Tensor x = randn({3, 4});
+  Tensor t = x.t();
+  EXPECT_TRUE(t.to(kFloat32).is_same(t));
+  EXPECT_TRUE(t.to(kFloat32, false, false, MemoryFormat::Contiguous).is_same(t));
+  Tensor row_major = t.to(kFloat32, false, /*copy=*/true, MemoryFormat::Contiguous);
+  EXPECT_FALSE(row_major.is_same_storage(t));
+  EXPECT_EQ(row_major.strides(), IntArrayRef({3, 1}));
+  EXPECT_TRUE(equal(row_major, t));
+  EXPECT_EQ(t.to(kFloat64, false, false, MemoryFormat::Contiguous).strides(), IntArrayRef({3, 1}));
+  EXPECT_EQ(t.to(kFloat32, false, /*copy=*/true).strides(), IntArrayRef({1, 4}));  // torch 1.13's strides
+  EXPECT_FALSE(t.to(kFloat32, false, /*copy=*/true).is_same_storage(t));
+}

@@ -48,10 +48,10 @@ std::vector<Tensor> Problem::fresh_params(Dtype dtype) const {
   for (size_t k = 0; k < initial.size(); ++k) {
     if (k == 1) {
       // Stored transposed: the parameter is a [3, 5] view with strides [1, 3].
-      params.push_back(initial[k].t().contiguous().to(dtype, /*copy=*/true).t());
+      params.push_back(initial[k].t().contiguous().to(dtype, /*non_blocking=*/false, /*copy=*/true).t());
       EXPECT_FALSE(params.back().is_contiguous());
     } else {
-      params.push_back(initial[k].to(dtype, /*copy=*/true));
+      params.push_back(initial[k].to(dtype, /*non_blocking=*/false, /*copy=*/true));
     }
     params.back().requires_grad_();
   }
@@ -61,7 +61,7 @@ std::vector<Tensor> Problem::fresh_params(Dtype dtype) const {
 void Problem::set_grads(std::vector<Tensor>& params, int t) const {
   for (size_t k = 0; k < params.size(); ++k) {
     const Tensor& g = grads[t][k];
-    params[k].set_grad(g.defined() ? g.to(params[k].dtype(), /*copy=*/true) : Tensor());
+    params[k].set_grad(g.defined() ? g.to(params[k].dtype(), /*non_blocking=*/false, /*copy=*/true) : Tensor());
   }
 }
 

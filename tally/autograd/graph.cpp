@@ -72,16 +72,23 @@ Edge gradient_edge(const Tensor& t) {
   return {acc, 0};
 }
 
+AccumulateGrad::AccumulateGrad(const Tensor& leaf)
+    : leaf_(leaf.impl().autograd),
+      sizes_(leaf.sizes()),
+      grad_strides_(geometry::is_non_overlapping_and_dense(leaf.sizes(), leaf.strides()) ? DimVector(leaf.strides())
+                                                                                          : geometry::contiguous_strides(leaf.sizes())),
+      dtype_(leaf.dtype()),
+      device_(leaf.device()) {}
+
 bool AccumulateGrad::can_steal(const Tensor& grad) const {
   const TensorImpl& g = grad.impl();
   return grad.impl_ptr().use_count() == 1 && g.storage && g.storage.use_count() == 1 && g.storage_offset == 0 &&
          grad.dtype() == dtype_ && grad.device() == device_ && grad.sizes() == IntArrayRef(sizes_) &&
-         grad.strides() == IntArrayRef(strides_) && g.storage->nbytes() == grad.nbytes();
+         grad.strides() == IntArrayRef(grad_strides_) && g.storage->nbytes() == grad.nbytes();
 }
 
-Tensor AccumulateGrad::copy_in_leaf_layout(const Tensor& grad) const {
-  const bool dense = geometry::is_non_overlapping_and_dense(sizes_, strides_);
-  Tensor copy = empty_strided(sizes_, dense ? strides_ : geometry::contiguous_strides(sizes_), TensorOptions(grad.dtype()).device(grad.device()));
+Tensor AccumulateGrad::copy_in_grad_layout(const Tensor& grad) const {
+  Tensor copy = empty_strided(sizes_, grad_strides_, TensorOptions(grad.dtype()).device(grad.device()));
   copy.copy_(grad);
   copy.storage()->reset_version();  // a new tensor, as a clone would be
   return copy;
@@ -91,7 +98,7 @@ TensorList AccumulateGrad::apply(const Tensor& grad_output) {
   if (!leaf_->grad.defined()) {
     // The incoming tensor itself where nothing else holds it (the usual case: a weight's
     // gradient made for it), else a private copy.
-    leaf_->grad = can_steal(grad_output) ? grad_output.detach() : copy_in_leaf_layout(grad_output);
+    leaf_->grad = can_steal(grad_output) ? grad_output.detach() : copy_in_grad_layout(grad_output);
     accounting::set_memory_category(leaf_->grad, MemoryCategory::Gradients);
   } else {
     leaf_->grad.add_(grad_output);

@@ -54,13 +54,6 @@ Tensor filled(Tensor t, Scalar value) {
   t.storage()->reset_version();
   return t;
 }
-}  // namespace
-
-Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) {
-  return filled(empty(sizes, options.dtype(options.dtype_or(value.natural_dtype()))), value);
-}
-
-namespace {
 /// Options for a tensor like `t`: its dtype and device unless given.
 TensorOptions like(const Tensor& t, TensorOptions options) {
   return options.dtype(options.dtype_or(t.dtype())).device(options.device_or(t.device()));
@@ -80,6 +73,10 @@ Tensor made_on_host(IntArrayRef sizes, Dtype dtype, const TensorOptions& options
   return moved;
 }
 }  // namespace
+
+Tensor full(IntArrayRef sizes, Scalar value, TensorOptions options) {
+  return filled(empty(sizes, options.dtype(options.dtype_or(value.natural_dtype()))), value);
+}
 
 Tensor empty_like(const Tensor& t, TensorOptions options, std::optional<MemoryFormat> memory_format) {
   return empty_strided(t.sizes(), strides_in_format(memory_format, t.sizes(), t.strides()), like(t, options));

@@ -1,6 +1,7 @@
 // Note [Output layout]: a new output of an elementwise op is laid out as its inputs are, as in
-// PyTorch; a copy (clone, the *_like factories, a move to another device) as its source is. The expected strides are torch 1.13's for the same expressions (the differential
-// families check the same against a live torch on every layout they draw).
+// PyTorch; a copy (clone, the *_like factories, a move to another device) as its source is. The
+// expected strides are torch 1.13's for the same expressions (the differential families check the
+// same against a live torch on every layout they draw).
 
 #include <gtest/gtest.h>
 
@@ -130,6 +131,11 @@ TEST(OutputLayout, ALeafsGradientIsLaidOutAsTheLeafWhateverLayoutArrives) {
   Tensor v = randn({3, 4}).requires_grad_();
   (v.t() * v.t()).sum().backward();
   EXPECT_TRUE(v.grad().is_contiguous());
+  // A leaf that is not dense (a detached slice): row-major.
+  Tensor sliced = randn({3, 8}).slice(1, 0, 8, 2).detach().requires_grad_();
+  (sliced.t() * 3).sum().backward();
+  EXPECT_TRUE(sliced.grad().is_contiguous());
+  EXPECT_TRUE(equal(sliced.grad(), full({3, 4}, 3.0)));
   // A retained gradient is row-major whatever layout arrives, as torch 1.13's retain_grad.
   Tensor doubled = v * 2;
   doubled.retain_grad();

@@ -3,6 +3,7 @@
 #include "tally/accounting/memory_tracker.h"
 #include "tally/amp/autocast.h"
 #include "tally/core/autograd_meta.h"
+#include "tally/core/geometry.h"
 #include "tally/error/error.h"
 #include "tally/nn/linear.h"
 #include "tally/ops/apply.h"
@@ -77,7 +78,7 @@ Tensor fp8_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Fp8
     state.weight.update();
     state.grad_output.update();
   }
-  const Tensor x2d = x.reshape({-1, x.size(-1)});
+  const Tensor x2d = x.reshape(geometry::fold_leading_dims(x.sizes(), 1));
   Tensor xq, wq;
   {
     NoGradGuard no_grad;  // the FP8 copies are values; gradients flow through the product's own rule

@@ -88,7 +88,7 @@ bool AccumulateGrad::can_steal(const Tensor& grad) const {
 }
 
 Tensor AccumulateGrad::copy_in_grad_layout(const Tensor& grad) const {
-  Tensor copy = empty_strided(sizes_, grad_strides_, TensorOptions(grad.dtype()).device(grad.device()));
+  Tensor copy = empty_strided(sizes_, grad_strides_, grad.options());
   copy.copy_(grad);
   copy.storage()->reset_version();  // a new tensor, as a clone would be
   return copy;

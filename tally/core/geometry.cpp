@@ -125,6 +125,13 @@ void check_no_internal_overlap(IntArrayRef sizes, IntArrayRef strides) {
   }
 }
 
+DimVector fold_leading_dims(IntArrayRef sizes, int64_t kept) {
+  const int64_t lead = std::max<int64_t>(static_cast<int64_t>(sizes.size()) - kept, 0);
+  DimVector out{numel(sizes.slice(0, static_cast<size_t>(lead)))};
+  for (size_t d = static_cast<size_t>(lead); d < sizes.size(); ++d) out.push_back(sizes[d]);
+  return out;
+}
+
 DimVector infer_size(IntArrayRef shape, int64_t numel) {
   DimVector out(shape);
   int64_t known = 1;

@@ -26,6 +26,10 @@ DimVector contiguous_strides(IntArrayRef sizes);
 bool is_contiguous(IntArrayRef sizes, IntArrayRef strides);
 /// Replace a single -1 in `shape` by what makes numel match; raises with PyTorch's message.
 DimVector infer_size(IntArrayRef shape, int64_t numel);
+/// `sizes` with every dim before the last `kept` folded into one: ({2, 3, 4}, 1) is {6, 4} and
+/// ({4}, 1) is {1, 4}. This is reshape({-1, n}) also for a tensor of no elements, where -1 cannot
+/// be inferred (a product of width 0, a batch of 0 rows).
+DimVector fold_leading_dims(IntArrayRef sizes, int64_t kept);
 /// Strides that let `new_sizes` view memory laid out as (sizes, strides), or nullopt when no
 /// such strides exist (PyTorch's computeStride).
 std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes);

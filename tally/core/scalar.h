@@ -3,6 +3,7 @@
 // bool, an integer or a floating-point value: type promotion depends on it, as in PyTorch.
 
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 
 #include "tally/dtype/dtype.h"
@@ -40,5 +41,13 @@ class Scalar {
   int64_t i_ = 0;
   double d_ = 0;
 };
+
+/// Raises ValueError when `value` lies outside `dtype`'s range, as PyTorch's checked conversion of
+/// a number written into a tensor (fill_, full, masked_fill, clamp's bounds): for an integer type
+/// its range, where an unsigned type also takes a negative value down to -max, which wraps (uint8
+/// takes -1 as 255, as PyTorch does); for a floating type its finite range, an infinity or NaN
+/// being kept. `op` names the caller. A number in arithmetic (`x + 300` on uint8) is not checked:
+/// PyTorch wraps it too.
+void check_scalar_fits(Scalar value, Dtype dtype, std::string_view op);
 
 }  // namespace tally

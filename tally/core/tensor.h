@@ -17,6 +17,7 @@
 #include "tally/core/memory_format.h"
 #include "tally/core/scalar.h"
 #include "tally/core/storage.h"
+#include "tally/core/tensor_options.h"
 #include "tally/dtype/dtype.h"
 
 namespace tally {
@@ -71,6 +72,9 @@ class Tensor {
   int64_t nbytes() const { return numel() * element_size(); }
   /// Where the elements are (torch's `x.device`).
   Device device() const { return impl().storage ? impl().storage->device() : Device(kCPU); }
+  /// The dtype and device, as factories take them (libtorch's `x.options()`):
+  /// `zeros(sizes, x.options())` makes a tensor of x's dtype on x's device.
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   /// Whether the elements are in a GPU's memory.
   bool is_cuda() const { return device().is_cuda(); }
   /// Whether the elements are in host memory.

@@ -31,7 +31,7 @@ Tensor linear(const Tensor& x_, const Tensor& weight_, const Tensor& bias_) {
   if (bias.defined() && (x.dim() == 2 || (x.dim() > 2 && x.is_contiguous()))) {
     DimVector sizes(x.sizes());
     sizes.back() = weight.size(0);
-    return addmm(bias, x.dim() == 2 ? x : x.view({-1, x.size(-1)}), weight.t()).view(sizes);
+    return addmm(bias, x.dim() == 2 ? x : x.view(geometry::fold_leading_dims(x.sizes(), 1)), weight.t()).view(sizes);
   }
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
@@ -49,7 +49,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   TALLY_CHECK(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0.0) return x;
   if (p == 1.0) return x * 0.0;
-  Tensor keep = (rand(x.sizes(), TensorOptions(x.dtype()).device(x.device()), gen) >= p).to(x.dtype());
+  Tensor keep = (rand(x.sizes(), x.options(), gen) >= p).to(x.dtype());
   return x * (keep * (1.0 / (1.0 - p)));
 }
 

@@ -78,7 +78,7 @@ bool can_cast(Dtype from, Dtype to) {
 
 /// Give `t` fresh contiguous storage of `sizes` (an out= tensor of another shape).
 void resize_output(Tensor& t, IntArrayRef sizes) {
-  Tensor fresh = empty(sizes, TensorOptions(t.dtype()).device(t.device()));
+  Tensor fresh = empty(sizes, t.options());
   TensorImpl& impl = t.impl();
   impl.storage = fresh.storage();
   impl.sizes = DimVector(sizes);

@@ -569,11 +569,16 @@ struct AutocastDone {
   ~AutocastDone() { tls_autocast_done = previous; }
 };
 
+// Note [Integer results have no gradient]
+// An op whose result is an integer or bool (x.to(kInt64), a comparison) is not recorded, even when
+// an input requires grad: its result does not require grad, as in PyTorch, so a gradient cannot
+// pass through a cast to an integer and back, and backward() from it raises "does not require grad".
+
 /// The functional form, after autocast.
 template <class Op, class... Args>
 auto run(const Args&... args) {
   const Device device = op_device<Op>(args...);
-  const bool recorded = will_record<Op>(args...);  // before the scope: it reads the depth
+  bool recorded = will_record<Op>(args...);  // before the scope: it reads the depth
   // What the node will keep, decided once: an output it keeps is allocated as activations from
   // the start (Note [Activations] in core/storage.h).
   SmallVector<bool, 4> needs;
@@ -586,6 +591,7 @@ auto run(const Args&... args) {
   Tensor out;
   if constexpr (computes<Op, Args...>()) {
     const OutputSpec spec = Op::meta(args...);
+    recorded = recorded && is_floating_point(spec.dtype);  // Note [Integer results have no gradient]
     const TensorOptions options = TensorOptions(spec.dtype).device(spec.device.value_or(device));
     const DimVector strides = output_layout<Op>(spec.sizes, args...);
     out = recorded && saved.output ? ::tally::detail::empty_activation(spec.sizes, strides, options)
@@ -593,6 +599,7 @@ auto run(const Args&... args) {
     if ((!out.device().is_meta() || compute_on_meta<Op>()) && out.numel() > 0) Op::compute(out, args...);
   } else {
     out = Op::forward(args...);
+    recorded = recorded && is_floating_point(out.dtype());
   }
   scope.report<Op>(out, args...);
   if constexpr (Differentiable<Op, Args...>) {

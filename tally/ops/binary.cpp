@@ -141,9 +141,17 @@ struct PowDef {
       return std::pow(a, b);
     }
   }
-  // d(a^b)/da = b·a^(b-1); d(a^b)/db = a^b·ln a
-  static Tensor grad_a(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return g * b * pow(a, b - 1); }
-  static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor&, const Tensor& out) { return g * out * log(a); }
+  // d(a^b)/da = b·a^(b-1), taken as 0 where b = 0 (a^0 is constant, though 0·0^-1 is NaN);
+  // d(a^b)/db = a^b·ln a, taken as 0 where a = 0 and b ≥ 0 (0^b is constant there, though
+  // 0·ln 0 is NaN). PyTorch's pow_backward_self and pow_backward_exponent.
+  static Tensor grad_a(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) {
+    return (g * b * pow(a, b - 1)).masked_fill(b == 0, 0);
+  }
+  static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& out) {
+    const Tensor exponent_nonnegative = b >= 0;
+    const Tensor constant_at_zero = where(a == 0, exponent_nonnegative, zeros_like(exponent_nonnegative));
+    return (g * out * log(a)).masked_fill(constant_at_zero, 0);
+  }
 };
 struct MaximumDef {
   static constexpr std::string_view name = "maximum";

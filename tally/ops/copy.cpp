@@ -158,7 +158,7 @@ void copy_kernel(const Tensor& dst, const Tensor& src, bool non_blocking = false
   if (dst.is_cuda()) {  // host -> GPU: convert and pack on the host, re-stride on the GPU
     Tensor packed = src.to(dst.dtype()).contiguous();
     if (dst.is_contiguous()) return copy_dense_bytes(dst, packed, false);
-    Tensor staged = empty(dst.sizes(), TensorOptions(dst.dtype()).device(dst.device()));
+    Tensor staged = empty(dst.sizes(), dst.options());
     copy_dense_bytes(staged, packed, false);
     return kernels::cuda::copy(ops::cuda_launch<2>(dst, {&staged}));
   }
@@ -192,7 +192,10 @@ struct Fill {
   static constexpr std::string_view name = "fill_";
   static constexpr bool supports_cuda = true;
   static constexpr bool elementwise = true;
-  static ops::OutputSpec meta(const Tensor& dst, Scalar) { return {DimVector(dst.sizes()), dst.dtype()}; }
+  static ops::OutputSpec meta(const Tensor& dst, Scalar value) {
+    check_scalar_fits(value, dst.dtype(), name);
+    return {DimVector(dst.sizes()), dst.dtype()};
+  }
   static void compute(const Tensor& out, const Tensor&, Scalar value) {
     dispatch(out.dtype(), "fill_", [&]<class T>() {
       const T v = value.to<T>();

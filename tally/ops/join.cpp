@@ -14,25 +14,35 @@ namespace tally {
 
 namespace {
 
+/// torch.cat's legacy rule: a 1-D tensor of size 0 (torch.tensor([]), the usual start of a list
+/// grown by cat) is left out of the shape checks and the output, whatever the others' shape.
+bool skipped_by_cat(const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
+
 struct Cat {
   static constexpr std::string_view name = "cat";
   static constexpr bool supports_cuda = true;  // an output and copy_ into its slices: any device
   static ops::OutputSpec meta(const TensorList& tensors, int64_t dim) {
     TALLY_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
-    const Tensor& first = tensors[0];
-    TALLY_CHECK(first.dim() > 0, "zero-dimensional tensor (at position 0) cannot be concatenated");
+    for (size_t i = 0; i < tensors.size(); ++i)
+      TALLY_CHECK(tensors[i].dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+    // The shape comes from the first tensor the legacy rule keeps (the first, if it keeps none).
+    size_t ref = 0;
+    while (ref < tensors.size() && skipped_by_cat(tensors[ref])) ++ref;
+    if (ref == tensors.size()) ref = 0;
+    const Tensor& first = tensors[ref];
     dim = maybe_wrap_dim(dim, first.dim());
-    Dtype dt = first.dtype();
+    Dtype dt = tensors[0].dtype();
     int64_t total = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
+      if (i > 0) dt = promote_types(dt, t.dtype());  // a skipped tensor's dtype still counts, as in PyTorch
+      if (i != ref && skipped_by_cat(t)) continue;
       TALLY_CHECK(t.dim() == first.dim(), "Tensors must have same number of dimensions: got ", first.dim(), " and ", t.dim());
       for (int64_t d = 0; d < t.dim(); ++d) {
         TALLY_CHECK(d == dim || t.size(d) == first.size(d), "Sizes of tensors must match except in dimension ", dim,
                     ". Expected size ", first.size(d), " but got size ", t.size(d), " for tensor number ", i, " in the list.");
       }
       total += t.size(dim);
-      if (i > 0) dt = promote_types(dt, t.dtype());
     }
     DimVector sizes(first.sizes());
     sizes[dim] = total;
@@ -42,6 +52,7 @@ struct Cat {
     dim = maybe_wrap_dim(dim, out.dim());
     int64_t offset = 0;
     for (const Tensor& t : tensors) {
+      if (skipped_by_cat(t)) continue;  // no elements to copy, whatever shape the others have
       out.slice(dim, offset, offset + t.size(dim)).copy_(t);
       offset += t.size(dim);
     }
@@ -58,6 +69,10 @@ struct Cat {
     TensorList grads(tensors.size());
     int64_t offset = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
+      if (skipped_by_cat(tensors[i])) {
+        if (c.needs_grad(i)) grads[i] = zeros_like(tensors[i]);
+        continue;
+      }
       const int64_t n = tensors[i].size(dim);
       if (c.needs_grad(i)) grads[i] = c.grad.narrow(dim, offset, n).to(tensors[i].dtype());
       offset += n;
@@ -75,16 +90,15 @@ std::pair<int64_t, int64_t> around(const Tensor& x, int64_t dim) {
   return {outer, inner};
 }
 
-/// The indices as contiguous int64 on the host, each checked against a dim of size n (the message
-/// from `what`) and wrapped into [0, n): the bounds are checked here, with the values, on either
-/// device (a GPU index is copied over to be read).
+/// The indices as contiguous int64 on the host, each checked to lie in [0, n) for a dim of size n
+/// (the message from `what`): the bounds are checked here, with the values, on either device (a
+/// GPU index is copied over to be read). A negative index is out of range, as in PyTorch's
+/// index_select, index_add and embedding, which do not count from the end as x[-1] does.
 Tensor checked_index(const Tensor& index, int64_t n, const char* what, int64_t dim) {
-  Tensor idx = index.to(kCPU).to(kInt64).contiguous().reshape({-1}).clone();
-  int64_t* ids = idx.data_ptr<int64_t>();
-  for (int64_t i = 0; i < idx.numel(); ++i) {
-    TALLY_CHECK_INDEX(ids[i] >= -n && ids[i] < n, what, ids[i], " is out of bounds for dimension ", dim, " with size ", n);
-    if (ids[i] < 0) ids[i] += n;
-  }
+  Tensor idx = index.to(kCPU).to(kInt64).contiguous().reshape({-1});
+  const int64_t* ids = idx.data_ptr<int64_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    TALLY_CHECK_INDEX(ids[i] >= 0 && ids[i] < n, what, ids[i], " is out of bounds for dimension ", dim, " with size ", n);
   return idx;
 }
 
@@ -136,7 +150,7 @@ struct IndexSelect {
   // the index is read, the source only for its shape.
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{false, true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, const Tensor& index) {
-    return {index_add(zeros(x.sizes(), TensorOptions(c.grad.dtype()).device(c.grad.device())), dim, index, c.grad), Tensor()};
+    return {index_add(zeros(x.sizes(), c.grad.options()), dim, index, c.grad), Tensor()};
   }
 };
 

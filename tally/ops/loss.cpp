@@ -169,7 +169,7 @@ struct CrossEntropyBackward {
       const GpuRows g = gpu_rows(input, target, r, ignore_index);
       Tensor d = g.x.softmax(-1);
       if (smoothing != 0) d = d - smoothing / static_cast<double>(r.c);
-      const Tensor minus_one = full({r.n}, -(1.0 - smoothing), TensorOptions(d.dtype()).device(d.device()));
+      const Tensor minus_one = full({r.n}, -(1.0 - smoothing), d.options());
       d = index_add(d.reshape({-1}), 0, g.picked, minus_one).view({r.n, r.c});
       const Tensor gs = grad.to(d.dtype());
       const Tensor scale = reduction == Reduction::None ? gs.reshape({r.n, 1})
@@ -280,7 +280,9 @@ struct CrossEntropy {
           const T* row = px + i * r.c;
           const RowStats st = row_stats(row, r.c);
           const double nll = st.lse - static_cast<double>(static_cast<compute_t<T>>(row[ti]));
-          losses[i] = (1.0 - rt.smoothing) * nll + rt.smoothing * (st.lse - st.sum / static_cast<double>(r.c));
+          // Without smoothing the loss is the NLL alone: the smoothing term is infinite when a
+          // logit is -inf (a masked-out class), and 0·inf would make the row's loss NaN.
+          losses[i] = rt.smoothing == 0 ? nll : (1.0 - rt.smoothing) * nll + rt.smoothing * (st.lse - st.sum / static_cast<double>(r.c));
         }
       });
     });

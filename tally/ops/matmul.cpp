@@ -87,7 +87,7 @@ struct MatmulShape {
 /// w.t()) the transposed product, so the weight itself receives a dense gradient (its float32
 /// cast, its accumulation and the optimizer then read it in order, not across a transpose).
 Tensor shared_matrix_grad(const Tensor& a, const Tensor& g, const Tensor& b) {
-  const Tensor af = a.reshape({-1, a.size(-1)}), gf = g.reshape({-1, g.size(-1)});
+  const Tensor af = a.reshape(geometry::fold_leading_dims(a.sizes(), 1)), gf = g.reshape(geometry::fold_leading_dims(g.sizes(), 1));
   const bool transposed = b.stride(0) == 1 && b.stride(1) != 1;
   return transposed ? matmul(gf.transpose(0, 1), af).transpose(0, 1) : matmul(af.transpose(0, 1), gf);
 }

@@ -47,6 +47,7 @@ struct Pointwise {
     check_arith(dt, Def::name);
     TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"", Def::name, "_cpu_out\" not implemented for 'Bool'");
     if constexpr (requires { Def::check(dt); }) Def::check(dt);
+    check_scalar_fits(value, dt, Def::name);
     return {geometry::broadcast_shapes(geometry::broadcast_shapes(self.sizes(), t1.sizes()), t2.sizes()), dt};
   }
   static void compute(const Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {

@@ -286,6 +286,28 @@ struct AminDef {
   static constexpr bool reads_x = true, reads_out = true;  // Note [Saved tensors]
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) { return split_among_ties(g, x, out, dims); }
 };
+/// max(x, dim) and min(x, dim) send the gradient to the element whose index they return (the first
+/// of ties), as PyTorch's; amax and amin split it among the ties.
+template <bool IsMax>
+Tensor to_returned_index(const Tensor& g, const Tensor& x, const Tensor&, IntArrayRef dims) {
+  if (dims.empty()) return g;  // a 0-dim x: its one element is the one returned
+  const int64_t dim = dims[0];
+  const Tensor index = IsMax ? argmax(x, dim, true) : argmin(x, dim, true);
+  DimVector shape(static_cast<size_t>(x.dim()), 1);
+  shape[static_cast<size_t>(dim)] = x.size(dim);
+  const Tensor position = arange(x.size(dim), TensorOptions(kInt64).device(x.device())).view(shape);
+  return g * (position == index).to(g.dtype());
+}
+/// The values of max(x, dim) and min(x, dim): amax's and amin's folds, the returned index's gradient.
+template <class Extreme, bool IsMax>
+struct ValuesAtIndexDef : Extreme {
+  static constexpr std::string_view name = IsMax ? "max" : "min";
+  static constexpr bool reads_x = true, reads_out = false;  // Note [Saved tensors]
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) { return to_returned_index<IsMax>(g, x, out, dims); }
+};
+using MaxDimDef = ValuesAtIndexDef<AmaxDef, true>;
+using MinDimDef = ValuesAtIndexDef<AminDef, false>;
+
 struct ArgmaxDef {
   static constexpr bool picks_an_element = true;
   static constexpr std::string_view name = "argmax";
@@ -363,8 +385,13 @@ struct Reduce {
     // A fold that picks an element (the extremes and their indices) has nothing to pick from an
     // empty slice.
     if constexpr (Def::picks_an_element) {
-      TALLY_CHECK_INDEX(plan.inner > 0 || plan.outer == 0, Def::name, "(): Expected reduction dim to be specified for input.numel() == 0. "
-                        "Specify the reduction dim with the 'dim' argument (input sizes ", x.sizes(), ")");
+      if (x.numel() == 0) {
+        TALLY_CHECK_INDEX(!dims.empty(), Def::name, "(): Expected reduction dim to be specified for input.numel() == 0. "
+                          "Specify the reduction dim with the 'dim' argument (input sizes ", x.sizes(), ")");
+        for (int64_t d : plan.reduced)
+          TALLY_CHECK_INDEX(x.size(d) != 0, Def::name, "(): Expected reduction dim ", d, " to have non-zero size (input sizes ",
+                            x.sizes(), ")");
+      }
     }
     const Dtype out_dtype = dispatch(in_dtype, Def::name, [&]<class T>() { return dtype_of<typename Def::template Out<T>>(); });
     return {std::move(plan.out_sizes), out_dtype};
@@ -460,9 +487,15 @@ Tensor reduce(const Tensor& given, IntArrayRef dims, bool keepdim, std::optional
 }  // namespace
 
 #if TALLY_PRIMARY_PASS
-Tensor sum(const Tensor& x, std::optional<Dtype> dtype) { return reduce<SumDef>(x, {}, false, dtype); }
+namespace {
+/// A sum's result in the dtype the caller named, as PyTorch's. Integers and bools are summed in
+/// int64 (the kernels' accumulator), which wraps as the named type would: the cast gives its result.
+Tensor in_named_dtype(const Tensor& s, std::optional<Dtype> dtype) { return dtype && s.dtype() != *dtype ? s.to(*dtype) : s; }
+}  // namespace
+
+Tensor sum(const Tensor& x, std::optional<Dtype> dtype) { return in_named_dtype(reduce<SumDef>(x, {}, false, dtype), dtype); }
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) {
-  return reduce<SumDef>(x, dims, keepdim, dtype);
+  return in_named_dtype(reduce<SumDef>(x, dims, keepdim, dtype), dtype);
 }
 
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
@@ -479,22 +512,27 @@ Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<Ami
 Tensor any(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<AnyDef>(x, dims, keepdim); }
 Tensor all(const Tensor& x, IntArrayRef dims, bool keepdim) { return reduce<AllDef>(x, dims, keepdim); }
 
-Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-  // PyTorch refuses bool here, though max(x, dim) on bool returns indices.
-  TALLY_CHECK_TYPE_ERROR(x.dtype() != kBool, "\"argmax_cpu\" not implemented for 'Bool'");
-  if (!dim) return reduce<ArgmaxDef>(x.reshape({-1}), {0}, false);
-  return reduce<ArgmaxDef>(x, {*dim}, keepdim);
+namespace {
+/// argmax/argmin: over `dim`, or over the flattened tensor when absent, which with keepdim
+/// keeps every dim as size 1 (torch 1.13: argmax of a [2, 3] tensor with keepdim is [1, 1]).
+template <class Def>
+Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  TALLY_CHECK_TYPE_ERROR(x.dtype() != kBool, "\"", Def::name, "_cpu\" not implemented for 'Bool'");
+  if (dim) return reduce<Def>(x, {*dim}, keepdim);
+  TALLY_CHECK_INDEX(x.numel() > 0, Def::name, "(): Expected reduction dim to be specified for input.numel() == 0.");
+  const Tensor i = reduce<Def>(x.reshape({-1}), {0}, false);
+  return keepdim ? i.reshape(DimVector(static_cast<size_t>(x.dim()), 1)) : i;
 }
-Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-  TALLY_CHECK_TYPE_ERROR(x.dtype() != kBool, "\"argmin_cpu\" not implemented for 'Bool'");
-  if (!dim) return reduce<ArgminDef>(x.reshape({-1}), {0}, false);
-  return reduce<ArgminDef>(x, {*dim}, keepdim);
-}
+}  // namespace
+
+// PyTorch refuses bool for argmax and argmin, though max(x, dim) on bool returns indices.
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extreme<ArgmaxDef>(x, dim, keepdim); }
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extreme<ArgminDef>(x, dim, keepdim); }
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
-  return {reduce<AmaxDef>(x, {dim}, keepdim), reduce<ArgmaxDef>(x, {dim}, keepdim)};
+  return {reduce<MaxDimDef>(x, {dim}, keepdim), reduce<ArgmaxDef>(x, {dim}, keepdim)};
 }
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
-  return {reduce<AminDef>(x, {dim}, keepdim), reduce<ArgminDef>(x, {dim}, keepdim)};
+  return {reduce<MinDimDef>(x, {dim}, keepdim), reduce<ArgminDef>(x, {dim}, keepdim)};
 }
 
 Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
@@ -552,4 +590,5 @@ Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const { r
 }  // namespace tally
 
 TALLY_CPU_KERNELS(reduce, &Reduce<SumDef>::kernel, &Reduce<ProdDef>::kernel, &Reduce<AmaxDef>::kernel, &Reduce<AminDef>::kernel,
-                  &Reduce<ArgmaxDef>::kernel, &Reduce<ArgminDef>::kernel, &Reduce<AnyDef>::kernel, &Reduce<AllDef>::kernel)
+                  &Reduce<ArgmaxDef>::kernel, &Reduce<ArgminDef>::kernel, &Reduce<AnyDef>::kernel, &Reduce<AllDef>::kernel,
+                  &Reduce<MaxDimDef>::kernel, &Reduce<MinDimDef>::kernel)

@@ -138,7 +138,7 @@ int64_t row_count(const Tensor& rows) { return rows.size(-1) == 0 ? 0 : rows.num
 template <class Fill>
 void write_rows(const Tensor& out, int64_t dim, Fill fill) {
   Tensor dst = out.dim() == 0 ? out.view({1}) : out.transpose(dim, -1);
-  Tensor rows = dst.is_contiguous() ? dst : empty(dst.sizes(), TensorOptions(out.dtype()).device(out.device()));
+  Tensor rows = dst.is_contiguous() ? dst : empty(dst.sizes(), out.options());
   fill(rows);
   if (!rows.is_same(dst)) dst.copy_(rows);
 }

@@ -3,7 +3,9 @@
 // turns it into an op run by apply().
 
 #include <cmath>
+#include <limits>
 
+#include "tally/core/geometry.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/ops/cuda_launch.h"
 #include "tally/ops/elementwise.h"
@@ -439,9 +441,17 @@ struct Clamp {
     for (const std::optional<Scalar>& bound : {lo, hi})
       if (bound) dt = result_type(dt, *bound);
     check_arith(dt, "clamp");
+    for (const std::optional<Scalar>& bound : {lo, hi})
+      if (bound) check_scalar_fits(*bound, dt, "clamp");
     return {DimVector(x.sizes()), dt};
   }
   static void compute(const Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    // With both bounds, a NaN one makes every element NaN, as torch 1.13's clamp fills its result;
+    // a lone NaN bound compares false everywhere and leaves x as it is, as PyTorch's does too.
+    if (lo && hi && (std::isnan(lo->to_double()) || std::isnan(hi->to_double()))) {
+      Tensor(out).fill_(std::numeric_limits<double>::quiet_NaN());
+      return;
+    }
     const Dtype dt = out.dtype();
     Tensor in = x.to(dt);
     if (out.is_cuda()) {
@@ -533,7 +543,7 @@ struct Triangle {
     TALLY_CHECK(x.dim() >= 2, upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions, got ", x.dim());
     Tensor out = x.clone(MemoryFormat::Contiguous);  // row-major, as PyTorch's triu/tril give, so the reshape below is a view
     const int64_t rows = x.size(-2), cols = x.size(-1);
-    Tensor mat = out.reshape({-1, rows, cols});
+    Tensor mat = out.reshape(geometry::fold_leading_dims(out.sizes(), 2));
     // Zero the part outside the triangle one row at a time, through views.
     for (int64_t r = 0; r < rows; ++r) {
       Tensor row = mat.select(1, r);
@@ -586,6 +596,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   const auto shape = geometry::broadcast_shapes(x.sizes(), mask.sizes());
   TALLY_CHECK(IntArrayRef(shape) == x.sizes(), "masked_fill: mask of shape ", mask.sizes(),
               " does not broadcast to the input's shape ", x.sizes());
+  check_scalar_fits(value, x.dtype(), "masked_fill");
   return where(mask, wrapped_number(value, x.dtype(), x), x);
 }
 Tensor triu(const Tensor& x, int64_t diagonal) { return ops::apply<Triangle>(x, diagonal, true); }
@@ -671,6 +682,8 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
       continue;
     }
     if (px[i] == py[i]) continue;  // equal infinities
+    // An infinity is close only to itself: |1 - inf| <= rtol·inf would hold.
+    if (!std::isfinite(px[i]) || !std::isfinite(py[i])) return false;
     if (!(std::abs(px[i] - py[i]) <= atol + rtol * std::abs(py[i]))) return false;
   }
   return true;

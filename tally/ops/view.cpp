@@ -148,7 +148,7 @@ struct Slice : ViewCost {
   }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, std::optional<int64_t> start,
                              std::optional<int64_t> end, int64_t step) {
-    Tensor g = zeros(x.sizes(), TensorOptions(c.grad.dtype()).device(c.grad.device()));
+    Tensor g = zeros(x.sizes(), c.grad.options());
     g.slice(dim, start, end, step).copy_(c.grad);
     return {g};
   }
@@ -169,7 +169,7 @@ struct Select : ViewCost {
     return make_view(x, std::move(sizes), std::move(strides), offset);
   }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, int64_t index) {
-    Tensor g = zeros(x.sizes(), TensorOptions(c.grad.dtype()).device(c.grad.device()));
+    Tensor g = zeros(x.sizes(), c.grad.options());
     g.select(dim, index).copy_(c.grad);
     return {g};
   }

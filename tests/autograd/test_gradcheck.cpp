@@ -78,6 +78,8 @@ std::multimap<std::string, Case> cases() {
   add("prod", "dim", [](const TensorList& v) { return prod(v[0], {1}); }, {leaf({3, 4}, "s", 0.5, 2)});
   add("amax", "dim", [](const TensorList& v) { return amax(v[0], {1}); }, {leaf({3, 4}, "t")});
   add("amin", "all", [](const TensorList& v) { return amin(v[0]); }, {leaf({3, 4})});
+  add("max", "dim", [](const TensorList& v) { return std::get<0>(v[0].max(1)); }, {leaf({3, 4}, "t")});
+  add("min", "dim 0, keepdim", [](const TensorList& v) { return std::get<0>(v[0].min(0, true)); }, {leaf({3, 4}, "s")});
   add("softmax", "dim 0", [](const TensorList& v) { return softmax(v[0], 0); }, {leaf({3, 4}, "t")});
   add("softmax", "log", [](const TensorList& v) { return log_softmax(v[0], -1); }, {leaf({3, 4}, "s")});
   add("softmax", "attention: scaled, causal", [](const TensorList& v) { return attention_softmax(v[0], 0.7, true); }, {leaf({2, 3, 4}, "t")});

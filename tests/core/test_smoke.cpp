@@ -28,3 +28,15 @@ TEST(Smoke, ArithmeticMethodsTakeNumbersAsLibtorchDoes) {
   EXPECT_EQ(tensor({1, 2}).mul(2).dtype(), kInt64);
   EXPECT_THROW(tensor({true, false}).sub(true), TypeError);
 }
+
+TEST(Smoke, OptionsCarryTheDtypeAndDeviceToAFactory) {
+  Tensor x = ones({2, 3}, TensorOptions(kBFloat16).device(kMeta));
+  Tensor z = zeros({4}, x.options());
+  EXPECT_EQ(z.dtype(), kBFloat16);
+  EXPECT_TRUE(z.device().is_meta());
+  // As libtorch's x.options().dtype(...): the dtype changes, the device stays.
+  Tensor w = empty({4}, x.options().dtype(kInt64));
+  EXPECT_EQ(w.dtype(), kInt64);
+  EXPECT_TRUE(w.device().is_meta());
+  EXPECT_EQ(ones({1}, kFloat64).options().device_or(Device(kMeta)), Device(kCPU));
+}

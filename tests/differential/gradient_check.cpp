@@ -20,7 +20,7 @@ Tensor strided_copy(const Tensor& t) {
   if (t.dim() == 0) return t;
   std::vector<int64_t> wide = t.sizes().vec();
   wide.back() *= 2;
-  Tensor out = zeros(wide, TensorOptions(t.dtype()).device(t.device())).slice(-1, 0, std::nullopt, 2);
+  Tensor out = zeros(wide, t.options()).slice(-1, 0, std::nullopt, 2);
   out.copy_(t);
   return out;
 }

@@ -1,0 +1,55 @@
+#include "tally/core/scalar.h"
+
+#include <cmath>
+#include <limits>
+
+#include "tally/dtype/finfo.h"
+#include "tally/error/error.h"
+
+namespace tally {
+
+namespace {
+
+/// Whether `v` (a number written as an integer) lies outside integer type T's range.
+template <class T>
+bool overflows_integer(int64_t v) {
+  if constexpr (std::is_same_v<T, int64_t>) return false;
+  else if constexpr (std::is_unsigned_v<T>) return v > std::numeric_limits<T>::max() || v < -static_cast<int64_t>(std::numeric_limits<T>::max());
+  else return v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max();
+}
+
+/// The same for a number written as a float: NaN and the infinities have no integer value.
+template <class T>
+bool overflows_integer(double v) {
+  const double max = static_cast<double>(std::numeric_limits<T>::max());
+  if (!std::isfinite(v)) return true;
+  if constexpr (std::is_unsigned_v<T>) return v > max || v < -max;
+  else return v < static_cast<double>(std::numeric_limits<T>::min()) || v >= max + 1.0;
+}
+
+}  // namespace
+
+void check_scalar_fits(Scalar value, Dtype dtype, std::string_view op) {
+  if (dtype == kBool) return;  // every number is true or false
+  bool overflow = false;
+  if (is_floating_point(dtype)) {
+    const double v = value.to_double(), max = finfo(dtype).max;
+    overflow = std::isfinite(v) && (v > max || v < -max);
+  } else {
+    dispatch(dtype, op, [&]<class T>() {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        overflow = value.is_floating_point() ? overflows_integer<T>(value.to_double()) : overflows_integer<T>(value.to_long());
+      }
+    });
+  }
+  if (overflow) {
+    if (value.is_floating_point()) {
+      throw ValueError(detail::str_cat(op, ": value ", value.to_double(), " cannot be converted to type ", dtype_name(dtype),
+                                       " without overflow"));
+    }
+    throw ValueError(detail::str_cat(op, ": value ", value.to_long(), " cannot be converted to type ", dtype_name(dtype),
+                                     " without overflow"));
+  }
+}
+
+}  // namespace tally

@@ -283,8 +283,10 @@ void check_bool_subtraction(const Tensor& t, Scalar s) {
 /// refusal of it.
 template <class Def, class Run>
 decltype(auto) with_alpha(const Tensor& a, const Tensor& b, Scalar alpha, Run run) {
-  if (alpha.to_double() == 1.0) return run(b);
   const Dtype dt = result_type(a, b);
+  // PyTorch's alpha_check: a bool alpha only for a bool result, a float one only for a float result.
+  TALLY_CHECK_TYPE_ERROR(alpha.kind() != Scalar::Kind::Bool || dt == kBool, "Boolean alpha only supported for Boolean results.");
+  if (alpha.to_double() == 1.0) return run(b);
   if constexpr (requires { Def::check(a, b, dt); }) Def::check(a, b, dt);
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dt) || !alpha.is_floating_point(),
                          "For integral input tensors, argument alpha must not be a floating point number.");

@@ -195,3 +195,11 @@ TEST(TorchEdgeCases, NumbersOutsideADtypesRangeAreRefusedWhenWritten) {
   // On the meta device too: a program checked there fails the same way.
   expect_error<ValueError>([] { full({2}, 300, TensorOptions(kUInt8).device(kMeta)); }, {"without overflow"});
 }
+
+TEST(TorchEdgeCases, ABoolAlphaOnlyForABoolResult) {
+  // torch: ones(1).add(ones(1), alpha=True) raises "Boolean alpha only supported for Boolean results."
+  expect_error<TypeError>([] { ones({1}).add(ones({1}), true); }, {"Boolean alpha only supported for Boolean results"});
+  expect_error<TypeError>([] { sub(ones({1}), ones({1}), true); }, {"Boolean alpha only supported for Boolean results"});
+  EXPECT_TRUE(tensor({true}).add(tensor({true}), false).item<bool>());
+  expect_error<TypeError>([] { tensor({1}).add(tensor({1}), 0.5); }, {"argument alpha must not be a floating point number"});
+}

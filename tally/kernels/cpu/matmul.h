@@ -49,6 +49,9 @@ struct MatmulProblem {
 };
 /// float32 and bfloat16 through a cached oneDNN primitive, the bias in its epilogue.
 void matmul_onednn(Dtype dtype, const MatmulProblem& p, void* C);
+/// The same as products over slices of K of at most `chunk`, summed in float32 and rounded once:
+/// what matmul_onednn does for a very long K (Note [Long inner dimensions]); a parameter for tests.
+void matmul_onednn_in_chunks(Dtype dtype, const MatmulProblem& p, void* C, int64_t chunk);
 /// float64 and the integer dtypes through the cache-blocked OpenMP kernel (p.bias ignored: the
 /// caller adds it).
 void matmul_blocked(Dtype dtype, const MatmulProblem& p, void* C);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "tally/dtype/half.h"
 #include "tally/kernels/cpu/matmul.h"
 
 namespace tally::kernels {
@@ -196,6 +198,43 @@ class SerialIfSmall {
   int saved_threads_;
 };
 
+// Note [Long inner dimensions]
+// oneDNN 2.6's float32 product crashes (a 32-bit offset overflows inside its kernel) once the inner
+// dimension is very long: [32, 5e7] @ [5e7, 2] segfaults where [32, 4.9e7] and [128, 2^24] run
+// (a language model's output layer, logits' gradient @ embedding, at a vocabulary of 5e7). A
+// product with K above kMaxInnerChunk therefore runs as products over slices of K, each one oneDNN
+// takes, summed in float32 and rounded into C once.
+constexpr int64_t kMaxInnerChunk = int64_t{1} << 24;
+
+template <class Bits>
+float widen(Bits b) {
+  if constexpr (sizeof(Bits) == 4) return std::bit_cast<float>(b);
+  else return static_cast<float>(BFloat16::from_bits(b));
+}
+template <class Bits>
+Bits narrow(float f) {
+  if constexpr (sizeof(Bits) == 4) return std::bit_cast<Bits>(f);
+  else return BFloat16(f).bits;
+}
+
+template <class Bits>
+void run_in_chunks(Dtype dtype, const detail::MatmulProblem& p, void* C, int64_t chunk) {
+  const auto elements = static_cast<size_t>(p.batch * p.M * p.N);
+  std::vector<float> sum(elements, 0.0f);
+  std::vector<Bits> part(elements);
+  for (int64_t k0 = 0; k0 < p.K; k0 += chunk) {
+    detail::MatmulProblem q = p;
+    q.K = std::min(chunk, p.K - k0);
+    q.A.data = static_cast<const Bits*>(p.A.data) + k0 * p.A.col_stride;
+    q.B.data = static_cast<const Bits*>(p.B.data) + k0 * p.B.row_stride;
+    q.bias = k0 == 0 ? p.bias : nullptr;  // added once, with the first slice
+    run<Bits>(*find_plan(dtype, q), q, part.data());
+    for (size_t i = 0; i < elements; ++i) sum[i] += widen(part[i]);
+  }
+  Bits* out = static_cast<Bits*>(C);
+  for (size_t i = 0; i < elements; ++i) out[i] = narrow<Bits>(sum[i]);
+}
+
 }  // namespace
 
 int64_t matmul_primitives_created() { return primitives_created.load(std::memory_order_relaxed); }
@@ -222,6 +261,7 @@ bool onednn_amx_bf16() {
 }
 
 void matmul_onednn(Dtype dtype, const MatmulProblem& p, void* C) {
+  if (p.K > kMaxInnerChunk) return matmul_onednn_in_chunks(dtype, p, C, kMaxInnerChunk);  // Note [Long inner dimensions]
   TALLY_INTERNAL_ASSERT(dtype == Dtype::Float32 || dtype == Dtype::BFloat16);
   const SerialIfSmall serial_if_small(p);
   std::shared_ptr<const Plan> plan = find_plan(dtype, p);
@@ -229,6 +269,16 @@ void matmul_onednn(Dtype dtype, const MatmulProblem& p, void* C) {
     run<uint32_t>(*plan, p, C);
   } else {
     run<uint16_t>(*plan, p, C);
+  }
+}
+
+void matmul_onednn_in_chunks(Dtype dtype, const MatmulProblem& p, void* C, int64_t chunk) {
+  TALLY_INTERNAL_ASSERT(dtype == Dtype::Float32 || dtype == Dtype::BFloat16);
+  TALLY_INTERNAL_ASSERT(chunk > 0);
+  if (dtype == Dtype::Float32) {
+    run_in_chunks<uint32_t>(dtype, p, C, chunk);
+  } else {
+    run_in_chunks<uint16_t>(dtype, p, C, chunk);
   }
 }
 

@@ -180,7 +180,13 @@ void run_matmul(const MatmulArgs& a) {
   if (!measured) {
     fmt::print("  (no stored measured peak: measuring now; `tally bench peak` stores it)\n");
     measured = measure_peaks();
-    save_peaks(*measured);
+    // Storing is a cache for the next call: a path that cannot be written costs a re-measurement
+    // then, not this measurement.
+    try {
+      save_peaks(*measured);
+    } catch (const IOError& e) {
+      fmt::print(stderr, "tally: warning: could not store the measured peaks ({}); the next call measures them again\n", e.what());
+    }
   }
   // The instruction this dtype's matmul really runs on, promised and measured (Note [Reference peak]).
   const ReferencePeak ref = machine::peak_for_dtype(matmul_features(), *measured, dtype);

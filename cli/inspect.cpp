@@ -20,15 +20,25 @@ namespace {
 /// [2, 3], as tally's error messages print a shape.
 std::string shape_str(const DimVector& shape) { return detail::str_cat(IntArrayRef(shape)); }
 
-/// A metadata value on one line: control characters escaped, long values cut with their length.
-std::string one_line(const std::string& value, size_t max_chars = 72) {
+/// `text` safe to print on a terminal: control characters (C0, DEL, and C1 such as U+009B, which
+/// some terminals take as the start of an escape sequence) written as escapes; the rest as is.
+std::string escaped(const std::string& text) {
   std::string s;
-  for (char c : value) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
     if (c == '\n') s += "\\n";
     else if (c == '\t') s += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20) s += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    else s += c;
+    else if (c < 0x20 || c == 0x7f) s += fmt::format("\\x{:02x}", c);
+    else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) s += fmt::format("\\u{:04x}", next), ++i;  // C1, UTF-8 encoded
+    else s += static_cast<char>(c);
   }
+  return s;
+}
+
+/// A metadata value on one line: escaped, long values cut with their length.
+std::string one_line(const std::string& value, size_t max_chars = 72) {
+  const std::string s = escaped(value);
   if (s.size() <= max_chars) return s;
   size_t cut = max_chars - 3;
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
@@ -49,15 +59,16 @@ void run_inspect(const std::string& path) {
 
   size_t name_w = 4, dtype_w = 5, shape_w = 5;
   uint64_t total = 0, elements = 0;
+  // Names are escaped as metadata is: a file may carry terminal escapes or newlines in them.
   for (const io::TensorInfo& t : tensors) {
-    name_w = std::max(name_w, t.name.size());
+    name_w = std::max(name_w, escaped(t.name).size());
     dtype_w = std::max(dtype_w, io::safetensors_dtype_name(t.dtype).size());
     shape_w = std::max(shape_w, shape_str(t.shape).size());
   }
   if (!tensors.empty()) {
     fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>12}\n", "name", name_w, "dtype", dtype_w, "shape", shape_w, "bytes");
     for (const io::TensorInfo& t : tensors) {
-      fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>12}\n", t.name, name_w, io::safetensors_dtype_name(t.dtype), dtype_w, shape_str(t.shape),
+      fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>12}\n", escaped(t.name), name_w, io::safetensors_dtype_name(t.dtype), dtype_w, shape_str(t.shape),
                  shape_w, t.end - t.begin);
       total += t.end - t.begin;
       elements += (t.end - t.begin) / static_cast<uint64_t>(element_size(t.dtype));

@@ -1,8 +1,9 @@
 // `tally train`: the main job. Settings come from the defaults, then a JSON file (--config), then
-// flags, one table for all three (tally/train/config.cpp). On a terminal a progress bar redraws in
-// place; otherwise a plain line every log_interval steps. SIGINT or SIGTERM finishes the step,
-// saves a checkpoint and exits 0; a second one exits at once, leaving the last committed
-// checkpoint as it was (saves are atomic).
+// flags, one table for all three (tally/train/config.cpp), validated once merged. On a terminal a
+// progress bar redraws in place; otherwise a plain line every log_interval steps. SIGINT or
+// SIGTERM finishes the step, saves a checkpoint and exits 0; a second one exits at once, leaving
+// the last committed checkpoint as it was (saves are atomic). `--resume` on a run already at its
+// last step says so and exits 0, writing nothing.
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -148,6 +150,39 @@ void print_summary(const json& s) {
   fmt::print("\n");
 }
 
+/// The settings, layered: the defaults (or, resuming, the run's own config.json), then --config,
+/// then the flags; each value is checked as it is laid on and the merged whole validated once, so
+/// that a flag may fix what a file alone would not allow (warmup_steps against steps).
+train::TrainConfig settle_config(bool resume, const std::string& out, const std::string& config_file, const json& flags) {
+  train::TrainConfig config;
+  // Resuming: the run's own config.json is the base, so `--resume --out DIR` needs nothing else.
+  if (resume) {
+    const std::string saved = out + "/config.json";
+    std::error_code ec;
+    if (std::filesystem::exists(saved, ec)) {
+      train::overlay_json_file(config, saved);
+    } else {
+      TALLY_CHECK(std::filesystem::is_directory(out, ec), "cannot resume ", out, ": no such run directory");
+      // Without it the defaults would stand in for the run's settings, and the checkpoint's
+      // comparison would list every field the run changed instead of saying what is wrong.
+      TALLY_CHECK(!config_file.empty(), "cannot resume ", out, ": ", saved,
+                  " is missing (resuming reads the run's settings from it): restore it, or pass the run's settings with --config");
+    }
+  }
+  if (!config_file.empty()) train::overlay_json_file(config, config_file);
+  train::overlay_json(config, flags, "flags");
+  config.validate();
+  return config;
+}
+
+/// What `--resume` says of a run that is already at (or past) the steps asked for.
+std::string nothing_to_do_text(const train::TrainConfig& config, int64_t at) {
+  if (at == config.steps)
+    return fmt::format("run in {} is already at step {} of {}: nothing to do; raise --steps to train further", config.out, at, config.steps);
+  return fmt::format("run in {} is already at step {}, past --steps {}: nothing to do; raise --steps above {} to train further",
+                     config.out, at, config.steps, at);
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -165,18 +200,9 @@ void add_train_command(CLI::App& app) {
   cmd->callback([=] {
     json overrides = json::object();
     for (const auto& [name, text] : *flags) overrides[name] = train::parse_field_text(name, text);
-    auto settle = [&](train::TrainConfig config) {
-      if (!config_file->empty()) train::apply_json_file(config, *config_file);
-      if (!overrides.empty()) train::apply_json(config, overrides, "flags");
-      return config;
-    };
-    // Resuming: the run's own config.json is the base, so `--resume --out DIR` needs nothing else.
-    train::TrainConfig base;
     const std::string out_flag = overrides.contains("out") ? overrides["out"].get<std::string>() : "";
-    if (const std::string saved = out_flag + "/config.json"; *resume && !out_flag.empty() && access(saved.c_str(), R_OK) == 0)
-      train::apply_json_file(base, saved);
-    train::TrainConfig config = settle(base);
     TALLY_CHECK(!*resume || !out_flag.empty(), "--resume needs --out RUN_DIR, the run to continue");
+    train::TrainConfig config = settle_config(*resume, out_flag, *config_file, overrides);
     if (config.out.empty()) config.out = "runs/" + utc_stamp();
     install_signal_handlers();
     const bool tty = isatty(STDOUT_FILENO) != 0;
@@ -192,6 +218,10 @@ void add_train_command(CLI::App& app) {
     fmt::print("tally train: {} layers, d_model {}, {} heads, context {}, batch {}, {} steps -> {}\n", model.num_layers, model.d_model,
                model.num_heads, model.context_length, config.batch_size, config.steps, config.out);
     const train::TrainResult result = train::train(config, *resume, hooks);
+    if (result.nothing_to_do) {  // exit 0, as a finished loop does: the run is where it was asked to end
+      fmt::print("{}\n", nothing_to_do_text(config, result.last_step));
+      return;
+    }
     if (result.interrupted) fmt::print("\nstopped at step {} by a signal; `tally train --resume --out {}` continues\n", result.last_step, config.out);
     print_summary(result.summary);
     fmt::print("\nrun directory   {}  (config.json, metrics.jsonl, summary.json, checkpoints/)\n", config.out);

@@ -74,6 +74,9 @@ void read_metrics(const fs::path& path, RunDir& run) {
 
 RunDir load_run_dir(const fs::path& dir) {
   std::error_code ec;
+  if (dir.empty()) throw IOError("no run directory given (the path is empty): name a run directory, such as runs/mine");
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw IOError(dir.string() + ": not a directory: a run directory holds config.json, metrics.jsonl and summary.json (docs/run_dir.md)");
   if (!fs::is_directory(dir, ec)) throw IOError(dir.string() + ": no such run directory");
   RunDir run;
   run.dir = dir;

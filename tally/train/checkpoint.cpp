@@ -12,6 +12,14 @@ namespace tally::train {
 
 namespace fs = std::filesystem;
 
+// Note [Rotation counts what is behind the save]
+// A save deletes the oldest checkpoints beyond `keep`, counting only those at or below the step it
+// just wrote. A file of a later step can only be one that a resume fell back past (the newest
+// readable checkpoint is where a run resumes, so anything newer did not read back whole): counted,
+// it would crowd out the good checkpoint just written, and with keep 1 delete it. Not counted, the
+// newest good checkpoint (the one just saved) is always kept; the stale file stays until the run
+// reaches its step and replaces it, or someone removes it.
+
 namespace {
 
 constexpr std::string_view kPrefix = "step-";
@@ -42,8 +50,10 @@ fs::path CheckpointManager::save(int64_t step, const StateDict& tensors, const s
   TALLY_CHECK_TYPE(IOError, !ec, "cannot create checkpoint folder ", dir_.string(), ": ", ec.message());
   const fs::path path = dir_ / file_name(step);
   io::save_safetensors(path, tensors, metadata);
-  // Only once the new file is committed: the oldest beyond `keep` go.
+  // Only once the new file is committed: the oldest beyond `keep` go. Files of later steps are
+  // not counted (Note [Rotation counts what is behind the save]).
   auto committed = list();
+  std::erase_if(committed, [&](const auto& c) { return c.first > step; });
   while (static_cast<int64_t>(committed.size()) > keep_) {
     fs::remove(committed.front().second, ec);  // a failed delete costs disk, never data
     committed.erase(committed.begin());
@@ -76,15 +86,18 @@ int64_t CheckpointManager::remove_stale_temporaries() const {
 
 std::optional<Checkpoint> CheckpointManager::load_latest(std::vector<std::string>& notes) const {
   const auto committed = list();
+  std::vector<std::string> unreadable;
   for (auto it = committed.rbegin(); it != committed.rend(); ++it) {
     try {
       const io::SafetensorsReader reader = io::SafetensorsReader::open(it->second);
       Checkpoint c{it->first, it->second, reader.load_all(), reader.metadata()};
+      for (const auto& u : unreadable) notes.push_back(u + ": falling back to the one before");
       return c;
     } catch (const Error& e) {
-      notes.push_back("checkpoint " + it->second.string() + " is unreadable (" + e.what() + "): falling back to the one before");
+      unreadable.push_back("checkpoint " + it->second.string() + " is unreadable (" + e.what() + ")");
     }
   }
+  notes.insert(notes.end(), unreadable.begin(), unreadable.end());
   return std::nullopt;
 }
 

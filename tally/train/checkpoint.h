@@ -29,14 +29,16 @@ class CheckpointManager {
   CheckpointManager(std::filesystem::path dir, int64_t keep);
 
   /// Commit `tensors` and `metadata` as step `step`'s checkpoint, then delete the oldest beyond
-  /// `keep`. IOError (the committed checkpoints untouched) when the write fails.
+  /// `keep` among those at or below `step` (Note [Rotation counts what is behind the save]).
+  /// IOError (the committed checkpoints untouched) when the write fails.
   std::filesystem::path save(int64_t step, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const;
 
   /// The committed checkpoints, oldest first: (step, path).
   std::vector<std::pair<int64_t, std::filesystem::path>> list() const;
 
   /// The newest checkpoint that reads back whole; each newer one that does not is skipped with a
-  /// line in `notes` naming it and why. Empty when there is none (or none readable).
+  /// line in `notes` naming it and why. Empty when there is none (or none readable: then `notes`
+  /// has a line for every checkpoint).
   std::optional<Checkpoint> load_latest(std::vector<std::string>& notes) const;
 
   /// Delete the temporaries of saves that never committed (a process killed while writing):

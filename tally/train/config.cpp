@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <variant>
 
 #include "tally/error/error.h"
@@ -26,6 +28,7 @@ struct Field {
   double max = std::numeric_limits<double>::infinity();   ///< numbers: the largest allowed
   std::vector<std::string> choices = {};                  ///< strings: the allowed values (any when empty)
   bool resume_must_match = false;                         ///< part of what a checkpoint was trained on
+  bool max_exclusive = false;                             ///< numbers: max itself refused
 };
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -46,13 +49,13 @@ const std::vector<Field>& fields() {
       {"mlp", &TrainConfig::mlp, "feed-forward kind", -kInf, false, kInf, {"gelu", "swiglu"}, true},
       {"norm", &TrainConfig::norm, "normalisation", -kInf, false, kInf, {"layernorm", "rmsnorm"}, true},
       {"tied_embeddings", &TrainConfig::tied_embeddings, "share the embedding and output matrices", -kInf, false, kInf, {}, true},
-      {"dropout", &TrainConfig::dropout, "dropout probability", 0, false, 1, {}, false},
+      {"dropout", &TrainConfig::dropout, "dropout probability", 0, false, 1, {}, false, true},
       {"lr", &TrainConfig::lr, "peak learning rate (AdamW)", 0, true, 10},
       {"min_lr", &TrainConfig::min_lr, "learning rate at the end of the cosine decay", 0, false, 10},
       {"warmup_steps", &TrainConfig::warmup_steps, "steps of linear warm-up", 0, false, 1e12},
       {"weight_decay", &TrainConfig::weight_decay, "AdamW's decoupled weight decay", 0, false, 10},
-      {"beta1", &TrainConfig::beta1, "AdamW's beta1", 0, false, 1, {}, false},
-      {"beta2", &TrainConfig::beta2, "AdamW's beta2", 0, false, 1, {}, false},
+      {"beta1", &TrainConfig::beta1, "AdamW's beta1", 0, false, 1, {}, false, true},
+      {"beta2", &TrainConfig::beta2, "AdamW's beta2", 0, false, 1, {}, false, true},
       {"eps", &TrainConfig::eps, "AdamW's epsilon", 0, false, 1},
       {"grad_clip", &TrainConfig::grad_clip, "max total gradient norm (0: no clipping)", 0, false, 1e12},
       {"batch_size", &TrainConfig::batch_size, "sequences per step", 1, false, 1e7, {}, true},
@@ -86,6 +89,7 @@ std::string known_names() {
 }
 
 std::string number_text(double v) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";  // JSON would print null
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
   json j = v;
   return j.dump();
@@ -94,9 +98,10 @@ std::string number_text(double v) {
 /// Raises unless `v` is within the field's range.
 void check_range(const Field& f, double v, const std::string& source) {
   const bool low = f.min_exclusive ? v <= f.min : v < f.min;
-  if (!low && v <= f.max && std::isfinite(v)) return;
+  const bool high = f.max_exclusive ? v >= f.max : v > f.max;
+  if (!low && !high && std::isfinite(v)) return;
   std::string range = f.min_exclusive ? "> " + number_text(f.min) : ">= " + number_text(f.min);
-  if (std::isfinite(f.max)) range += " and <= " + number_text(f.max);
+  if (std::isfinite(f.max)) range += (f.max_exclusive ? " and < " : " and <= ") + number_text(f.max);
   throw ValueError(source + ": " + f.name + " must be " + range + ", got " + number_text(v));
 }
 
@@ -162,6 +167,8 @@ void TrainConfig::validate() const {
   TALLY_CHECK(warmup_steps <= steps, "config: warmup_steps (", warmup_steps, ") must not exceed steps (", steps, "): lower --warmup-steps");
   TALLY_CHECK(min_lr <= lr, "config: min_lr (", min_lr, ") must not exceed lr (", lr, ")");
   TALLY_CHECK(!data.empty() || vocab_size >= 256, "config: the built-in corpus is bytes: vocab_size must be >= 256, got ", vocab_size);
+  TALLY_CHECK(!data.empty() || context_length < corpus_bytes, "config: the built-in corpus of corpus_bytes (", corpus_bytes,
+              ") tokens is too short for context_length (", context_length, "): raise --corpus-bytes");
   TALLY_CHECK(inject_inf_step == 0 || precision == "fp16", "config: inject_inf_step (", inject_inf_step,
               ") needs precision fp16: only the loss scaler skips a step with an inf gradient (precision is ", precision, ")");
   model().validate();
@@ -173,7 +180,7 @@ json to_json(const TrainConfig& config) {
   return j;
 }
 
-void apply_json(TrainConfig& config, const json& j, const std::string& source) {
+void overlay_json(TrainConfig& config, const json& j, const std::string& source) {
   TALLY_CHECK(j.is_object(), source, ": expected a JSON object of settings, got ", j.type_name());
   TrainConfig next = config;
   for (const auto& [key, value] : j.items()) {
@@ -181,20 +188,51 @@ void apply_json(TrainConfig& config, const json& j, const std::string& source) {
     TALLY_CHECK(f, source, ": unknown key \"", key, "\" (known: ", known_names(), ")");
     set_field(next, *f, value, source);
   }
+  config = next;
+}
+
+void apply_json(TrainConfig& config, const json& j, const std::string& source) {
+  TrainConfig next = config;
+  overlay_json(next, j, source);
   next.validate();
   config = next;
 }
 
-void apply_json_file(TrainConfig& config, const std::string& path) {
-  std::ifstream in(path);
+namespace {
+
+/// The whole text of `path`; IOError naming it when it is not a readable regular file.
+std::string read_config_text(const std::string& path) {
+  std::error_code ec;
+  // An ifstream opens a directory and then fails mid-read with a message that names no file.
+  TALLY_CHECK_TYPE(IOError, !std::filesystem::is_directory(path, ec), "cannot read config file ", path, ": it is a directory");
+  std::ifstream in(path, std::ios::binary);
   TALLY_CHECK_TYPE(IOError, in.good(), "cannot read config file ", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  TALLY_CHECK_TYPE(IOError, !in.bad(), "cannot read config file ", path, ": read error");
+  return text.str();
+}
+
+}  // namespace
+
+void overlay_json_file(TrainConfig& config, const std::string& path) {
+  const std::string text = read_config_text(path);
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw ValueError(path + ": not valid JSON: " + e.what());
+  } catch (const json::exception& e) {  // valid JSON that a double cannot hold (1e400)
+    throw ValueError(path + ": a value out of range: " + e.what());
   }
-  apply_json(config, j, path);
+  overlay_json(config, j, path);
+}
+
+void apply_json_file(TrainConfig& config, const std::string& path) {
+  TrainConfig next = config;
+  overlay_json_file(next, path);
+  next.validate();
+  config = next;
 }
 
 const std::vector<ConfigField>& config_fields() {
@@ -240,10 +278,11 @@ json parse_field_text(const std::string& name, const std::string& text) {
           try {
             size_t used = 0;
             const double v = std::stod(text, &used);
-            if (used == text.size()) return v;
+            // JSON has no nan or inf (they would print as null): no setting takes one.
+            if (used == text.size() && std::isfinite(v)) return v;
           } catch (const std::exception&) {
           }
-          throw ValueError(flag + ": expected a number, got \"" + text + "\"");
+          throw ValueError(flag + ": expected a finite number, got \"" + text + "\"");
         }
       },
       f->member);

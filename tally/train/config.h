@@ -61,11 +61,18 @@ struct TrainConfig {
 
 /// The config as a JSON object, every field present.
 nlohmann::json to_json(const TrainConfig& config);
-/// Overlay the fields of `j` (a JSON object) on `config`, then validate. ValueError for a key that
-/// is not a field (listing the known ones), a value of the wrong type, or one out of range;
-/// `source` ("config.json", "--lr") starts each message.
+/// Overlay the fields of `j` (a JSON object) on `config`, each value checked on its own: ValueError
+/// for a key that is not a field (listing the known ones), a value of the wrong type, or one out of
+/// its range; `source` ("config.json", "flags") starts each message. The fields' combination
+/// (warmup_steps <= steps, ...) is not checked: layers (defaults, a file, flags) are overlaid in
+/// turn and the merged config validated once.
+void overlay_json(TrainConfig& config, const nlohmann::json& j, const std::string& source);
+/// overlay_json, then validate the result (config unchanged on an error).
 void apply_json(TrainConfig& config, const nlohmann::json& j, const std::string& source);
-/// Read a JSON config file and overlay it (apply_json). IOError when it cannot be read.
+/// Read a JSON config file and overlay it (overlay_json). IOError when it cannot be read (a
+/// directory, say); ValueError naming the file when it is not JSON.
+void overlay_json_file(TrainConfig& config, const std::string& path);
+/// overlay_json_file, then validate the result.
 void apply_json_file(TrainConfig& config, const std::string& path);
 
 /// One field of the table, for the CLI's flags.

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -60,13 +61,15 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 constexpr std::string_view kFormat = "tally-checkpoint-1";
 
-/// The run's tokens: the config's file, or the built-in corpus written into the run directory.
-data::TokenFile open_tokens(const TrainConfig& c, const fs::path& out) {
-  if (!c.data.empty()) {
-    TALLY_CHECK_TYPE(IOError, fs::exists(c.data), "data file ", c.data, " does not exist");
-    if (c.data.ends_with(".npy")) return data::TokenFile::open_npy(c.data);
-    return data::TokenFile::open_raw(c.data, data::token_dtype_from_name(c.data_dtype));
-  }
+/// The config's token file (raw, or .npy by its extension).
+data::TokenFile open_data_file(const TrainConfig& c) {
+  TALLY_CHECK_TYPE(IOError, fs::exists(c.data), "data file ", c.data, " does not exist");
+  if (c.data.ends_with(".npy")) return data::TokenFile::open_npy(c.data);
+  return data::TokenFile::open_raw(c.data, data::token_dtype_from_name(c.data_dtype));
+}
+
+/// The built-in corpus, written into the run directory as little-endian uint16 tokens.
+data::TokenFile write_builtin_corpus(const TrainConfig& c, const fs::path& out) {
   const fs::path path = out / "corpus.u16";
   const std::string text = builtin_corpus(c.corpus_bytes);
   std::string bytes(text.size() * 2, '\0');
@@ -105,19 +108,30 @@ int64_t parse_int(const std::map<std::string, std::string>& m, const std::string
 GeneratorState generator_from(const json& j) { return {j.at("seed").get<uint64_t>(), j.at("offset").get<uint64_t>()}; }
 json generator_json(const GeneratorState& s) { return {{"seed", s.seed}, {"offset", s.offset}}; }
 
-/// Keep the metrics lines of steps up to `step` (a resumed run rewrites those after it).
-void truncate_metrics(const fs::path& path, int64_t step) {
+/// Keep the metrics lines of steps up to `step` (a resumed run rewrites those after it). A line
+/// that does not parse (cut short by a kill, or damaged) is dropped alone, not every line after
+/// it; returns the numbers of the lines dropped so.
+std::vector<int64_t> truncate_metrics(const fs::path& path, int64_t step) {
+  std::vector<int64_t> unreadable;
   std::ifstream in(path);
-  if (!in) return;
+  if (!in) return unreadable;
   std::string kept, line;
-  while (std::getline(in, line)) {
+  for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
     try {
       if (json::parse(line).at("step").get<int64_t>() <= step) kept += line + "\n";
-    } catch (const std::exception&) {
-      break;  // a line cut by a kill ends the file
+    } catch (const json::exception&) {
+      unreadable.push_back(line_no);
     }
   }
   machine::write_file_atomically(path, kept);
+  return unreadable;
+}
+
+/// "3, 9 and 12"
+std::string list_text(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + std::to_string(v[i]);
+  return s;
 }
 
 /// The process's peak resident set (getrusage), in bytes.
@@ -165,6 +179,93 @@ json precision_summary(const TrainConfig& config, std::optional<double> loss_sca
   return p;
 }
 
+// Note [Refuse before writing]
+// Whatever can refuse a run — a bad config, a data file that does not fit the vocabulary, a run
+// directory that holds another run, a resume with nothing to resume from or nothing left to do —
+// is checked before the first byte is written, so that a refused command leaves the run
+// directory exactly as it was: config.json, metrics.jsonl, summary.json and report.html are a
+// finished run's record, and rewriting them from a run that never started loses it.
+
+/// A checkpoint to resume from, read whole and checked against the config (Note [Bit-exact resume]).
+struct ResumePoint {
+  Checkpoint checkpoint;
+  int64_t step = 0;
+  int64_t tokens = 0;
+  json position;    ///< the loader's state
+  json generators;  ///< the default and the model's generators
+};
+
+/// The newest readable checkpoint of the run in `out`. ValueError when there is none (naming the
+/// directory, and why each checkpoint there did not load), when it is not a tally training
+/// checkpoint, or when it was trained with another configuration.
+ResumePoint read_resume_point(const CheckpointManager& checkpoints, const fs::path& out, const TrainConfig& config,
+                              const std::function<void(const std::string&)>& note) {
+  std::vector<std::string> notes;
+  std::optional<Checkpoint> c = checkpoints.load_latest(notes);
+  if (!c) {
+    std::error_code ec;
+    const std::string why = !fs::is_directory(out, ec)                ? "no such run directory"
+                            : !fs::is_directory(checkpoints.dir(), ec) ? "it has no checkpoints folder"
+                                                                       : checkpoints.dir().string() + " holds no checkpoint";
+    if (notes.empty()) throw ValueError("cannot resume " + out.string() + ": " + why);
+    std::string lines;
+    for (const auto& n : notes) lines += "\n  " + n;
+    throw ValueError("cannot resume " + out.string() + ": none of its checkpoints reads back whole (nothing was written):" + lines);
+  }
+  for (const auto& n : notes) note(n);
+  const auto& m = c->metadata;
+  TALLY_CHECK(m.contains("tally.format") && m.at("tally.format") == kFormat, "checkpoint ", c->path.string(),
+              " is not a tally training checkpoint (metadata tally.format is not ", kFormat, ")");
+  ResumePoint r;
+  json saved_config;
+  try {
+    saved_config = json::parse(m.at("tally.config"));
+    r.position = json::parse(m.at("tally.data_position"));
+    r.generators = json::parse(m.at("tally.generators"));
+  } catch (const std::exception& e) {  // a missing key or text that is not JSON
+    throw ValueError("checkpoint " + c->path.string() + " has unreadable metadata: " + e.what());
+  }
+  const std::vector<std::string> mismatched = incompatible_fields(saved_config, config);
+  if (!mismatched.empty()) {
+    std::string lines;
+    for (const auto& f : mismatched) lines += "\n  " + f;
+    throw ValueError("checkpoint " + c->path.string() + " was trained with another configuration:" + lines);
+  }
+  r.step = parse_int(m, "tally.step", c->path);
+  r.tokens = parse_int(m, "tally.tokens", c->path);
+  r.checkpoint = std::move(*c);
+  return r;
+}
+
+/// A new run (no --resume) must not start over another one's record: its checkpoints, or the
+/// metrics and summary of a run that saved none.
+void refuse_existing_run(const fs::path& out, const CheckpointManager& checkpoints) {
+  TALLY_CHECK(checkpoints.list().empty(), "run directory ", out.string(),
+              " already has checkpoints: pass --resume to continue it, or choose another --out");
+  std::error_code ec;
+  const auto metrics_bytes = fs::file_size(out / "metrics.jsonl", ec);
+  const bool has_metrics = !ec && metrics_bytes > 0;  // an empty one is a run killed before its first step
+  const bool has_summary = fs::exists(out / "summary.json", ec);
+  TALLY_CHECK(!has_metrics && !has_summary, "run directory ", out.string(), " already holds a run (",
+              has_metrics && has_summary ? "metrics.jsonl, summary.json" : has_metrics ? "metrics.jsonl" : "summary.json",
+              ") but no checkpoint to resume it from: choose another --out, or remove those files to start over");
+}
+
+/// A step whose loss is not finite, or whose update applied a non-finite gradient (no loss scaler
+/// caught it), has made the weights garbage: stop before they are checkpointed, where each save
+/// would rotate out one of the good checkpoints. fp16's loss scaler skips a step with inf or NaN
+/// gradients (`stepped` false) by design; its loss is the unscaled one, finite unless the forward
+/// itself broke.
+void check_step_finite(int64_t step, double loss, double grad_norm, bool stepped, const fs::path& checkpoint_dir) {
+  const std::string tail = ": stopped before saving a checkpoint, so those in " + checkpoint_dir.string() +
+                           " are as they were (lower --lr, or resume from an older checkpoint)";
+  TALLY_CHECK(std::isfinite(loss), "step ", step, ": the loss is ", std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf",
+              ": the model's weights or its inputs are no longer finite (training diverged, or the checkpoint resumed from holds NaN or inf)",
+              tail);
+  TALLY_CHECK(!stepped || std::isfinite(grad_norm), "step ", step, ": the gradient norm is ", std::isnan(grad_norm) ? "nan" : "inf",
+              " and the optimizer applied it: the weights are no longer finite", tail);
+}
+
 }  // namespace
 
 TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hooks) {
@@ -173,21 +274,35 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   auto note = [&](const std::string& s) {
     if (hooks.note) hooks.note(s);
   };
+  // Nothing is written until every check has passed (Note [Refuse before writing]).
   const fs::path out = config.out;
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  TALLY_CHECK_TYPE(IOError, !ec, "cannot create run directory ", out.string(), ": ", ec.message());
   const CheckpointManager checkpoints(out / "checkpoints", config.keep);
-  TALLY_CHECK(resume || checkpoints.list().empty(), "run directory ", out.string(),
-              " already has checkpoints: pass --resume to continue it, or choose another --out");
+  std::optional<ResumePoint> from;
+  if (resume) {
+    from = read_resume_point(checkpoints, out, config, note);
+    if (from->step >= config.steps) {  // a finished run, or --steps at or below its step: its record stays
+      TrainResult done;
+      done.first_step = from->step + 1;
+      done.last_step = from->step;
+      done.nothing_to_do = true;
+      return done;
+    }
+  } else {
+    refuse_existing_run(out, checkpoints);
+  }
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
 
-  if (const int64_t n = checkpoints.remove_stale_temporaries(); n > 0)
-    note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
-  const data::TokenFile tokens = open_tokens(config, out);
-  const double entropy = check_tokens(tokens, config.vocab_size);
-  TALLY_CHECK(tokens.size() > config.context_length, "data file ", tokens.path(), " has ", tokens.size(),
-              " tokens: too few for context_length ", config.context_length);
+  std::optional<data::TokenFile> tokens;
+  double entropy = 0;
+  auto check_data = [&] {
+    entropy = check_tokens(*tokens, config.vocab_size);
+    TALLY_CHECK(tokens->size() > config.context_length, "data file ", tokens->path(), " has ", tokens->size(),
+                " tokens: too few for context_length ", config.context_length);
+  };
+  if (!config.data.empty()) {
+    tokens = open_data_file(config);
+    check_data();
+  }
 
   Generator init(static_cast<uint64_t>(config.seed));
   manual_seed(static_cast<uint64_t>(config.seed) + 2);
@@ -195,57 +310,50 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   StepPrecision precision(config, model);
   optim::AdamW optimizer = make_optimizer(model, config);
   optim::WarmupCosineLR schedule = make_schedule(optimizer, config);
-  data::TokenLoader loader(tokens, {.batch_size = config.batch_size,
-                                    .context_length = config.context_length,
-                                    .sampling = data::Sampling::Random,
-                                    .seed = static_cast<uint64_t>(config.seed) + 1});  // check_tokens checked every id once
+
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  TALLY_CHECK_TYPE(IOError, !ec, "cannot create run directory ", out.string(), ": ", ec.message());
+  if (const int64_t n = checkpoints.remove_stale_temporaries(); n > 0)
+    note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
+  if (!tokens) {
+    tokens = write_builtin_corpus(config, out);
+    check_data();
+  }
+  data::TokenLoader loader(*tokens, {.batch_size = config.batch_size,
+                                     .context_length = config.context_length,
+                                     .sampling = data::Sampling::Random,
+                                     .seed = static_cast<uint64_t>(config.seed) + 1});  // check_tokens checked every id once
 
   // Resume (Note [Bit-exact resume]).
   int64_t step = 0, tokens_seen = 0;
-  if (resume) {
-    std::vector<std::string> notes;
-    std::optional<Checkpoint> c = checkpoints.load_latest(notes);
-    for (const auto& n : notes) note(n);
-    if (!c) {
-      note("no checkpoint to resume from in " + checkpoints.dir().string() + ": starting at step 0");
-    } else {
-      const auto& m = c->metadata;
-      TALLY_CHECK(m.contains("tally.format") && m.at("tally.format") == kFormat, "checkpoint ", c->path.string(),
-                  " is not a tally training checkpoint (metadata tally.format is not ", kFormat, ")");
-      json saved_config, position, generators;
-      try {
-        saved_config = json::parse(m.at("tally.config"));
-        position = json::parse(m.at("tally.data_position"));
-        generators = json::parse(m.at("tally.generators"));
-      } catch (const std::exception& e) {  // a missing key or text that is not JSON
-        throw ValueError("checkpoint " + c->path.string() + " has unreadable metadata: " + e.what());
-      }
-      const std::vector<std::string> mismatched = incompatible_fields(saved_config, config);
-      if (!mismatched.empty()) {
-        std::string lines;
-        for (const auto& f : mismatched) lines += "\n  " + f;
-        throw ValueError("checkpoint " + c->path.string() + " was trained with another configuration:" + lines);
-      }
-      model.load_state_dict(with_prefix_removed(c->tensors, "model."));
-      optimizer.load_state_dict(with_prefix_removed(c->tensors, "optimizer."));
-      schedule.load_state_dict(with_prefix_removed(c->tensors, "scheduler."));
-      precision.load_state_dict(with_prefix_removed(c->tensors, "precision."));
-      try {
-        loader.set_state({position.at("epoch").get<int64_t>(), position.at("index").get<int64_t>(), generator_from(position.at("generator"))});
-        default_generator().set_state(generator_from(generators.at("default")));
-        init.set_state(generator_from(generators.at("model")));
-      } catch (const json::exception& e) {
-        throw ValueError("checkpoint " + c->path.string() + " has unreadable metadata: " + e.what());
-      }
-      step = parse_int(m, "tally.step", c->path);
-      tokens_seen = parse_int(m, "tally.tokens", c->path);
-      note("resumed from " + c->path.string() + " at step " + std::to_string(step));
+  if (from) {
+    const Checkpoint& c = from->checkpoint;
+    model.load_state_dict(with_prefix_removed(c.tensors, "model."));
+    optimizer.load_state_dict(with_prefix_removed(c.tensors, "optimizer."));
+    schedule.load_state_dict(with_prefix_removed(c.tensors, "scheduler."));
+    precision.load_state_dict(with_prefix_removed(c.tensors, "precision."));
+    try {
+      const json& position = from->position;
+      loader.set_state({position.at("epoch").get<int64_t>(), position.at("index").get<int64_t>(), generator_from(position.at("generator"))});
+      default_generator().set_state(generator_from(from->generators.at("default")));
+      init.set_state(generator_from(from->generators.at("model")));
+    } catch (const json::exception& e) {
+      throw ValueError("checkpoint " + c.path.string() + " has unreadable metadata: " + e.what());
     }
+    step = from->step;
+    tokens_seen = from->tokens;
+    note("resumed from " + c.path.string() + " at step " + std::to_string(step));
   }
   machine::write_file_atomically(out / "config.json", to_json(config).dump(2) + "\n");
   const fs::path metrics_path = out / "metrics.jsonl";
-  if (step > 0) truncate_metrics(metrics_path, step);
-  else machine::write_file_atomically(metrics_path, "");
+  if (step > 0) {
+    if (const std::vector<int64_t> dropped = truncate_metrics(metrics_path, step); !dropped.empty())
+      note("metrics.jsonl: dropped " + std::to_string(dropped.size()) + " line(s) that do not parse (line " + list_text(dropped) +
+           "), kept the rest");
+  } else {
+    machine::write_file_atomically(metrics_path, "");
+  }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics(std::fopen(metrics_path.c_str(), "a"), &std::fclose);
   TALLY_CHECK_TYPE(IOError, metrics != nullptr, "cannot open ", metrics_path.string(), " for appending");
 
@@ -302,6 +410,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
            ": optimizer step skipped, the scale backs off");
     }
     const double loss_value = static_cast<double>(loss.item<float>());
+    check_step_finite(step, loss_value, grad_norm, stepped, checkpoints.dir());
     const double step_s = seconds_since(t0);
     tokens_seen += tokens_per_step;
     if (step == first) first_loss = loss_value;
@@ -405,7 +514,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
       {"memory_timeline", profile_json.value("memory_timeline", json::array())},
   };
   machine::write_file_atomically(out / "summary.json", summary.dump(1) + "\n");
-  return {first, step, interrupted, std::move(summary)};
+  return {.first_step = first, .last_step = step, .interrupted = interrupted, .summary = std::move(summary)};
 }
 
 }  // namespace tally::train

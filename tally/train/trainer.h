@@ -45,12 +45,19 @@ struct TrainResult {
   int64_t first_step = 0;  ///< the first step this invocation ran (1, or the resumed step + 1)
   int64_t last_step = 0;   ///< the last step completed
   bool interrupted = false;
+  /// Resumed at or past config.steps: nothing trained, nothing in the run directory written (no
+  /// summary). last_step is the checkpoint's step.
+  bool nothing_to_do = false;
   nlohmann::json summary;  ///< summary.json's contents (docs/run_dir.md)
 };
 
-/// Run `config`. With `resume`, start from the newest readable checkpoint in config.out (a fresh
-/// start when there is none); without, refuse an out directory that already has checkpoints.
-/// ValueError for a bad config or data file, naming the problem; IOError for what the disk refuses.
+/// Run `config`. With `resume`, start from the newest readable checkpoint in config.out: ValueError
+/// when there is none (naming why each checkpoint there did not load), and nothing_to_do when it
+/// is already at or past config.steps. Without `resume`, refuse an out directory that holds a run
+/// (checkpoints, metrics or a summary). ValueError for a bad config or data file, naming the
+/// problem; IOError for what the disk refuses. A refused run writes nothing (Note [Refuse before
+/// writing] in trainer.cpp). A step with a non-finite loss (or, without a loss scaler, a non-finite
+/// gradient it applied) raises ValueError before its checkpoint is saved.
 TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hooks = {});
 
 }  // namespace tally::train

@@ -1,5 +1,8 @@
 """Bad configs, bad data files and a full disk: each gives a one-line error naming the problem and
-a non-zero exit, and a failed save leaves the previous checkpoint intact and loadable.
+a non-zero exit, and a failed save leaves the previous checkpoint intact and loadable. A resume
+with nothing to do or nothing to resume from leaves the run directory untouched. Then the other
+commands' robustness: `report` and `inspect` on hostile input, `bench matmul` with an unwritable
+peaks file.
 
 usage: cli_errors.py TALLY WORK_DIR"""
 
@@ -8,6 +11,7 @@ import os
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 
@@ -84,7 +88,102 @@ r = run(tally, args + ["--steps", "10", "--resume", "--precision", "bf16"])
 if r.returncode == 0 or 'precision: checkpoint "fp32", config "bf16"' not in r.stderr:
     failures.append("precision-resume: expected the checkpoint's precision named, got %d %r" % (r.returncode, r.stderr))
 
+# Clear messages for values a range check alone would let through or misname, and a refused
+# config creates no run directory.
+expect_error("lr-nan", ["--lr", "nan"], '--lr: expected a finite number, got "nan"')
+huge = write("huge.json", '{"steps": 1e400}')
+expect_error("config-overflow", ["--config", huge], huge + ": a value out of range")
+expect_error("config-is-a-dir", ["--config", work], "cannot read config file %s: it is a directory" % work)
+expect_error("beta1-one", ["--beta1", "1"], "beta1 must be >= 0 and < 1, got 1")
+expect_error("dropout-one", ["--dropout", "1"], "dropout must be >= 0 and < 1, got 1")
+expect_error("vocab-huge", ["--vocab-size", "1000000000"], "vocab_size must be >= 2 and <= 100000000, got 1000000000")
+for name in ("lr-nan", "beta1-one", "dropout-one", "vocab-huge"):
+    if os.path.exists(os.path.join(work, name)):
+        failures.append("%s: a refused config created its run directory" % name)
+
+# The config file's values and the flags are merged, then validated once: a flag may make a
+# file's steps valid.
+SMALL = ["--corpus-bytes", "4096", "--d-model", "16", "--num-layers", "1", "--num-heads", "2", "--context-length", "16",
+         "--batch-size", "2", "--warmup-steps", "1", "--threads", "1", "--checkpoint-interval", "2"]
+r = run(tally, ["train", "--config", write("steps5.json", '{"steps": 5}'), "--out", os.path.join(work, "merged")] + SMALL)
+print("%-22s exit %d: %s" % ("config-then-flags", r.returncode, r.stderr.strip()))
+if r.returncode != 0:
+    failures.append("config-then-flags: --config {steps: 5} with --warmup-steps 1 was refused: %r" % r.stderr)
+
+
+def snapshot(d):
+    """relative path -> bytes of every file under d."""
+    out = {}
+    for root, _, names in os.walk(d):
+        for n in names:
+            with open(os.path.join(root, n), "rb") as f:
+                out[os.path.relpath(os.path.join(root, n), d)] = f.read()
+    return out
+
+
+def expect_untouched(name, run_dir, before):
+    after = snapshot(run_dir)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if changed:
+        failures.append("%s: the run directory changed: %s" % (name, changed))
+
+
+# --resume on a finished run (or with --steps below its step) does nothing, says so and exits 0;
+# with nothing to resume from it is an error. Neither writes anything: summary.json, the report,
+# metrics.jsonl and config.json are the finished run's record.
+done = os.path.join(work, "finished")
+r = run(tally, ["train", "--out", done, "--steps", "4"] + SMALL)
+assert r.returncode == 0, r.stderr
+before = snapshot(done)
+for extra, says in (([], "is already at step 4 of 4: nothing to do; raise --steps to train further"),
+                    (["--steps", "2"], "is already at step 4, past --steps 2: nothing to do")):
+    r = run(tally, ["train", "--resume", "--out", done] + extra)
+    print("%-22s exit %d: %s" % ("resume-finished", r.returncode, r.stdout.strip().splitlines()[-1]))
+    if r.returncode != 0 or says not in r.stdout:
+        failures.append("resume-finished %s: expected exit 0 and %r, got %d %r %r" % (extra, says, r.returncode, r.stdout, r.stderr))
+    expect_untouched("resume-finished %s" % extra, done, before)
+
+shutil.rmtree(os.path.join(done, "checkpoints"))
+before = snapshot(done)
+for args, needle in ((["--resume", "--steps", "8"], "cannot resume %s: it has no checkpoints folder" % done),
+                     (SMALL + ["--steps", "8"], "already holds a run (metrics.jsonl, summary.json) but no checkpoint")):
+    r = run(tally, ["train", "--out", done] + args)
+    lines = r.stderr.strip().splitlines()
+    print("%-22s exit %d: %s" % ("no-checkpoints", r.returncode, r.stderr.strip()))
+    if r.returncode == 0 or len(lines) != 1 or needle not in lines[0]:
+        failures.append("no-checkpoints %s: expected one error line with %r, got %d %r" % (args[0], needle, r.returncode, r.stderr))
+    expect_untouched("no-checkpoints %s" % args[0], done, before)
+
+os.remove(os.path.join(done, "config.json"))
+r = run(tally, ["train", "--resume", "--out", done])
+print("%-22s exit %d: %s" % ("resume-no-config", r.returncode, r.stderr.strip()))
+if r.returncode == 0 or "config.json is missing" not in r.stderr:
+    failures.append("resume-no-config: expected an error saying config.json is missing, got %r" % r.stderr)
+
+# `tally report` names what is wrong with its argument.
+for arg, needle in (("", "no run directory given"), (huge, huge + ": not a directory")):
+    r = run(tally, ["report", arg])
+    print("%-22s exit %d: %s" % ("report %r" % os.path.basename(arg), r.returncode, r.stderr.strip()))
+    if r.returncode == 0 or needle not in r.stderr:
+        failures.append("report %r: expected %r, got %r" % (arg, needle, r.stderr))
+
+# `tally inspect` escapes tensor names as it escapes metadata: a name may hold terminal escapes.
+hostile = "evil\x1b[31m\nname\x07"
+header = json.dumps({hostile: {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+path = write("hostile.safetensors", struct.pack("<Q", len(header)) + header + b"\0\0\0\0")
+r = run(tally, ["inspect", path])
+print("%-22s exit %d: %s" % ("inspect-escapes", r.returncode, [l for l in r.stdout.splitlines() if "evil" in l]))
+if r.returncode != 0 or "\x1b" in r.stdout or "\x07" in r.stdout or "evil\\x1b[31m\\nname\\x07" not in r.stdout:
+    failures.append("inspect-escapes: expected the name escaped on one line, got %r" % r.stdout)
+
+# `tally bench matmul` still prints its measurement when it cannot store the peaks it measured.
+r = run(tally, ["bench", "matmul", "--m", "64", "--n", "64", "--k", "64", "--reps", "1"], env=dict(os.environ, TALLY_PEAKS_FILE=work))
+print("%-22s exit %d: %s" % ("bench-unwritable", r.returncode, r.stderr.strip()))
+if r.returncode != 0 or "MFU" not in r.stdout or "warning: could not store the measured peaks" not in r.stderr:
+    failures.append("bench-unwritable: expected exit 0, the MFU and a warning, got %d %r %r" % (r.returncode, r.stdout, r.stderr))
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print("all %d error cases gave one clear line and a non-zero exit; the failed save lost nothing" % 12)
+print("every error case gave one clear line and a non-zero exit; the failed save lost nothing; "
+      "refused resumes and finished runs were left untouched")

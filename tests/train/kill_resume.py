@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from train_cli import TINY, losses, read_tensors, temporaries
+from train_cli import CHECKPOINT, TINY, losses, read_tensors, temporaries
 
 tally, work = sys.argv[1], sys.argv[2]
 kills_wanted = int(sys.argv[3]) if len(sys.argv) > 3 else 20
@@ -55,6 +55,14 @@ kills = during_save = 0
 saves_wanted = min(3, kills_wanted // 2)
 
 
+def committed(run_dir):
+    """Whether run_dir holds a committed checkpoint."""
+    try:
+        return any(CHECKPOINT.match(n) for n in os.listdir(os.path.join(run_dir, "checkpoints")))
+    except FileNotFoundError:
+        return False
+
+
 def more_kills():
     return kills < kills_wanted or (during_save < saves_wanted and kills < 3 * kills_wanted)
 
@@ -63,7 +71,13 @@ attempts = 0
 while True:
     attempts += 1
     assert attempts < 200, "the run never finished"
-    p = subprocess.Popen([tally, "train", "--resume", "--out", killed] + common,
+    # --resume needs a checkpoint: a run killed before its first save starts over, as a user would.
+    if committed(killed):
+        start = ["--resume"]
+    else:
+        subprocess.run(["rm", "-rf", killed], check=True)
+        start = []
+    p = subprocess.Popen([tally, "train", "--out", killed] + start + common,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if more_kills():
         ckpt_dir = os.path.join(killed, "checkpoints")

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <filesystem>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
@@ -27,6 +29,7 @@ using nlohmann::json;
 
 using ::tally::test::TempDir;
 
+using ::tally::test::expect_error;
 using ::tally::test::message_of;
 
 TEST(TrainConfig, DefaultsAreValidAndRoundTripThroughJson) {
@@ -64,6 +67,42 @@ TEST(TrainConfig, IncompatibleFieldsNameEachDifference) {
   ASSERT_EQ(diff.size(), 2u);
   EXPECT_EQ(diff[0], "d_model: checkpoint 128, config 256");
   EXPECT_EQ(diff[1], "seed: checkpoint 0, config 7");
+}
+
+// A file's values are checked one by one as they are laid on; the combination only once the
+// flags are on too, so a flag can make a file's steps valid (a warm-up below them).
+TEST(TrainConfig, FlagsOverrideAFileBeforeTheMergedConfigIsValidated) {
+  TempDir dir;
+  const fs::path file = dir.path() / "c.json";
+  std::ofstream(file) << R"({"steps": 5})";
+  TrainConfig c;
+  overlay_json_file(c, file.string());
+  overlay_json(c, json{{"warmup_steps", 1}}, "flags");
+  c.validate();
+  EXPECT_EQ(c.steps, 5);
+  EXPECT_EQ(c.warmup_steps, 1);
+  // Alone, the file's steps against the default warm-up are refused.
+  TrainConfig d;
+  EXPECT_NE(message_of([&] { apply_json_file(d, file.string()); }).find("warmup_steps (20) must not exceed steps (5)"), std::string::npos);
+}
+
+TEST(TrainConfig, MessagesNameTheValueAndTheFile) {
+  EXPECT_EQ(message_of([] { parse_field_text("lr", "nan"); }), "--lr: expected a finite number, got \"nan\"");
+  EXPECT_EQ(message_of([] { parse_field_text("lr", "inf"); }), "--lr: expected a finite number, got \"inf\"");
+  TrainConfig c;
+  // Open at 1: AdamW refuses a beta of 1, and dropout 1 drops everything.
+  EXPECT_EQ(message_of([&] { apply_json(c, json{{"beta1", 1.0}}, "flags"); }), "flags: beta1 must be >= 0 and < 1, got 1");
+  EXPECT_EQ(message_of([&] { apply_json(c, json{{"beta2", 1.0}}, "flags"); }), "flags: beta2 must be >= 0 and < 1, got 1");
+  EXPECT_EQ(message_of([&] { apply_json(c, json{{"dropout", 1.0}}, "flags"); }), "flags: dropout must be >= 0 and < 1, got 1");
+  EXPECT_EQ(message_of([&] { apply_json(c, json{{"vocab_size", 1000000000}}, "flags"); }),
+            "flags: vocab_size must be >= 2 and <= 100000000, got 1000000000");
+  TempDir dir;
+  EXPECT_EQ(message_of([&] { apply_json_file(c, dir.path().string()); }), "cannot read config file " + dir.path().string() + ": it is a directory");
+  const fs::path huge = dir.path() / "huge.json";
+  std::ofstream(huge) << R"({"steps": 1e400})";
+  const std::string e = message_of([&] { apply_json_file(c, huge.string()); });
+  EXPECT_TRUE(e.starts_with(huge.string() + ": a value out of range: ")) << e;
+  EXPECT_NE(e.find("1e400"), std::string::npos) << e;
 }
 
 TEST(Corpus, IsDeterministicAndHasStructure) {
@@ -105,6 +144,35 @@ TEST(Checkpoints, KeepTheNewestAndFallBackPastAnUnreadableOne) {
   EXPECT_EQ(latest->step, 30);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("step-000000040.safetensors is unreadable"), std::string::npos) << notes[0];
+}
+
+// A corrupt file of a later step (one a resume fell back past) must not count against `keep`:
+// with keep 1 it would delete the good checkpoint just saved and keep only itself.
+TEST(Checkpoints, RotationNeverDeletesTheCheckpointJustSavedForAnUnreadableNewerOne) {
+  TempDir dir;
+  CheckpointManager m(dir.path(), 1);
+  m.save(6, StateDict{}, {{"step", "6"}});
+  std::ofstream(dir.path() / CheckpointManager::file_name(10), std::ios::binary) << "not a safetensors file";
+  m.save(8, StateDict{}, {{"step", "8"}});
+  const auto list = m.list();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].first, 8);   // the older good one went, as keep 1 says
+  EXPECT_EQ(list[1].first, 10);  // the stale file stays: never counted, never the reason for a delete
+  std::vector<std::string> notes;
+  const auto latest = m.load_latest(notes);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->step, 8);
+}
+
+TEST(Checkpoints, LoadLatestSaysWhyEachFailedWhenNoneIsReadable) {
+  TempDir dir;
+  CheckpointManager m(dir.path(), 3);
+  for (int64_t step : {2, 4}) std::ofstream(dir.path() / CheckpointManager::file_name(step), std::ios::binary) << "garbage";
+  std::vector<std::string> notes;
+  EXPECT_FALSE(m.load_latest(notes));
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("step-000000004.safetensors is unreadable ("), std::string::npos) << notes[0];
+  EXPECT_EQ(notes[1].find("falling back"), std::string::npos) << notes[1];  // there was nothing to fall back to
 }
 
 /// A model small enough for a unit test: a few milliseconds a step.
@@ -311,6 +379,152 @@ TEST(Train, ABfloat16SummarySetsItsMemoryAndTimeAgainstFloat32) {
   EXPECT_LT(vs["memory"]["peak"]["activations"].get<int64_t>(), vs["memory"]["float32_peak"]["activations"].get<int64_t>());
   EXPECT_GT(vs["step_time"]["float32_wall_s"].get<double>(), 0);
   EXPECT_GT(vs["step_time"]["ledger_s"].get<double>(), 0);
+}
+
+/// Every file under `dir` (relative path -> a hash of its bytes): what "nothing was written" is
+/// checked against (hashes, so that a failure prints a readable list).
+std::map<std::string, size_t> snapshot(const fs::path& dir) {
+  std::map<std::string, size_t> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    files[fs::relative(e.path(), dir).string()] = std::hash<std::string>{}(bytes.str());
+  }
+  return files;
+}
+
+// Resuming a run that is already at (or past) the steps asked for trains nothing and writes
+// nothing: its summary, metrics and config stay those of the run that made them.
+TEST(Train, ResumingAFinishedRunDoesNothingAndWritesNothing) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.steps = 4;
+  train(c, false);
+  const auto before = snapshot(dir.path());
+  ASSERT_TRUE(before.contains("summary.json"));
+  for (int64_t steps : {4, 2}) {
+    SCOPED_TRACE(steps);
+    c.steps = steps;
+    c.warmup_steps = 1;
+    const TrainResult r = train(c, true);
+    EXPECT_TRUE(r.nothing_to_do);
+    EXPECT_EQ(r.last_step, 4);
+    EXPECT_EQ(snapshot(dir.path()), before);
+  }
+}
+
+// --resume with nothing to resume from is an error that names the directory and why, and writes
+// nothing: a missing directory, one without checkpoints, one whose checkpoints are all unreadable.
+TEST(Train, ResumeWithNothingToResumeFromIsAnErrorAndWritesNothing) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path() / "run");
+  c.steps = 4;
+  c.checkpoint_interval = 2;
+  expect_error<ValueError>([&] { train(c, true); }, {"cannot resume " + c.out + ": no such run directory"});
+  EXPECT_FALSE(fs::exists(c.out));
+
+  train(c, false);
+  c.steps = 8;
+  fs::rename(dir.path() / "run/checkpoints", dir.path() / "saved");
+  auto before = snapshot(c.out);
+  expect_error<ValueError>([&] { train(c, true); }, {"cannot resume " + c.out + ": it has no checkpoints folder"});
+  EXPECT_EQ(snapshot(c.out), before);
+
+  fs::rename(dir.path() / "saved", dir.path() / "run/checkpoints");
+  for (const auto& [step, path] : CheckpointManager(dir.path() / "run/checkpoints", 3).list()) fs::resize_file(path, 100);
+  before = snapshot(c.out);
+  expect_error<ValueError>([&] { train(c, true); },
+                           {"none of its checkpoints reads back whole", "step-000000004.safetensors is unreadable (",
+                            "step-000000002.safetensors is unreadable ("});
+  EXPECT_EQ(snapshot(c.out), before);
+}
+
+// A new run refuses a directory that holds another run's record even when it saved no checkpoint;
+// a directory with an empty metrics.jsonl (a run killed before its first step) is free to reuse.
+TEST(Train, RefusesToStartOverARunThatSavedNoCheckpoint) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.steps = 2;
+  c.warmup_steps = 1;
+  train(c, false);
+  fs::remove_all(dir.path() / "checkpoints");
+  const auto before = snapshot(dir.path());
+  expect_error<ValueError>([&] { train(c, false); }, {"already holds a run (metrics.jsonl, summary.json) but no checkpoint"});
+  EXPECT_EQ(snapshot(dir.path()), before);
+  fs::remove(dir.path() / "summary.json");
+  std::ofstream(dir.path() / "metrics.jsonl", std::ios::trunc).close();
+  EXPECT_EQ(train(c, false).last_step, 2);
+}
+
+// A bad config or data file refuses the run before its directory is made.
+TEST(Train, ARefusedConfigCreatesNothing) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path() / "run");
+  c.beta1 = 1;
+  expect_error<ValueError>([&] { train(c, false); }, {"beta1 must be >= 0 and < 1, got 1"});
+  EXPECT_FALSE(fs::exists(c.out));
+  c = tiny(dir.path() / "run");
+  c.data = (dir.path() / "missing.bin").string();
+  expect_error<IOError>([&] { train(c, false); }, {"does not exist"});
+  EXPECT_FALSE(fs::exists(c.out));
+}
+
+// A checkpoint whose weights hold a NaN: the resumed run stops at its first step, before saving,
+// so the checkpoints it resumed from are all still there.
+TEST(Train, ANonFiniteLossStopsTheRunBeforeACheckpointIsSaved) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.steps = 4;
+  c.keep = 1;
+  c.checkpoint_interval = 1;
+  train(c, false);
+  const fs::path ckpt = dir.path() / "checkpoints" / CheckpointManager::file_name(4);
+  {
+    const io::SafetensorsReader reader = io::SafetensorsReader::open(ckpt);
+    StateDict tensors = reader.load_all();
+    StateDict poisoned;
+    for (const auto& [name, t] : tensors) {
+      Tensor copy = t.clone();
+      if (name == "model.token_embedding.weight") copy.view({-1}).narrow(0, 0, 1).fill_(NAN);
+      poisoned.insert(name, copy);
+    }
+    const auto metadata = reader.metadata();
+    io::save_safetensors(ckpt, poisoned, metadata);
+  }
+  const auto before = snapshot(dir.path() / "checkpoints");
+  c.steps = 8;
+  expect_error<ValueError>([&] { train(c, true); }, {"step 5: the loss is nan", "stopped before saving a checkpoint"});
+  EXPECT_EQ(snapshot(dir.path() / "checkpoints"), before);
+}
+
+// One damaged line of metrics.jsonl costs that line alone on resume, said in a note.
+TEST(Train, ResumeKeepsTheMetricsLinesAroundAnUnparsableOne) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.steps = 4;
+  train(c, false);
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(dir.path() / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  ASSERT_EQ(lines.size(), 4u);
+  lines[1] = lines[1].substr(0, lines[1].size() / 2);  // step 2 cut short
+  {
+    std::ofstream out(dir.path() / "metrics.jsonl", std::ios::trunc);
+    for (const auto& line : lines) out << line << "\n";
+  }
+  c.steps = 6;
+  std::vector<std::string> notes;
+  TrainHooks hooks;
+  hooks.note = [&](const std::string& n) { notes.push_back(n); };
+  train(c, true, hooks);
+  std::vector<int64_t> steps;
+  for (const json& m : metrics(dir.path())) steps.push_back(m["step"].get<int64_t>());
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 3, 4, 5, 6}));
+  EXPECT_NE(std::find(notes.begin(), notes.end(), "metrics.jsonl: dropped 1 line(s) that do not parse (line 2), kept the rest"), notes.end());
 }
 
 }  // namespace

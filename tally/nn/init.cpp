@@ -55,12 +55,15 @@ double kaiming_std(const Tensor& t, double a, std::string_view mode, std::string
 }
 }  // namespace
 
+// A tensor of no elements has nothing to initialise: PyTorch returns it as it is (with a warning).
 Tensor& kaiming_uniform_(Tensor& t, double a, std::string_view mode, std::string_view nonlinearity, Generator* gen) {
+  if (t.numel() == 0) return t;
   const double bound = std::sqrt(3.0) * kaiming_std(t, a, mode, nonlinearity);
   return uniform_(t, -bound, bound, gen);
 }
 
 Tensor& kaiming_normal_(Tensor& t, double a, std::string_view mode, std::string_view nonlinearity, Generator* gen) {
+  if (t.numel() == 0) return t;
   return normal_(t, 0.0, kaiming_std(t, a, mode, nonlinearity), gen);
 }
 

@@ -144,6 +144,8 @@ void Module::train(bool on) {
 }
 
 void Module::to(Dtype dtype) {
+  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=",
+                         dtype_name(dtype));
   visit("", true, [&](const std::string&, const Module& m) {
     for (const auto& [key, p] : m.parameters_) {
       if (!p.is_floating_point() || p.dtype() == dtype) continue;

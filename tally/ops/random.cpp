@@ -202,12 +202,15 @@ namespace nn::init {
 
 Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
   NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
+  TALLY_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   normal_fill(t, gen, mean, std);
   return t;
 }
 
 Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
   NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
+  TALLY_CHECK(std::isfinite(a) && std::isfinite(b), "uniform_: the range [", a, ", ", b, ") must be finite");
+  TALLY_CHECK(a <= b, "uniform_ expects to return a [from, to) range, but found from=", a, " > to=", b);
   random_fill(t, gen, [=](const Generator& g, uint64_t c) { return a + (b - a) * uniform01(g.bits(c)); });
   return t;
 }

@@ -42,9 +42,10 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
               " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale "
               "the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`");
   // As PyTorch: max_norm / (total + 1e-6) in the gradients' dtype; PyTorch multiplies by the
-  // coefficient clamped to 1, which leaves the gradients as they are when it is not below 1.
+  // coefficient clamped to 1, which leaves the gradients as they are when it is 1 or more, and
+  // makes them all NaN when the norm is (a NaN coefficient stays NaN through the clamp).
   const double coef = scalar_tensor(max_norm, TensorOptions(total.dtype())).div(total.add(1e-6)).item<double>();
-  if (coef < 1.0) _foreach_mul_(grads, coef);
+  if (!(coef >= 1.0)) _foreach_mul_(grads, coef);
   return total_norm;
 }
 

@@ -93,16 +93,28 @@ const OptimizerParamState* Optimizer::state(const Tensor& p) const {
 }
 
 OptimizerParamState& Optimizer::state_for(const Tensor& param, const OptimizerOptions& options) {
-  auto [it, fresh] = state_.try_emplace(&param.impl());
-  if (fresh) {
-    for (const auto& [name, value] : state_init(options)) {
-      // Contiguous whatever the parameter's strides: the fused update walks it as an array.
-      Tensor t = full(param.sizes(), value, TensorOptions(detail::state_dtype(param.dtype())).device(param.device()));
-      accounting::set_memory_category(t, MemoryCategory::OptimizerState);
-      it->second.tensors.insert(name, std::move(t));
-    }
+  OptimizerParamState& state = state_[&param.impl()];
+  const Dtype dtype = detail::state_dtype(param.dtype());
+  state.created.clear();
+  // What the options ask for: all of it on the first step; later, what an option turned on since
+  // asks for (momentum set on an SGD group after it stepped without).
+  for (const auto& [name, value] : state_init(options)) {
+    if (state.tensors.contains(name)) continue;
+    // Contiguous whatever the parameter's strides: the fused update walks it as an array.
+    Tensor t = full(param.sizes(), value, TensorOptions(dtype).device(param.device()));
+    accounting::set_memory_category(t, MemoryCategory::OptimizerState);
+    state.tensors.insert(name, std::move(t));
+    state.created.push_back(name);
   }
-  return it->second;
+  // The update reads the state as the parameter's arrays: a parameter whose dtype, shape or device
+  // changed since (module.to(kFloat64) after a step) would have it read out of bounds.
+  for (const auto& [name, t] : state.tensors.items()) {
+    TALLY_CHECK(t.dtype() == dtype && t.sizes() == param.sizes() && t.device() == param.device(), "optimizer state '", name,
+                "' is ", dtype_name(t.dtype()), " ", t.sizes(), " on ", t.device().str(), ", but its parameter is now ",
+                dtype_name(param.dtype()), " ", param.sizes(), " on ", param.device().str(),
+                ": the parameter changed after the optimizer stepped (module.to()?); make the optimizer after moving the module");
+  }
+  return state;
 }
 
 Tensor Optimizer::step(const LossClosure& closure) {

@@ -8,6 +8,7 @@
 // parameter. The base runs every parameter with a gradient through that update under one ledger
 // row in Phase::Optimizer, with graph recording off, as PyTorch's @torch.no_grad step does.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -75,6 +76,10 @@ struct OptimizerParamState {
   /// This step's key for stochastic rounding of a bfloat16 parameter, from its index in the
   /// optimizer and `step`; set by Optimizer::step (Note [Stochastic rounding] in optim/fused.h).
   uint64_t rounding_key = 0;
+  /// The state tensors made for this step: on the first step, or when an option turned on later
+  /// asks for one (SGD's momentum): an SGD momentum buffer begins as the gradient, as PyTorch's.
+  std::vector<std::string> created;
+  bool was_created(const std::string& name) const { return std::find(created.begin(), created.end(), name) != created.end(); }
 };
 
 /// Parameters that share options (libtorch's OptimizerParamGroup); without options of its own,

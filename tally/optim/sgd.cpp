@@ -55,7 +55,7 @@ std::vector<std::pair<std::string, double>> SGD::state_init(const OptimizerOptio
 
 ops::Cost SGD::update(Tensor& param, const Tensor& grad, OptimizerParamState& state, const OptimizerOptions& options) {
   const auto& o = options_of(options);
-  const bool decay = o.weight_decay() != 0, momentum = o.momentum() != 0, first = state.step == 1;
+  const bool decay = o.weight_decay() != 0, momentum = o.momentum() != 0, first = state.step == 1 || state.was_created("momentum_buffer");
   const SgdScalars scalars{o.weight_decay(), o.momentum(), o.dampening(), o.lr(), decay, o.nesterov(), first};
   const auto on_gpu = [&](const detail::FusedArrays& a) {
     kernels::cuda::sgd_update(static_cast<uint8_t>(a.dtype), a.n, a.p, a.g, momentum ? a.state[0] : nullptr, scalars);

@@ -115,6 +115,9 @@ TEST(Module, TrainEvalToDtypeAndZeroGrad) {
   EXPECT_EQ(held[0].dtype(), kFloat64);  // handles taken before the conversion see it
   EXPECT_TRUE(held[0].requires_grad());
   EXPECT_EQ(seq.forward(x.to(kFloat64)).dtype(), kFloat64);
+  // torch: "nn.Module.to only accepts floating point or complex dtypes"; nothing converted.
+  EXPECT_THROW(seq.to(kInt64), TypeError);
+  EXPECT_EQ(held[0].dtype(), kFloat64);
 }
 
 TEST(Module, DropoutZeroesAboutPAndScalesTheRest) {
@@ -166,6 +169,13 @@ TEST(Init, FansAndBoundsFollowPyTorch) {
   EXPECT_THROW(nn::init::kaiming_uniform_(big, 0, "fan_avg"), ValueError);
   nn::init::ones_(big);
   EXPECT_EQ(big.sum().item<float>(), 120000.0f);
+  // PyTorch's range checks; a tensor of no elements is returned as it is (torch only warns).
+  EXPECT_THROW(nn::init::uniform_(big, 5.0, -2.0), ValueError);
+  EXPECT_THROW(nn::init::normal_(big, 0.0, -1.0), ValueError);
+  EXPECT_EQ(big.sum().item<float>(), 120000.0f);
+  Tensor none = empty({5, 0});
+  EXPECT_EQ(nn::init::kaiming_uniform_(none).sizes(), IntArrayRef({5, 0}));
+  EXPECT_EQ(nn::init::kaiming_normal_(none).sizes(), IntArrayRef({5, 0}));
 }
 
 }  // namespace

@@ -327,6 +327,41 @@ TEST(OptimClip, NothingToClip) {
   EXPECT_TRUE(w.grad().equal(tensor({3.0f, 4.0f})));  // coefficient above 1: untouched
   w.set_grad(tensor({INFINITY, 1.0f}));
   expect_error<ValueError>([&] { nn::utils::clip_grad_norm_(w, 1.0, 2.0, /*error_if_nonfinite=*/true); }, {"non-finite"});
+  // torch 1.13: a NaN total norm makes every gradient NaN (the clamped coefficient is NaN).
+  Tensor a = zeros({2}).requires_grad_(), b = zeros({1}).requires_grad_();
+  a.set_grad(tensor({NAN, 4.0f}));
+  b.set_grad(tensor({12.0f}));
+  EXPECT_TRUE(std::isnan(nn::utils::clip_grad_norm_(std::vector<Tensor>{a, b}, 1.0)));
+  EXPECT_TRUE(all(b.grad() != b.grad()).item<bool>());
+  EXPECT_TRUE(all(a.grad() != a.grad()).item<bool>());
+}
+
+TEST(OptimErrors, AParameterThatChangedDtypeAfterAStepIsRefused) {
+  // Its state is still float32: reading it as float64 ran past the buffers (heap corruption).
+  Tensor p = ones({64}).requires_grad_();
+  AdamW opt(std::vector<Tensor>{p}, AdamWOptions(1e-3));
+  p.set_grad(ones({64}));
+  opt.step();
+  {
+    NoGradGuard no_grad;
+    p.set_data(p.detach().to(kFloat64));
+  }
+  p.set_grad(ones({64}, kFloat64));
+  expect_error<ValueError>([&] { opt.step(); }, {"optimizer state 'exp_avg' is float32 [64] on cpu, but its parameter is now float64 [64]"});
+}
+
+TEST(Optim, MomentumTurnedOnAfterAStepStartsFromTheGradient) {
+  // torch 1.13: SGD(lr 0.1), one plain step, then momentum 0.9 and dampening 0.5: the new buffer
+  // is the gradient itself (no dampening on its first step), so p = 1 - 0.1·1 - 0.1·1 = 0.8.
+  Tensor p = ones({3}).requires_grad_();
+  SGD opt(std::vector<Tensor>{p}, SGDOptions(0.1));
+  p.set_grad(ones({3}));
+  opt.step();
+  static_cast<SGDOptions&>(opt.param_groups()[0].options()).momentum(0.9).dampening(0.5);
+  opt.step();
+  EXPECT_TRUE(allclose(p.detach(), full({3}, 0.8)));
+  opt.step();  // buf = 0.9·1 + 0.5·1 = 1.4: p = 0.8 - 0.14
+  EXPECT_TRUE(allclose(p.detach(), full({3}, 0.66)));
 }
 
 }  // namespace

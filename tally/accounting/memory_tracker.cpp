@@ -16,11 +16,19 @@ MemoryStats MemoryTracker::now() const {
   return cuda::memory_stats(device_.index());
 }
 
-MemoryTracker::MemoryTracker(Device device) : device_(device), start_allocated_(now().total_allocated_bytes) {
+MemoryTracker::MemoryTracker(Device device) : device_(device), found_(now()), start_allocated_(found_.total_allocated_bytes) {
   switch (device_.type()) {
     case kCPU: CpuAllocator::get().reset_peak_stats(); break;
     case kMeta: meta_memory::reset_peak_stats(); break;
     case kCUDA: cuda::reset_peak_memory_stats(device_.index()); break;
+  }
+}
+
+MemoryTracker::~MemoryTracker() {
+  switch (device_.type()) {
+    case kCPU: CpuAllocator::get().merge_peak_stats(found_); break;
+    case kMeta: meta_memory::merge_peak_stats(found_); break;
+    case kCUDA: cuda::merge_peak_memory_stats(found_, device_.index()); break;
   }
 }
 

@@ -10,13 +10,25 @@
 
 namespace tally::accounting {
 
+// Note [Nested trackers]
+// The peaks are the process's counters, which a tracker restarts when it is created. A tracker
+// made and destroyed inside another's life (a helper that profiles one step) would cut the outer
+// one's peaks short; so each tracker keeps the peaks it found and raises the counters back to
+// them when it ends. The outer tracker's peak is then the highest over its whole life, the inner
+// one's included.
+
 /// A scope over the process's memory counters of one device (the CPU unless given): peaks
 /// restart when it is created, and allocated_since_start() measures what the scope added. On the
 /// meta device it reports what the same program would hold on a real one (a prediction).
+/// Trackers nest (Note [Nested trackers]).
 class MemoryTracker {
  public:
   /// Start tracking `device`: remember the current allocation and restart the peaks.
   explicit MemoryTracker(Device device = Device(kCPU));
+  /// Give the peaks of an enclosing tracker back (Note [Nested trackers]).
+  ~MemoryTracker();
+  MemoryTracker(const MemoryTracker&) = delete;
+  MemoryTracker& operator=(const MemoryTracker&) = delete;
 
   /// Live bytes of one category.
   int64_t allocated_bytes(MemoryCategory c) const;
@@ -38,6 +50,7 @@ class MemoryTracker {
  private:
   MemoryStats now() const;
   Device device_;
+  MemoryStats found_;  ///< the counters when it started: the enclosing window's peaks
   int64_t start_allocated_;
 };
 

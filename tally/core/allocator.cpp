@@ -105,6 +105,13 @@ void MemoryStats::reset_peaks() {
   peak_reserved_bytes = reserved_bytes;
 }
 
+void MemoryStats::merge_peaks(const MemoryStats& earlier) {
+  for (size_t c = 0; c < peak_allocated_bytes.size(); ++c)
+    peak_allocated_bytes[c] = std::max(peak_allocated_bytes[c], earlier.peak_allocated_bytes[c]);
+  peak_total_allocated_bytes = std::max(peak_total_allocated_bytes, earlier.peak_total_allocated_bytes);
+  peak_reserved_bytes = std::max(peak_reserved_bytes, earlier.peak_reserved_bytes);
+}
+
 CpuAllocator& CpuAllocator::get() {
   static CpuAllocator a;
   return a;
@@ -238,6 +245,12 @@ void CpuAllocator::reset_peak_stats() {
   State& s = state();
   std::lock_guard lock(s.mu);
   s.stats.reset_peaks();
+}
+
+void CpuAllocator::merge_peak_stats(const MemoryStats& earlier) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.stats.merge_peaks(earlier);
 }
 
 void CpuAllocator::empty_cache() {

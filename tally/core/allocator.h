@@ -47,6 +47,9 @@ struct MemoryStats {
   void remove_live(int64_t nbytes, MemoryCategory category);
   /// Restart the peaks from the current values.
   void reset_peaks();
+  /// Raise each peak to `earlier`'s where that is higher: the peaks of a window that an inner
+  /// tracker's reset cut short (Note [Nested trackers] in accounting/memory_tracker.h).
+  void merge_peaks(const MemoryStats& earlier);
 };
 
 /// The meta device's byte counters: a meta storage counts its bytes here as a CPU or GPU storage
@@ -58,6 +61,8 @@ void deallocate(int64_t nbytes, MemoryCategory category);
 void recategorize(int64_t nbytes, MemoryCategory from, MemoryCategory to);
 MemoryStats stats();
 void reset_peak_stats();
+/// MemoryStats::merge_peaks on the meta device's counters.
+void merge_peak_stats(const MemoryStats& earlier);
 }  // namespace meta_memory
 
 /// Process-wide CPU allocator with a cache of freed blocks. Thread-safe. A request takes the
@@ -78,6 +83,8 @@ class CpuAllocator {
   MemoryStats stats() const;
   /// Restart the peaks from the current values.
   void reset_peak_stats();
+  /// MemoryStats::merge_peaks on the counters.
+  void merge_peak_stats(const MemoryStats& earlier);
   /// Return every cached block to the OS (torch.cuda.empty_cache()).
   void empty_cache();
   /// Largest number of free bytes kept for reuse; beyond it, freed blocks go back to the OS.

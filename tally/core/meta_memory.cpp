@@ -49,4 +49,10 @@ void reset_peak_stats() {
   s.stats.reset_peaks();
 }
 
+void merge_peak_stats(const MemoryStats& earlier) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.stats.merge_peaks(earlier);
+}
+
 }  // namespace tally::meta_memory

@@ -139,6 +139,12 @@ void reset_peak_memory_stats(int device) {
   s.stats.reset_peaks();
 }
 
+void merge_peak_memory_stats(const MemoryStats& earlier, int device) {
+  DeviceState& s = state(device);
+  std::lock_guard lock(s.mu);
+  s.stats.merge_peaks(earlier);
+}
+
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) {
     DeviceGuard guard(d);

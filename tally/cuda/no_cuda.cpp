@@ -25,6 +25,7 @@ int64_t max_memory_allocated(int) { return 0; }
 int64_t memory_reserved(int) { return 0; }
 MemoryStats memory_stats(int) { return {}; }
 void reset_peak_memory_stats(int) {}
+void merge_peak_memory_stats(const MemoryStats&, int) {}
 void empty_cache() {}
 bool allow_tf32() { return false; }
 double time_per_call(int, const std::function<void()>&, int, int) { no_cuda(); }

@@ -43,6 +43,8 @@ int64_t memory_reserved(int device = 0);
 MemoryStats memory_stats(int device = 0);
 /// Restart the peaks from the current values.
 void reset_peak_memory_stats(int device = 0);
+/// MemoryStats::merge_peaks on the device's counters.
+void merge_peak_memory_stats(const MemoryStats& earlier, int device = 0);
 /// Return every cached block to the driver (torch.cuda.empty_cache()).
 void empty_cache();
 

@@ -72,15 +72,6 @@ void save_peaks(const MeasuredPeaks& p) {
   machine::write_file_atomically(peaks_path(), j.dump(2) + "\n");
 }
 
-// The CPU's features as tally's matmul uses them: oneDNN may run below what the CPU has (a capped
-// ONEDNN_MAX_CPU_ISA, or an AMX it was refused), and bfloat16 is widened where it runs nothing native.
-machine::CpuInfo matmul_features() {
-  machine::CpuInfo cpu = machine::cpu_info();
-  cpu.amx_bf16 = cpu.amx_bf16 && kernels::detail::onednn_amx_bf16();
-  cpu.avx512_bf16 = cpu.avx512_bf16 && kernels::detail::onednn_native_bf16();
-  return cpu;
-}
-
 MeasuredPeaks measure_peaks() {
   const auto& cpu = machine::cpu_info();
   const int cores = cpu.usable_cores;
@@ -134,7 +125,7 @@ void run_peak() {
   if (p.bf16_amx_flops > 0) print_probe("bf16 AMX peak", machine::peak_for_dtype(cpu, p, "bfloat16"), "tdpbf16ps tile products");
   else if (!cpu.amx_bf16) fmt::print("bf16 AMX peak      not measured: this CPU has no AMX\n");
   fmt::print("matmul MFU is measured against (`tally bench matmul`):\n");
-  const machine::CpuInfo features = matmul_features();
+  const machine::CpuInfo features = kernels::detail::matmul_cpu_features();
   for (const char* dtype : {"float32", "float64", "bfloat16", "float16"}) {
     const ReferencePeak ref = machine::peak_for_dtype(features, p, dtype);
     fmt::print("  {:<9} {:<22} {:8.1f} GFLOP/s measured   {}\n", dtype, ref.instruction, ref.measured_flops_per_sec / 1e9,
@@ -189,7 +180,7 @@ void run_matmul(const MatmulArgs& a) {
     }
   }
   // The instruction this dtype's matmul really runs on, promised and measured (Note [Reference peak]).
-  const ReferencePeak ref = machine::peak_for_dtype(matmul_features(), *measured, dtype);
+  const ReferencePeak ref = machine::peak_for_dtype(kernels::detail::matmul_cpu_features(), *measured, dtype);
   fmt::print("  MFU        {} ({})\n",
              machine::format_against_peak(achieved, ref.promised.flops_per_sec, "promised " + ref.instruction + " peak",
                                           "not an MFU: the promise's clock or FLOP/cycle is too low for this CPU"),

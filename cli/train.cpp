@@ -127,8 +127,9 @@ void print_summary(const json& s) {
   fmt::print("FLOPs/token     forward {} predicted, {} measured; backward {} predicted, {} measured\n",
              si(num(f, "predicted", "forward"), "FLOP"), si(num(f, "measured", "forward"), "FLOP"),
              si(num(f, "predicted", "backward"), "FLOP"), si(num(f, "measured", "backward"), "FLOP"));
-  fmt::print("MFU             {:.1f}% of the promised float32 peak ({}), {:.1f}% of the measured one ({})\n",
-             100 * s.at("mfu").at("promised").get<double>(), si(m.at("peak_flops_promised").get<double>(), "FLOP/s"),
+  fmt::print("MFU             {:.1f}% of the promised {} peak ({}), {:.1f}% of the measured one ({})\n",
+             100 * s.at("mfu").at("promised").get<double>(), m.value("peak_instruction", std::string("float32 FMA")),
+             si(m.at("peak_flops_promised").get<double>(), "FLOP/s"),
              100 * s.at("mfu").at("measured").get<double>(), si(m.at("peak_flops_measured").get<double>(), "FLOP/s"));
   fmt::print("step time       {:.1f} ms predicted from the roofs, {:.1f} ms measured (median)\n",
              1e3 * num(s, "step_time", "predicted_s"), 1e3 * num(s, "step_time", "measured_s"));

@@ -75,7 +75,9 @@ std::string machine_card(const RunDir& run) {
   Rows rows{{"CPU", html_escape(text_at(*m, {"cpu"}))},
             {"threads", html_escape(text_at(*m, {"threads"}))},
             {"kernel set", html_escape(text_at(*m, {"kernel_set"}))},
-            {"promised peak (float32)", value_or_missing(number_at(*m, {"peak_flops_promised"}), rate)},
+            // The instruction the run's products use (runs before it was recorded: float32 FMA).
+            {"peak of", m->contains("peak_instruction") ? html_escape(text_at(*m, {"peak_instruction"})) : "float32 FMA"},
+            {"promised peak", value_or_missing(number_at(*m, {"peak_flops_promised"}), rate)},
             {"measured peak", value_or_missing(peak, rate)},
             {"measured bandwidth", value_or_missing(bw, [](double v) { return si(v, "B/s"); })},
             {"ridge point", bw > 0 ? value_or_missing(peak / bw, [](double v) { return number_text(v) + " FLOP/byte"; }) : missing_value()}};

@@ -29,11 +29,13 @@
 #include "tally/data/loader.h"
 #include "tally/error/error.h"
 #include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/cpu/matmul.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/machine/cache_dir.h"
 #include "tally/machine/cpu_info.h"
 #include "tally/machine/device_specs.h"
 #include "tally/machine/peak_probe.h"
+#include "tally/machine/reference_peak.h"
 #include "tally/train/checkpoint.h"
 #include "tally/train/corpus.h"
 #include "tally/train/model_setup.h"
@@ -145,6 +147,41 @@ int64_t peak_rss_bytes() {
 /// run are not comparable).
 accounting::Roofline measure_roofline(int threads) {
   return {machine::measure_fma_peak_flops(threads, 0.3), machine::measure_stream_triad_bytes_per_sec(int64_t{64} << 20, threads)};
+}
+
+// Note [The run's peak]
+// MFU compares the step's FLOP/s with the peak of the instruction its products run on, for the
+// threads the run uses: a bf16 (or fp8, widened to bf16) run's against the bfloat16 peak (AMX or
+// vdpbf16ps where oneDNN runs them), an fp32 or fp16 (widened) run's against float32 FMA's
+// (machine::peak_for_dtype, the choice `tally bench matmul` makes). Against float32's, a bf16
+// run's MFU read twice what it is on an AVX512_BF16 CPU.
+
+/// The dtype the run's products run in.
+std::string_view product_dtype(const TrainConfig& c) {
+  return c.precision == "fp32" ? "float32" : c.precision == "fp16" ? "float16" : "bfloat16";
+}
+
+/// The run's reference peak (Note [The run's peak]): its promised rate scaled to `threads` of the
+/// machine's cores; its measured rate, when `fma_roof` (the float32 FMA peak measured with
+/// `threads`) is given, from that or from the bfloat16 instruction's own probe.
+machine::ReferencePeak run_peak(const TrainConfig& c, int threads, std::optional<double> fma_roof = std::nullopt) {
+  const machine::CpuInfo cpu = kernels::detail::matmul_cpu_features();
+  const std::string_view dtype = product_dtype(c);
+  machine::MeasuredPeaks measured;
+  if (fma_roof) {
+    measured.float32_fma_flops = *fma_roof;
+    if (dtype == "bfloat16" && cpu.amx_bf16) {
+      try {
+        measured.bf16_amx_flops = machine::measure_amx_bf16_peak_flops(threads, 0.3);
+      } catch (const NotImplementedError&) {  // the kernel refused tile state: no measured figure
+      }
+    } else if (dtype == "bfloat16" && cpu.avx512_bf16) {
+      measured.bf16_dot_flops = machine::measure_bf16_dot_peak_flops(threads, 0.3);
+    }
+  }
+  machine::ReferencePeak peak = machine::peak_for_dtype(cpu, measured, dtype);
+  peak.promised.flops_per_sec *= static_cast<double>(threads) / static_cast<double>(std::max(cpu.usable_cores, 1));
+  return peak;
 }
 
 /// summary.json's "precision": the run's precision, its loss scaler's end, and for a mixed-precision
@@ -379,7 +416,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
 
   // Every step goes on the run's ledger; one step (the third of this invocation, or its last if
   // shorter) is profiled in detail for the summary.
-  const double promised = machine::promised_peak(machine::device_spec("cpu"), "float32").flops_per_sec;
+  const double promised = run_peak(config, kernels::num_threads()).promised.flops_per_sec;  // Note [The run's peak]
   const int64_t first = step + 1;
   const int64_t profiled = std::min(first + 2, config.steps);
   const int64_t tokens_per_step = config.batch_size * config.context_length;
@@ -437,8 +474,9 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   // meta-device step too.
   ledger.stop();
   const int threads = kernels::num_threads();
-  note("measuring this machine's float32 peak and memory bandwidth for the summary (about a second)");
+  note("measuring this machine's peaks and memory bandwidth for the summary (about a second)");
   const accounting::Roofline roofline = measure_roofline(threads);
+  const machine::ReferencePeak peak = run_peak(config, threads, roofline.peak_flops_per_sec);
   const StepPrediction predicted = predict_step(config, roofline);
   const json precision_json =
       precision_summary(config, precision.loss_scale(), skipped_steps, predicted, roofline, last_batch, note);
@@ -469,8 +507,10 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
        {{"cpu", cpu.model_name},
         {"threads", threads},
         {"kernel_set", std::string(kernels::cpu_kernel_set())},
+        {"peak_dtype", peak.dtype},
+        {"peak_instruction", peak.instruction},
         {"peak_flops_promised", promised},
-        {"peak_flops_measured", roofline.peak_flops_per_sec},
+        {"peak_flops_measured", peak.measured_flops_per_sec},
         {"peak_bandwidth_measured", roofline.bytes_per_sec}}},
       {"run",
        {{"steps", step},
@@ -494,7 +534,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
          {{"forward", per_token(accounting::Phase::Forward)},
           {"backward", per_token(accounting::Phase::Backward)},
           {"optimizer", per_token(accounting::Phase::Optimizer)}}}}},
-      {"mfu", {{"promised", achieved / promised}, {"measured", achieved / roofline.peak_flops_per_sec}}},
+      {"mfu", {{"promised", achieved / promised}, {"measured", peak.measured_flops_per_sec > 0 ? achieved / peak.measured_flops_per_sec : 0.0}}},
       {"step_time",
        {{"predicted_s", predicted.step_seconds},
         {"measured_s", measured_step_s},

@@ -13,6 +13,8 @@
 
 #include "tally/error/error.h"
 #include "tally/io/safetensors.h"
+#include "tally/kernels/cpu/matmul.h"
+#include "tally/machine/reference_peak.h"
 #include "tally/tally.h"
 #include "tally/train/checkpoint.h"
 #include "tally/train/config.h"
@@ -346,6 +348,14 @@ TEST(Train, SummaryHasTheBooks) {
   EXPECT_EQ(json::parse(std::ifstream(dir.path() / "summary.json"))["parameters"], s["parameters"]);
   EXPECT_EQ(s["precision"]["name"], "fp32");
   EXPECT_FALSE(s["precision"].contains("vs_float32"));
+  EXPECT_EQ(s["machine"]["peak_instruction"], "float32 FMA");
+  EXPECT_EQ(s["machine"]["peak_dtype"], "float32");
+}
+
+/// The promised peak of `dtype`'s products for the threads a run used, as the trainer should give it.
+double promised_for(std::string_view dtype, int64_t threads) {
+  const machine::CpuInfo cpu = kernels::detail::matmul_cpu_features();
+  return machine::peak_for_dtype(cpu, {}, dtype).promised.flops_per_sec * static_cast<double>(threads) / cpu.usable_cores;
 }
 
 // The summary's predicted memory (a meta-device step) is the profiled step's, category by category
@@ -379,6 +389,14 @@ TEST(Train, ABfloat16SummarySetsItsMemoryAndTimeAgainstFloat32) {
   EXPECT_LT(vs["memory"]["peak"]["activations"].get<int64_t>(), vs["memory"]["float32_peak"]["activations"].get<int64_t>());
   EXPECT_GT(vs["step_time"]["float32_wall_s"].get<double>(), 0);
   EXPECT_GT(vs["step_time"]["ledger_s"].get<double>(), 0);
+  // MFU is against the peak of the instruction bf16 products run on (vdpbf16ps or AMX where
+  // oneDNN has them), for the run's threads; it was float32's, which halved the bf16 peak.
+  const json& m = s["machine"];
+  EXPECT_EQ(m["peak_dtype"], "bfloat16");
+  EXPECT_DOUBLE_EQ(m["peak_flops_promised"].get<double>(), promised_for("bfloat16", m["threads"].get<int64_t>()));
+  if (kernels::detail::matmul_cpu_features().avx512_bf16) {
+    EXPECT_NE(m["peak_instruction"], "float32 FMA");
+  }
 }
 
 /// Every file under `dir` (relative path -> a hash of its bytes): what "nothing was written" is

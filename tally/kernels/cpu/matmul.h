@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tally/dtype/dtype.h"
+#include "tally/machine/cpu_info.h"
 
 namespace tally::kernels {
 
@@ -67,6 +68,10 @@ void matmul_small_f32(const MatmulProblem& p, float* C);
 bool onednn_native_bf16();
 /// True when oneDNN runs bfloat16 matmuls on AMX tiles (its effective ISA includes AMX).
 bool onednn_amx_bf16();
+/// The CPU's features as tally's matmul uses them: oneDNN may run below what the CPU has (a capped
+/// ONEDNN_MAX_CPU_ISA, or an AMX it was refused), and bfloat16 is widened where it runs nothing
+/// native. What machine::peak_for_dtype takes to pick the peak a product is measured against.
+machine::CpuInfo matmul_cpu_features();
 
 }  // namespace detail
 }  // namespace tally::kernels

@@ -260,6 +260,13 @@ bool onednn_amx_bf16() {
   return amx;
 }
 
+machine::CpuInfo matmul_cpu_features() {
+  machine::CpuInfo cpu = machine::cpu_info();
+  cpu.amx_bf16 = cpu.amx_bf16 && onednn_amx_bf16();
+  cpu.avx512_bf16 = cpu.avx512_bf16 && onednn_native_bf16();
+  return cpu;
+}
+
 void matmul_onednn(Dtype dtype, const MatmulProblem& p, void* C) {
   if (p.K > kMaxInnerChunk) return matmul_onednn_in_chunks(dtype, p, C, kMaxInnerChunk);  // Note [Long inner dimensions]
   TALLY_INTERNAL_ASSERT(dtype == Dtype::Float32 || dtype == Dtype::BFloat16);

@@ -234,7 +234,9 @@ void run_transformer(const TransformerArgs& a) {
       "activations: tensors saved for backward by a pre-LN block without dropout, at the recipe's activation dtype; "
       "fused attention would not keep P (the a·b·T² term)",
       "measured: tally's model runs attention as one fused op that keeps no P and skips the causal blocks above the "
-      "diagonal, so its attention FLOPs lie between the two attention figures and its activations lack the a·b·T² term"};
+      "diagonal (blocks of 64 query rows, or strips of 6 in the bf16 kernel), and its backward recomputes the scores "
+      "(5 products where the formula counts 4): for long sequences its attention FLOPs lie between the two attention "
+      "figures; for T of 64 or less no block is skipped and they exceed the full one. Its activations lack the a·b·T² term"};
   const MetaStep m = meta_step(config);
   json meta_peak = json::object();
   for (int c = 0; c < kNumMemoryCategories; ++c) meta_peak[std::string(memory_category_name(static_cast<MemoryCategory>(c)))] = m.peak[c];

@@ -44,6 +44,23 @@
 
 namespace tally::ops {
 
+// Note [Bytes read]
+// An op's bytes read are what it moves from memory: each input's elements once, as its storage
+// holds them. A dim of stride 0 (an expanded view) repeats the same bytes, so a bias broadcast
+// over a batch, or a gradient expanded from a scalar by sum's backward, is read at its own size,
+// not at the broadcast size (which overstated a product's bytes 4.5-fold and a sum's backward
+// rows by the whole gradient). A strided view is read at its elements' bytes; what a cache line
+// drags in beside them is the hardware's, not the op's.
+
+/// `t`'s elements' bytes as memory holds them, each once (Note [Bytes read]).
+inline int64_t bytes_held(const Tensor& t) {
+  if (!t.defined()) return 0;  // an absent optional input (a norm without weight)
+  int64_t n = 1;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) != 0 || t.size(d) == 0) n *= t.size(d);
+  return n * t.element_size();
+}
+
 /// What an op's meta step decides about its output: sizes and dtype, and the device when it is
 /// not the device of the op's tensors (a factory, a copy to another device).
 struct OutputSpec {

@@ -108,7 +108,9 @@ std::optional<kernels::AttentionProblem> bf16_kernel_problem(const AttentionShap
 /// products cover whole blocks in all six; the fused kernel, where it runs, only the strips of
 /// its tile that the mask leaves anything in (kernels::attention_bf16_areas).
 kernels::AttentionAreas computed_areas(const Tensor& q, const AttentionShape& s, bool causal, double scale) {
-  if (!q.is_cuda() && bf16_kernel_problem(s, q.dtype(), causal, scale)) {
+  // The GPU runs the composed products over every score, masked or not (docs/cuda.md).
+  if (q.is_cuda()) return {s.B * s.L * s.S, s.B * s.L * s.S};
+  if (bf16_kernel_problem(s, q.dtype(), causal, scale)) {
     const kernels::AttentionAreas per_matrix = kernels::attention_bf16_areas(s.L, s.S, causal);
     return {s.B * per_matrix.scores, s.B * per_matrix.key_strips};
   }
@@ -362,7 +364,7 @@ ops::Cost backward_cost(const Tensor& out, const Tensor& grad, const Tensor& q, 
   // q kᵀ again, dP = dout vᵀ and dq = dS k over the scores; dk = dSᵀ q and dv = Pᵀ dout over the key strips.
   const int64_t flops = 2 * area * (2 * s.E + s.Ev) + 2 * key_area * (s.E + s.Ev) + ops::detail::softmax_flops_per_element(scale) * area +
                         ops::detail::softmax_backward_flops_per_element(scale) * area;
-  return {flops, grad.nbytes() + q.nbytes() + k.nbytes() + v.nbytes(), out.nbytes()};
+  return {flops, ops::bytes_held(grad) + ops::bytes_held(q) + ops::bytes_held(k) + ops::bytes_held(v), out.nbytes()};
 }
 
 /// Attention's gradients dq, dk and dv, flattened one after another into one 1-D output.
@@ -415,7 +417,7 @@ struct Attention {
   static ops::Cost cost(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
     const AttentionShape s(q, k, v);
     const int64_t area = computed_areas(q, s, causal, scale).scores;
-    return {2 * area * (s.E + s.Ev) + ops::detail::softmax_flops_per_element(scale) * area, q.nbytes() + k.nbytes() + v.nbytes(),
+    return {2 * area * (s.E + s.Ev) + ops::detail::softmax_flops_per_element(scale) * area, ops::bytes_held(q) + ops::bytes_held(k) + ops::bytes_held(v),
             out.nbytes()};
   }
   // The inputs only: the probabilities are recomputed.

@@ -185,7 +185,7 @@ struct Copy {
   static void compute(const Tensor& out, const Tensor&, const Tensor& src) {
     copy_kernel(out, src.sizes() == out.sizes() ? src : src.expand(out.sizes()));
   }
-  static ops::Cost cost(const Tensor&, const Tensor& dst, const Tensor& src) { return {0, src.nbytes(), dst.nbytes()}; }
+  static ops::Cost cost(const Tensor&, const Tensor& dst, const Tensor& src) { return {0, ops::bytes_held(src), dst.nbytes()}; }
 };
 
 struct Fill {
@@ -231,7 +231,7 @@ struct Clone {
   }
   static ops::OutputSpec meta(const Tensor& x, std::optional<MemoryFormat>) { return {DimVector(x.sizes()), x.dtype()}; }
   static void compute(const Tensor& out, const Tensor& x, std::optional<MemoryFormat>) { copy_kernel(out, x); }
-  static ops::Cost cost(const Tensor& out, const Tensor& x, std::optional<MemoryFormat>) { return {0, x.nbytes(), out.nbytes()}; }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, std::optional<MemoryFormat>) { return {0, ops::bytes_held(x), out.nbytes()}; }
   // A copy passes the gradient through (in x's dtype, should it arrive in another).
   static constexpr bool backward_reads_values = false;
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, std::optional<MemoryFormat>) { return {c.grad.to(x.dtype())}; }
@@ -254,7 +254,7 @@ struct ToDevice {
     copy_kernel(out, x, non_blocking);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Device, Dtype, bool, std::optional<MemoryFormat>) {
-    return {0, x.nbytes(), out.nbytes()};
+    return {0, ops::bytes_held(x), out.nbytes()};
   }
   static constexpr bool backward_reads_values = false;
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Device, Dtype, bool, std::optional<MemoryFormat>) {

@@ -13,7 +13,7 @@ namespace tally::ops {
 /// arithmetic steps per output element.
 inline Cost elementwise_cost(const Tensor& out, std::initializer_list<const Tensor*> inputs, int64_t flops_per_element) {
   Cost c{out.numel() * flops_per_element, 0, out.nbytes()};
-  for (const Tensor* t : inputs) c.bytes_read += t->nbytes();
+  for (const Tensor* t : inputs) c.bytes_read += bytes_held(*t);  // Note [Bytes read]
   return c;
 }
 

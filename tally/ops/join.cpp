@@ -59,7 +59,7 @@ struct Cat {
   }
   static ops::Cost cost(const Tensor& out, const TensorList& tensors, int64_t) {
     ops::Cost c{0, 0, out.nbytes()};
-    for (const Tensor& t : tensors) c.bytes_read += t.nbytes();
+    for (const Tensor& t : tensors) c.bytes_read += ops::bytes_held(t);  // Note [Bytes read]
     return c;
   }
   // Each input gets its slice of the gradient, by its size alone (Note [Version counter]).
@@ -203,7 +203,7 @@ struct IndexAdd {
     });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index, const Tensor& source) {
-    return {source.numel(), x.nbytes() + source.nbytes() + index.nbytes(), out.nbytes()};
+    return {source.numel(), ops::bytes_held(x) + ops::bytes_held(source) + ops::bytes_held(index), out.nbytes()};
   }
   static TensorList backward(const ops::BackwardContext& c, const Tensor&, int64_t dim, const Tensor& index, const Tensor&) {
     TensorList grads(3);

@@ -224,7 +224,7 @@ struct CrossEntropyBackward {
   }
   // Recompute the row's log-sum-exp (max, exp, add: 3), then exp(x − L) − ε/C scaled (sub, exp, sub, mul: 4).
   static ops::Cost cost(const Tensor& out, const Tensor& grad, const Tensor& input, const Tensor& target, int64_t, double, Reduction) {
-    return {7 * input.numel(), input.nbytes() + target.nbytes() + grad.nbytes(), out.nbytes()};
+    return {7 * input.numel(), ops::bytes_held(input) + ops::bytes_held(target) + ops::bytes_held(grad), out.nbytes()};
   }
 };
 
@@ -289,7 +289,7 @@ struct CrossEntropy {
   }
   // Per logit: max, exp-sum (sub, exp, add) and the sum for smoothing: 5.
   static ops::Cost cost(const Tensor& out, const Tensor& input, const Tensor& target, int64_t, double, Reduction) {
-    return {5 * input.numel(), input.nbytes() + target.nbytes(), out.nbytes()};
+    return {5 * input.numel(), ops::bytes_held(input) + ops::bytes_held(target), out.nbytes()};
   }
   // The rows are recomputed from the logits and targets; the loss itself is not read.
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true, true}, false}; }

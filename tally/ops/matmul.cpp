@@ -145,7 +145,7 @@ struct Matmul {
   }
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b) {
     const int64_t k = a.size(-1);
-    return {2 * out.numel() * k, a.nbytes() + b.nbytes(), out.nbytes()};
+    return {2 * out.numel() * k, ops::bytes_held(a) + ops::bytes_held(b), out.nbytes()};  // Note [Bytes read]
   }
   // C = A·B: dA = dC·Bᵀ, dB = Aᵀ·dC — two matmuls, so backward costs twice the forward's FLOPs
   // (the lecture's 2 : 4 rule); each is skipped when its input needs no gradient.
@@ -207,7 +207,7 @@ struct Addmm {
                     {mat2.data_ptr(), 0, mat2.stride(0), mat2.stride(1)}, out.data_ptr(), bias.data_ptr());
   }
   static ops::Cost cost(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
-    return {2 * out.numel() * mat1.size(1) + out.numel(), self.nbytes() + mat1.nbytes() + mat2.nbytes(), out.nbytes()};
+    return {2 * out.numel() * mat1.size(1) + out.numel(), ops::bytes_held(self) + ops::bytes_held(mat1) + ops::bytes_held(mat2), out.nbytes()};
   }
   // d self = g summed to self's shape; mat1 and mat2 as matmul's.
   static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) { return {{false, needs[2], needs[1]}, false}; }
@@ -255,7 +255,7 @@ struct ScaledMm {
                           static_cast<const float*>(sa.data_ptr()), static_cast<const float*>(sb.data_ptr()), false);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor&, const Tensor&, Dtype) {
-    return {2 * out.numel() * a.size(1), a.nbytes() + b.nbytes(), out.nbytes()};
+    return {2 * out.numel() * a.size(1), ops::bytes_held(a) + ops::bytes_held(b), out.nbytes()};
   }
 };
 

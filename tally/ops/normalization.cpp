@@ -189,7 +189,7 @@ struct Norm {
   // Per element: layer_norm Σx, x − μ, (x − μ)², Σ, ×r (5); rms_norm x², Σ, ×r (3); then ×w, +b.
   static ops::Cost cost(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef, std::optional<double>) {
     const int64_t per = (kRms ? 3 : 5) + (weight.defined() ? 1 : 0) + (bias.defined() ? 1 : 0);
-    return {per * x.numel(), x.nbytes() + (weight.defined() ? weight.nbytes() : 0) + (bias.defined() ? bias.nbytes() : 0), out.nbytes()};
+    return {per * x.numel(), ops::bytes_held(x) + ops::bytes_held(weight) + ops::bytes_held(bias), out.nbytes()};
   }
   // Backward recomputes the statistics from the input: it keeps x (and w for ∂x), never y or b.
   static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) {
@@ -305,7 +305,7 @@ struct NormBackward {
   static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& x, const Tensor& weight, int64_t, std::optional<double>,
                         int64_t affine, const Tensor& partials) {
     const int64_t per = (kRms ? 8 : 13) + (weight.defined() ? 1 : 0) + (affine & kGradWeight ? (kRms ? 3 : 4) : 0) + (affine & kGradBias ? 1 : 0);
-    return {per * x.numel(), g.nbytes() + x.nbytes() + (weight.defined() ? weight.nbytes() : 0),
+    return {per * x.numel(), ops::bytes_held(g) + ops::bytes_held(x) + ops::bytes_held(weight),
             out.nbytes() + (partials.defined() ? partials.nbytes() : 0)};
   }
 };

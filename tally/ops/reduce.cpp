@@ -449,7 +449,7 @@ struct Reduce {
     });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, IntArrayRef, bool, Dtype) {
-    return {x.numel(), x.nbytes(), out.nbytes()};
+    return {x.numel(), ops::bytes_held(x), out.nbytes()};  // Note [Bytes read]
   }
   static ops::SavedTensors saved(const SmallVector<bool, 4>&)
     requires requires { Def::reads_x; }

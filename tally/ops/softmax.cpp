@@ -191,7 +191,7 @@ struct Softmax {
   }
   // max, subtract, exp, sum, divide (or log-subtract); and the scale's multiply where it is not 1.
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool, double scale, bool) {
-    return {ops::detail::softmax_flops_per_element(scale) * x.numel(), x.nbytes(), out.nbytes()};
+    return {ops::detail::softmax_flops_per_element(scale) * x.numel(), ops::bytes_held(x), out.nbytes()};
   }
   // softmax: dx = s·y·(g − Σ g·y); log_softmax: dx = g − softmax(x)·Σ g = g − exp(y)·Σ g: both
   // read the output only.
@@ -235,7 +235,7 @@ struct SoftmaxBackward {
   }
   // g·y, its sum, g − Σ, ×y (4), and ×s where it is not 1.
   static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& y, int64_t, double scale) {
-    return {ops::detail::softmax_backward_flops_per_element(scale) * y.numel(), g.nbytes() + y.nbytes(), out.nbytes()};
+    return {ops::detail::softmax_backward_flops_per_element(scale) * y.numel(), ops::bytes_held(g) + ops::bytes_held(y), out.nbytes()};
   }
 };
 

@@ -122,3 +122,17 @@ TEST(LedgerCosts, ReductionsSoftmaxMatmulJoinsViews) {
     EXPECT_EQ(counter.totals(Phase::Forward).bytes_read + counter.totals(Phase::Forward).bytes_written, 0);
   }
 }
+
+TEST(LedgerCosts, AnExpandedInputIsReadAtTheBytesItHolds) {
+  // Note [Bytes read]: a stride-0 dim repeats the same bytes. An expanded batch operand of a
+  // product reads its one matrix (2048 B), not eight (16384 B); an explicitly expanded bias reads
+  // 128 B, as implicit broadcasting does.
+  const auto product = run("matmul", [] { return matmul(ones({16, 32}).expand({8, 16, 32}), ones({8, 32, 2})); });
+  EXPECT_EQ(product.bytes_read, 16 * 32 * 4 + 8 * 32 * 2 * 4);
+  const auto implicit = run("add", [] { return ones({64, 32}) + ones({32}); });
+  const auto expanded = run("add", [] { return ones({64, 32}) + ones({32}).expand({64, 32}); });
+  EXPECT_EQ(implicit.bytes_read, 64 * 32 * 4 + 32 * 4);
+  EXPECT_EQ(expanded.bytes_read, implicit.bytes_read);
+  // A scalar expanded to a matrix (a sum's gradient) is one element.
+  EXPECT_EQ(run("mul", [] { return ones({64, 16}) * full({}, 2.0).expand({64, 16}); }).bytes_read, 64 * 16 * 4 + 4);
+}

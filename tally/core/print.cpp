@@ -1,8 +1,11 @@
 // Tensor printing in PyTorch's repr format: tensor([[1., 2.], [3., 4.]], dtype=torch.float64).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "tally/core/tensor.h"
 
@@ -14,14 +17,22 @@ constexpr int64_t kSummarizeThreshold = 1000;  // torch's print options: thresho
 constexpr int64_t kEdgeItems = 3;
 constexpr size_t kLineWidth = 80;
 
+/// One element as printed: an integer or bool exactly (an int64 does not fit a double's 53 bits),
+/// a floating value as a double.
+struct Value {
+  double d = 0;
+  int64_t i = 0;
+};
+
 struct Formatter {
   bool floating = false, is_bool = false, int_mode = true, sci_mode = false;
   size_t width = 1;
 
-  std::string format(double v) const {
+  std::string format(const Value& value) const {
     char buf[64];
-    if (is_bool) return v != 0 ? "True" : "False";
-    if (!floating) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    const double v = value.d;
+    if (is_bool) return value.i != 0 ? "True" : "False";
+    if (!floating) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value.i));
     else if (std::isnan(v)) return "nan";
     else if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     else if (sci_mode) std::snprintf(buf, sizeof buf, "%.4e", v);
@@ -29,18 +40,19 @@ struct Formatter {
     else std::snprintf(buf, sizeof buf, "%.4f", v);
     return buf;
   }
-  std::string padded(double v) const {
+  std::string padded(const Value& v) const {
     std::string s = format(v);
     return std::string(width > s.size() ? width - s.size() : 0, ' ') + s;
   }
 };
 
-double value_at(const Tensor& t, const std::vector<int64_t>& idx) {
+Value value_at(const Tensor& t, const std::vector<int64_t>& idx) {
   int64_t off = 0;
   for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t.strides()[d];
   return dispatch(t.dtype(), "print", [&]<class T>() {
     const T* p = static_cast<const T*>(t.data_ptr()) + off;
-    return static_cast<double>(static_cast<compute_t<T>>(*p));
+    if constexpr (std::is_integral_v<T>) return Value{static_cast<double>(*p), static_cast<int64_t>(*p)};
+    else return Value{static_cast<double>(static_cast<compute_t<T>>(*p)), 0};
   });
 }
 
@@ -57,7 +69,7 @@ std::vector<int64_t> shown(int64_t n, bool summarize) {
   return out;
 }
 
-void collect(const Tensor& t, std::vector<int64_t>& idx, bool summarize, std::vector<double>& values) {
+void collect(const Tensor& t, std::vector<int64_t>& idx, bool summarize, std::vector<Value>& values) {
   const size_t d = idx.size();
   if (static_cast<int64_t>(d) == t.dim()) {
     values.push_back(value_at(t, idx));
@@ -109,63 +121,87 @@ void render(const Tensor& t, std::vector<int64_t>& idx, bool summarize, const Fo
   os << ']';
 }
 
-}  // namespace
-
-std::string Tensor::to_string() const {
-  if (!defined()) return "[ Tensor (undefined) ]";
-  if (device().is_meta()) {
-    // No values to print: PyTorch's form, tensor(..., device='meta', size=(2, 3)).
-    std::ostringstream os;
-    os << "tensor(..., device='meta', size=(";
-    for (int64_t d = 0; d < dim(); ++d) os << (d ? ", " : "") << size(d);
-    os << (dim() == 1 ? ",)" : ")");
-    if (dtype() != kFloat32) os << ", dtype=torch." << dtype_name(dtype());
-    os << ')';
-    return os.str();
-  }
-  if (!is_cpu()) {
-    // PyTorch prints a GPU tensor's values like a CPU one's, then names its device.
-    std::string s = cpu().to_string();
-    const size_t dtype_at = s.rfind(", dtype=");
-    s.insert(dtype_at != std::string::npos ? dtype_at : s.size() - 1, ", device='" + device().str() + "'");
-    return s;
-  }
-  std::ostringstream os;
-  os << "tensor(";
-  const bool summarize = numel() > kSummarizeThreshold;
+/// The values part of the repr, from "[" to "]", with torch's formatter (_tensor_str.py): the
+/// column width comes from the nonzero finite values only, so nan, inf and 0 do not widen it.
+std::string values_str(const Tensor& t) {
+  const bool summarize = t.numel() > kSummarizeThreshold;
   Formatter f;
-  f.floating = is_floating_point();
-  f.is_bool = dtype() == kBool;
-  std::vector<double> values;
+  f.floating = t.is_floating_point();
+  f.is_bool = t.dtype() == kBool;
+  std::vector<Value> values;
   std::vector<int64_t> idx;
-  collect(*this, idx, summarize, values);
+  collect(t, idx, summarize, values);
   if (f.floating) {
     double max_abs = 0, min_abs = INFINITY;
-    for (double v : values) {
-      if (!std::isfinite(v)) continue;
-      if (v != std::nearbyint(v)) f.int_mode = false;
-      if (v != 0) {
-        max_abs = std::max(max_abs, std::abs(v));
-        min_abs = std::min(min_abs, std::abs(v));
-      }
+    for (const Value& v : values) {
+      if (!std::isfinite(v.d) || v.d == 0) continue;
+      if (v.d != std::nearbyint(v.d)) f.int_mode = false;
+      max_abs = std::max(max_abs, std::abs(v.d));
+      min_abs = std::min(min_abs, std::abs(v.d));
     }
     if (min_abs != INFINITY) {
       // torch's rule: integer-valued tensors too switch to scientific notation on a wide range.
       f.sci_mode = max_abs / min_abs > 1000 || max_abs > 1e8 || (!f.int_mode && min_abs < 1e-4);
     }
   }
-  for (double v : values) f.width = std::max(f.width, f.format(v).size());
-  if (numel() == 0) os << "[]";
-  else render(*this, idx, summarize, f, 7, os);
-  const bool default_dtype = dtype() == kFloat32 || dtype() == kInt64 || dtype() == kBool;
-  if (numel() == 0 && dim() != 1) os << ", size=(" << [&] {
-      std::string s;
-      for (int64_t i = 0; i < dim(); ++i) s += (i ? ", " : "") + std::to_string(sizes()[i]);
-      return s + (dim() == 1 ? "," : "");
-    }() << ')';
-  if (!default_dtype) os << ", dtype=torch." << dtype_name(dtype());
-  os << ')';
+  for (const Value& v : values) {
+    if (f.floating && (!std::isfinite(v.d) || v.d == 0)) continue;
+    f.width = std::max(f.width, f.format(v).size());
+  }
+  std::ostringstream os;
+  render(t, idx, summarize, f, 7, os);
   return os.str();
+}
+
+/// A shape as Python prints a tuple: (2, 3), (0,), ().
+std::string shape_tuple(IntArrayRef sizes) {
+  std::string s = "(";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + (sizes.size() == 1 ? ",)" : ")");
+}
+
+/// torch's _add_suffixes: each suffix (device=..., size=..., dtype=...) follows ", " on the last
+/// line, or starts a new line indented under the values when it would pass the line width. The
+/// last line's length is counted as torch counts it, two more than its characters.
+std::string add_suffixes(std::string s, const std::vector<std::string>& suffixes, size_t indent) {
+  const size_t newline = s.rfind('\n');
+  size_t last_line = newline == std::string::npos ? s.size() + 2 : s.size() - newline + 1;
+  for (const std::string& suffix : suffixes) {
+    if (last_line + suffix.size() + 2 > kLineWidth) {
+      s += ",\n" + std::string(indent, ' ') + suffix;
+      last_line = indent + suffix.size();
+    } else {
+      s += ", " + suffix;
+      last_line += suffix.size() + 2;
+    }
+  }
+  return s + ')';
+}
+
+}  // namespace
+
+std::string Tensor::to_string() const {
+  if (!defined()) return "[ Tensor (undefined) ]";
+  const std::string dtype_suffix = "dtype=torch." + std::string(dtype_name(dtype()));
+  std::vector<std::string> suffixes;
+  // A GPU tensor's values print like a CPU one's, then its device is named; a meta tensor has no
+  // values to print: tensor(..., device='meta', size=(2, 3)).
+  if (!is_cpu()) suffixes.push_back("device='" + device().str() + "'");
+  std::string body;
+  if (device().is_meta()) {
+    suffixes.push_back("size=" + shape_tuple(sizes()));
+    if (dtype() != kFloat32) suffixes.push_back(dtype_suffix);
+    body = "...";
+  } else if (numel() == 0) {
+    // No elements to infer an int64 or bool dtype from, so only float32 goes without its name.
+    if (dim() != 1) suffixes.push_back("size=" + shape_tuple(sizes()));
+    if (dtype() != kFloat32) suffixes.push_back(dtype_suffix);
+    body = "[]";
+  } else {
+    if (dtype() != kFloat32 && dtype() != kInt64 && dtype() != kBool) suffixes.push_back(dtype_suffix);
+    body = values_str(is_cpu() ? *this : cpu());
+  }
+  return add_suffixes("tensor(" + body, suffixes, 7);
 }
 
 }  // namespace tally

@@ -90,18 +90,27 @@ template <> struct compute_type<Float8_e4m3fn> { using type = float; };
 template <> struct compute_type<Float8_e5m2> { using type = float; };
 template <class T> using compute_t = typename compute_type<T>::type;
 
+/// True for the 16- and 8-bit float storage types, which convert through float.
+template <class T>
+inline constexpr bool is_narrow_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
+                                          std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2>;
+
 /// Convert a compute value to a storage type (round to nearest even for the narrow floats).
+/// To bool it is v != 0 in v's own type, so a double too small for float (1e-50) stays true, as
+/// in PyTorch; the narrow floats compare through float, which holds them exactly.
 /// Always inline, as the storage types' conversions are (half.h).
 template <class T, class V>
 [[gnu::always_inline]] inline T cast_to(V v) {
-  if constexpr (std::is_same_v<T, bool>) return static_cast<float>(v) != 0.0f;
-  else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
-                     std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2>)
+  if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_narrow_float_v<V>) return static_cast<float>(v) != 0.0f;
+    else return v != V(0);
+  } else if constexpr (is_narrow_float_v<T>) {
     return T(static_cast<float>(v));
-  else if constexpr (std::is_same_v<V, Half> || std::is_same_v<V, BFloat16> ||
-                     std::is_same_v<V, Float8_e4m3fn> || std::is_same_v<V, Float8_e5m2>)
+  } else if constexpr (is_narrow_float_v<V>) {
     return static_cast<T>(static_cast<float>(v));
-  else return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 namespace detail {

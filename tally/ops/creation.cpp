@@ -109,15 +109,33 @@ Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, opti
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
   const Dtype dt = options.dtype_or(floating ? kFloat32 : kInt64);
-  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  TALLY_CHECK(st != 0, "arange: step must be nonzero");
-  TALLY_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
-  TALLY_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
-  int64_t n = floating ? static_cast<int64_t>(std::ceil((e - s) / st))
-                       : (end.to_long() - start.to_long() + step.to_long() + (st > 0 ? -1 : 1)) / step.to_long();
+  TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"arange_cpu\" not implemented for 'Bool'");
+  int64_t n = 0;
+  if (is_integral(dt)) {
+    // As PyTorch: an integral dtype computes in int64, so start, end and step truncate first
+    // (arange(0, 2.5, 0.5, kInt64) has step 0). The count comes from the truncated bounds for
+    // int64 but from the bounds as given for int32 and uint8, as PyTorch's arange_out does:
+    // arange(0., 5.5, 1.5) is [0, 1, 2, 3, 4] in int64 and [0, 1, 2, 3] in int32.
+    const int64_t s = start.to_long(), e = end.to_long(), st = step.to_long();
+    TALLY_CHECK(st != 0, "arange: step must be nonzero (step ", step.to_double(), " truncated to ", dtype_name(dt), ")");
+    TALLY_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
+    const double count = dt == kInt64 ? static_cast<double>((e - s + st + (st > 0 ? -1 : 1)) / st)
+                                      : std::ceil((end.to_double() - start.to_double()) / step.to_double());
+    TALLY_CHECK(count >= 0, "arange: invalid size ", count, " for start ", start.to_double(), ", end ", end.to_double(),
+                ", step ", step.to_double());
+    n = static_cast<int64_t>(count);
+  } else {
+    const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+    TALLY_CHECK(st != 0, "arange: step must be nonzero");
+    TALLY_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
+    TALLY_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
+    n = floating ? static_cast<int64_t>(std::ceil((e - s) / st))
+                 : (end.to_long() - start.to_long() + step.to_long() + (st > 0 ? -1 : 1)) / step.to_long();
+  }
   return made_on_host({n}, dt, options, [&](Tensor& t) {
     dispatch(dt, "arange", [&]<class T>() {
       T* p = t.data_ptr<T>();
+      const double s = start.to_double(), st = step.to_double();
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(start.to_long() + i * step.to_long());
         else p[i] = cast_to<T>(s + static_cast<double>(i) * st);
@@ -143,7 +161,7 @@ void collect_shape(const NestedList& l, size_t depth, std::vector<int64_t>& shap
   if (!l.items().empty()) collect_shape(l.items()[0], depth + 1, shape);
 }
 
-void flatten_leaves(const NestedList& l, size_t depth, const std::vector<int64_t>& shape, std::vector<double>& out,
+void flatten_leaves(const NestedList& l, size_t depth, const std::vector<int64_t>& shape, std::vector<Scalar>& out,
                     Scalar::Kind& kind) {
   if (!l.is_list()) {
     TALLY_CHECK(depth == shape.size(), "tensor: expected a sequence at depth ", depth, " but found a number");
@@ -156,13 +174,23 @@ void flatten_leaves(const NestedList& l, size_t depth, const std::vector<int64_t
               " (got ", l.items().size(), ")");
   for (const NestedList& item : l.items()) flatten_leaves(item, depth + 1, shape, out, kind);
 }
+
+/// A leaf as element type T: an integer leaf converts from its int64 (exact for int64, rounded
+/// once for a float), a floating one from its double; bool is value != 0.
+template <class T>
+T element_from(const Scalar& v) {
+  if constexpr (std::is_same_v<T, bool>) return v.is_floating_point() ? v.to_double() != 0 : v.to_long() != 0;
+  else if constexpr (std::is_integral_v<T>) return static_cast<T>(v.to_long());  // a float truncates, then wraps
+  else if (v.is_floating_point()) return cast_to<T>(v.to_double());
+  else return cast_to<T>(v.to_long());
+}
 }  // namespace
 
 Tensor tensor(const NestedList& data, TensorOptions options) {
   const std::optional<Dtype> dtype = options.dtype_opt();
   std::vector<int64_t> shape;
   collect_shape(data, 0, shape);
-  std::vector<double> values;
+  std::vector<Scalar> values;
   Scalar::Kind kind = Scalar::Kind::Bool;
   flatten_leaves(data, 0, shape, values, kind);
   if (values.empty() && !dtype) kind = Scalar::Kind::Float;  // torch.tensor([]) is float32
@@ -170,10 +198,7 @@ Tensor tensor(const NestedList& data, TensorOptions options) {
   return made_on_host(shape, dt, options, [&](Tensor& t) {
     dispatch(dt, "tensor", [&]<class T>() {
       T* p = t.data_ptr<T>();
-      for (size_t i = 0; i < values.size(); ++i) {
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) p[i] = static_cast<T>(static_cast<int64_t>(values[i]));
-        else p[i] = cast_to<T>(values[i]);
-      }
+      for (size_t i = 0; i < values.size(); ++i) p[i] = element_from<T>(values[i]);
     });
   });
 }

@@ -48,27 +48,27 @@ Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 /// tensor, where it is a meta tensor too, so a meta run counts the bytes a real run holds.
 Tensor wrapped_number(Scalar value, Dtype dtype, const Tensor& like);
 
-/// A nested list of numbers for tally::tensor: {{1., 2, 3}, {4, 5, 6}}.
+/// A nested list of numbers for tally::tensor: {{1., 2, 3}, {4, 5, 6}}. A leaf keeps its number
+/// as a Scalar, so an int64 past 2^53 stays exact.
 class NestedList {
  public:
-  NestedList(double v) : value_(v), kind_(Scalar::Kind::Float) {}    // NOLINT
-  NestedList(float v) : value_(v), kind_(Scalar::Kind::Float) {}     // NOLINT
-  NestedList(int v) : value_(v), kind_(Scalar::Kind::Int) {}         // NOLINT
-  NestedList(int64_t v) : value_(static_cast<double>(v)), kind_(Scalar::Kind::Int) {}  // NOLINT
-  NestedList(bool v) : value_(v), kind_(Scalar::Kind::Bool) {}       // NOLINT
+  NestedList(double v) : value_(v) {}    // NOLINT
+  NestedList(float v) : value_(v) {}     // NOLINT
+  NestedList(int v) : value_(v) {}       // NOLINT
+  NestedList(int64_t v) : value_(v) {}   // NOLINT
+  NestedList(bool v) : value_(v) {}      // NOLINT
   NestedList(std::initializer_list<NestedList> items) : items_(items), is_list_(true) {}  // NOLINT
   /// Leaf value.
-  double value() const { return value_; }
+  const Scalar& value() const { return value_; }
   /// Leaf kind.
-  Scalar::Kind kind() const { return kind_; }
+  Scalar::Kind kind() const { return value_.kind(); }
   /// Children, when a list.
   const std::vector<NestedList>& items() const { return items_; }
   /// Whether this is a list (possibly empty) rather than a number.
   bool is_list() const { return is_list_; }
 
  private:
-  double value_ = 0;
-  Scalar::Kind kind_ = Scalar::Kind::Bool;
+  Scalar value_;
   std::vector<NestedList> items_;
   bool is_list_ = false;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tally/dtype/finfo.h"
 #include "tally/kernels/cpu/box_muller.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/parallel.h"
@@ -17,6 +18,24 @@ namespace tally {
 namespace {
 
 double uniform01(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+/// Note [Uniform bits per dtype]: a uniform on [0, 1) for a dtype with `digits` significand bits
+/// (float64 53, float32 24, float16 11, bfloat16 8, as std::numeric_limits counts them) is k · 2^-digits
+/// with k the top `digits` of the counter's 64 bits, as PyTorch draws it (uniform_real in
+/// its TransformationHelper.h, which takes as many random bits as the dtype's mantissa holds).
+/// Every such value is exact in the dtype, so none rounds up to 1, as 53 bits rounded to the
+/// dtype did (2^-9 of bfloat16 draws came out as 1.0); float64's stream is uniform01's, and
+/// a float32 value is its float64 value truncated to 24 bits.
+struct UniformBits {
+  int shift;     // 64 - digits
+  double scale;  // 2^-digits
+  explicit UniformBits(Dtype d) {
+    const int digits = 1 - std::ilogb(finfo(d).eps);
+    shift = 64 - digits;
+    scale = std::ldexp(1.0, -digits);
+  }
+  double operator()(uint64_t bits) const { return static_cast<double>(bits >> shift) * scale; }
+};
 
 /// Standard normals for counters [c, c + n) into out. Box–Muller turns the uniforms of an
 /// even/odd counter pair (2k, 2k + 1) into two independent normals, r·cos θ for the even counter and
@@ -80,15 +99,16 @@ double erfinv(double y) {
 }
 
 /// Write the values of counters first .. first + numel into t, in chunks: block(g, c, n, out)
-/// writes n doubles for counters c .. c + n. Parallel; the result does not depend on the threads.
-template <class Block>
+/// writes n values of type V (double, or int64_t for integers that must stay exact) for counters
+/// c .. c + n. Parallel; the result does not depend on the threads.
+template <class V, class Block>
 void fill_blocks(Tensor& t, const Generator& g, uint64_t first, Block block) {
   Tensor dst = t.is_contiguous() ? t : empty(t.sizes(), t.dtype());
   dispatch(t.dtype(), "random", [&]<class T>() {
     T* p = static_cast<T*>(dst.data_ptr());
     kernels::parallel_for(dst.numel(), 4096, [&](int64_t b, int64_t e) {
       constexpr int64_t kChunk = 256;
-      double values[kChunk];
+      V values[kChunk];
       for (int64_t i = b; i < e; i += kChunk) {
         const int64_t n = std::min(kChunk, e - i);
         block(g, first + static_cast<uint64_t>(i), n, values);
@@ -107,7 +127,8 @@ template <class F>
 void fill_with(Tensor& t, Generator* gen, F value_at) {
   Generator& g = gen ? *gen : default_generator();
   const uint64_t first = g.reserve(static_cast<uint64_t>(t.numel()));
-  fill_blocks(t, g, first, [&](const Generator& gg, uint64_t c, int64_t n, double* out) {
+  using V = decltype(value_at(g, first));
+  fill_blocks<V>(t, g, first, [&](const Generator& gg, uint64_t c, int64_t n, V* out) {
     for (int64_t k = 0; k < n; ++k) out[k] = value_at(gg, c + static_cast<uint64_t>(k));
   });
 }
@@ -119,7 +140,7 @@ void fill_normal(Tensor& t, Generator* gen, double mean, double std) {
   const uint64_t reserved = g.reserve(n + 2);  // room to round the start up and the end to a whole pair
   const uint64_t first = (reserved + 1) & ~uint64_t{1};
   const bool in_float = t.dtype() != kFloat64;  // float32, the half types and fp8 keep float's precision or less
-  fill_blocks(t, g, first, [&](const Generator& gg, uint64_t c, int64_t count, double* out) {
+  fill_blocks<double>(t, g, first, [&](const Generator& gg, uint64_t c, int64_t count, double* out) {
     if (in_float) cpu_kernels().run<&normals_float>(gg, c, count, out);  // per target (Note [CPU kernel dispatch])
     else normals(gg, c, count, out);
     if (mean != 0.0 || std != 1.0)
@@ -177,7 +198,8 @@ Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
 Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
   const Dtype dtype = options.dtype_or(kFloat32);
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"check_uniform_bounds\" not implemented for '", dtype_name(dtype), "'");
-  return fresh(random_fill(empty(sizes, options.dtype(dtype)), gen, [](const Generator& g, uint64_t c) { return uniform01(g.bits(c)); }));
+  const UniformBits uniform(dtype);  // Note [Uniform bits per dtype]
+  return fresh(random_fill(empty(sizes, options.dtype(dtype)), gen, [uniform](const Generator& g, uint64_t c) { return uniform(g.bits(c)); }));
 }
 
 Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
@@ -188,9 +210,11 @@ Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
   TALLY_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
-  const uint64_t range = static_cast<uint64_t>(high - low);
+  // In uint64 arithmetic, which wraps where int64 would overflow (high - low can exceed
+  // INT64_MAX), and returning an int64: a double would round values past 2^53.
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   return fresh(random_fill(empty(sizes, options.dtype(options.dtype_or(kInt64))), gen, [=](const Generator& g, uint64_t c) {
-    return static_cast<double>(low + static_cast<int64_t>(g.bits(c) % range));
+    return static_cast<int64_t>(static_cast<uint64_t>(low) + g.bits(c) % range);
   }));
 }
 
@@ -211,7 +235,11 @@ Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
   NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
   TALLY_CHECK(std::isfinite(a) && std::isfinite(b), "uniform_: the range [", a, ", ", b, ") must be finite");
   TALLY_CHECK(a <= b, "uniform_ expects to return a [from, to) range, but found from=", a, " > to=", b);
-  random_fill(t, gen, [=](const Generator& g, uint64_t c) { return a + (b - a) * uniform01(g.bits(c)); });
+  // As PyTorch: the dtype's number of random bits (Note [Uniform bits per dtype]), scaled in
+  // double; U(0, 1) is then < 1 in every dtype.
+  TALLY_CHECK_TYPE_ERROR(t.is_floating_point(), "\"check_uniform_bounds\" not implemented for '", dtype_name(t.dtype()), "'");
+  const UniformBits uniform(t.dtype());
+  random_fill(t, gen, [=](const Generator& g, uint64_t c) { return a + (b - a) * uniform(g.bits(c)); });
   return t;
 }
 

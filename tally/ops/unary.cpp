@@ -378,7 +378,9 @@ struct PowScalar {
   static constexpr bool elementwise = true;
   static ops::OutputSpec meta(const Tensor& x, Scalar exponent) {
     const Dtype dt = result_type(x, exponent);
-    if (is_integral(dt) || dt == kBool) {
+    // bool ** True stays bool, which PyTorch's pow kernels do not take (bool ** 2 is int64).
+    TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"pow\" not implemented for 'Bool'");
+    if (is_integral(dt)) {
       TALLY_CHECK(exponent.to_long() >= 0 || exponent.is_floating_point(), "Integers to negative integer powers are not allowed.");
     }
     check_arith(dt, "pow");
@@ -557,7 +559,7 @@ struct Triangle {
     }
     return out;
   }
-  static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {0, x.nbytes(), out.nbytes()}; }
+  static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {0, ops::bytes_held(x), out.nbytes()}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor&, int64_t diagonal, bool upper) {
     return {upper ? triu(c.grad, diagonal) : tril(c.grad, diagonal)};
   }

@@ -5,6 +5,10 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <utility>
 
 #include "tally/tally.h"
 
@@ -15,6 +19,9 @@ double correlation(const Tensor& a, const Tensor& b) {
   Tensor x = a.to(kFloat64) - a.to(kFloat64).mean(), y = b.to(kFloat64) - b.to(kFloat64).mean();
   return (x * y).sum().item<double>() / std::sqrt((x * x).sum().item<double>() * (y * y).sum().item<double>());
 }
+
+/// floor() of a non-negative float64 tensor (through int64, which truncates).
+Tensor floor_nonnegative(const Tensor& t) { return t.to(kInt64).to(kFloat64); }
 
 double fraction(const Tensor& mask) { return mask.to(kFloat64).mean().item<double>(); }
 
@@ -91,6 +98,57 @@ TEST(Random, NormalInitFillsEveryElementOfAView) {
   EXPECT_LT(base.max().item<double>(), 10.0);  // nothing left at 100
   EXPECT_NEAR(base.mean().item<double>(), 2.0, 0.05);
   EXPECT_NEAR(std::sqrt(base.var().item<double>()), 0.5, 0.05);
+}
+
+TEST(Random, UniformIsBelowOneInEveryDtype) {
+  // torch draws rand with as many random bits as the dtype's significand holds (24 for float32,
+  // 8 for bfloat16, 11 for float16, 53 for float64), so the value is exact and below 1:
+  // torch.manual_seed(0); (torch.rand(10**6, dtype=torch.bfloat16) == 1).sum() -> tensor(0)
+  // (rounding 53 bits to bfloat16 gave 1914 ones).
+  const std::pair<Dtype, int> digits[] = {{kFloat32, 24}, {kFloat64, 53}, {kFloat16, 11}, {kBFloat16, 8}};
+  for (auto [dtype, bits] : digits) {
+    manual_seed(0);
+    Tensor u = rand({1000000}, dtype).to(kFloat64);
+    EXPECT_LT(u.max().item<double>(), 1.0) << dtype;
+    EXPECT_GE(u.min().item<double>(), 0.0) << dtype;
+    EXPECT_NEAR(u.mean().item<double>(), 0.5, 0.002) << dtype;
+    // Every value is k / 2^digits: the draw uses exactly the dtype's bits.
+    Tensor k = u * std::ldexp(1.0, bits);
+    EXPECT_TRUE(k.equal(floor_nonnegative(k))) << dtype;
+    // nn::init::uniform_ is built on the same draw: U(0, 1) is below 1 too.
+    Tensor w = empty({1000000}, dtype);
+    nn::init::uniform_(w);
+    EXPECT_LT(w.to(kFloat64).max().item<double>(), 1.0) << dtype;
+  }
+}
+
+TEST(Random, NarrowUniformsAreTheFloat64DrawTruncated) {
+  // A seed gives one stream: a dtype with fewer bits keeps the top bits of the float64 draw, so
+  // float32's value is float64's rounded down to 24 bits (and bfloat16's to 8).
+  Generator g64(7), g32(7), g16(7);
+  Tensor u64 = rand({100000}, kFloat64, &g64);
+  Tensor u32 = rand({100000}, kFloat32, &g32).to(kFloat64);
+  Tensor ubf = rand({100000}, kBFloat16, &g16).to(kFloat64);
+  EXPECT_TRUE(u32.equal(floor_nonnegative(u64 * std::ldexp(1.0, 24)) * std::ldexp(1.0, -24)));
+  EXPECT_TRUE(ubf.equal(floor_nonnegative(u64 * std::ldexp(1.0, 8)) * std::ldexp(1.0, -8)));
+}
+
+TEST(Random, RandintIsExactPast2To53) {
+  // torch.randint(2**60, 2**60 + 10, (1000,)).unique() -> all ten values 2**60 .. 2**60 + 9
+  // (through a double every draw came out as 2**60).
+  manual_seed(0);
+  const int64_t low = int64_t{1} << 60;
+  Tensor r = randint(low, low + 10, {1000});
+  ASSERT_EQ(r.dtype(), kInt64);
+  const int64_t* p = r.data_ptr<int64_t>();
+  std::set<int64_t> seen(p, p + r.numel());
+  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_EQ(*seen.begin(), low);
+  EXPECT_EQ(*seen.rbegin(), low + 9);
+  // The full int64 range, whose width overflows int64: every value in [low, high).
+  Tensor wide = randint(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), {1000});
+  EXPECT_LT(wide.max().item<int64_t>(), std::numeric_limits<int64_t>::max());
+  EXPECT_LT(wide.min().item<int64_t>(), 0);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tally/tally.h"
+#include "tests/elements.h"
 #include "tests/expect_error.h"
 
 using namespace tally;
@@ -18,10 +19,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<double> values(const Tensor& t) {
-  const Tensor c = t.to(kFloat64).contiguous();
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
+std::vector<double> values(const Tensor& t) { return tally::test::elements<double>(t); }
 
 }  // namespace
 

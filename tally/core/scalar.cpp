@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "tally/dtype/finfo.h"
 #include "tally/error/error.h"
@@ -43,12 +44,8 @@ void check_scalar_fits(Scalar value, Dtype dtype, std::string_view op) {
     });
   }
   if (overflow) {
-    if (value.is_floating_point()) {
-      throw ValueError(detail::str_cat(op, ": value ", value.to_double(), " cannot be converted to type ", dtype_name(dtype),
-                                       " without overflow"));
-    }
-    throw ValueError(detail::str_cat(op, ": value ", value.to_long(), " cannot be converted to type ", dtype_name(dtype),
-                                     " without overflow"));
+    const std::string text = value.is_floating_point() ? detail::str_cat(value.to_double()) : std::to_string(value.to_long());
+    throw ValueError(detail::str_cat(op, ": value ", text, " cannot be converted to type ", dtype_name(dtype), " without overflow"));
   }
 }
 

@@ -301,6 +301,7 @@ Tensor to_returned_index(const Tensor& g, const Tensor& x, const Tensor&, IntArr
 /// The values of max(x, dim) and min(x, dim): amax's and amin's folds, the returned index's gradient.
 template <class Extreme, bool IsMax>
 struct ValuesAtIndexDef : Extreme {
+  using Kernel = Extreme;  // the same fold: amax's and amin's compiled kernels serve
   static constexpr std::string_view name = IsMax ? "max" : "min";
   static constexpr bool reads_x = true, reads_out = false;  // Note [Saved tensors]
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) { return to_returned_index<IsMax>(g, x, out, dims); }
@@ -374,6 +375,12 @@ struct ReducePlan {
   }
 };
 
+/// The definition whose compiled kernel runs Def: its own, unless it names another with the same
+/// fold (`using Kernel`), so that a definition differing only in name and gradient adds no kernel.
+template <class Def> struct KernelDefOf { using type = Def; };
+template <class Def> requires requires { typename Def::Kernel; } struct KernelDefOf<Def> { using type = typename Def::Kernel; };
+template <class Def> using KernelDef = typename KernelDefOf<Def>::type;
+
 template <class Def>
 struct Reduce {
   static constexpr std::string_view name = Def::name;
@@ -412,17 +419,17 @@ struct Reduce {
     // Rows: each result's inputs contiguous.
     Tensor rows = src.permute(order);
     if (auto s = geometry::view_strides(rows.sizes(), rows.strides(), {outer, inner}); inner == 0 || (s && (inner == 1 || (*s)[1] == 1))) {
-      return cpu_kernels().run<&Reduce::kernel>(rows.data_ptr(), outer, inner, s ? (*s)[0] : inner, false, src.dtype(), out.data_ptr());
+      return cpu_kernels().run<&Reduce<KernelDef<Def>>::kernel>(rows.data_ptr(), outer, inner, s ? (*s)[0] : inner, false, src.dtype(), out.data_ptr());
     }
     // Columns: the results contiguous, inputs strided (a sum over dim 0).
     std::vector<int64_t> corder = plan.reduced;
     corder.insert(corder.end(), plan.kept.begin(), plan.kept.end());
     Tensor cols = src.permute(corder);
     if (auto s = geometry::view_strides(cols.sizes(), cols.strides(), {inner, outer}); s && (*s)[1] == 1) {
-      return cpu_kernels().run<&Reduce::kernel>(cols.data_ptr(), outer, inner, (*s)[0], true, src.dtype(), out.data_ptr());
+      return cpu_kernels().run<&Reduce<KernelDef<Def>>::kernel>(cols.data_ptr(), outer, inner, (*s)[0], true, src.dtype(), out.data_ptr());
     }
     Tensor packed = rows.contiguous();
-    cpu_kernels().run<&Reduce::kernel>(packed.data_ptr(), outer, inner, inner, false, src.dtype(), out.data_ptr());
+    cpu_kernels().run<&Reduce<KernelDef<Def>>::kernel>(packed.data_ptr(), outer, inner, inner, false, src.dtype(), out.data_ptr());
   }
   /// outer results, each folding inner elements of x: rows `stride` apart (or, with `columns`,
   /// the results contiguous and the inner elements `stride` apart). Built once per target
@@ -590,5 +597,4 @@ Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const { r
 }  // namespace tally
 
 TALLY_CPU_KERNELS(reduce, &Reduce<SumDef>::kernel, &Reduce<ProdDef>::kernel, &Reduce<AmaxDef>::kernel, &Reduce<AminDef>::kernel,
-                  &Reduce<ArgmaxDef>::kernel, &Reduce<ArgminDef>::kernel, &Reduce<AnyDef>::kernel, &Reduce<AllDef>::kernel,
-                  &Reduce<MaxDimDef>::kernel, &Reduce<MinDimDef>::kernel)
+                  &Reduce<ArgmaxDef>::kernel, &Reduce<ArgminDef>::kernel, &Reduce<AnyDef>::kernel, &Reduce<AllDef>::kernel)

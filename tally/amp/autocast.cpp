@@ -78,8 +78,11 @@ Tensor AutocastGuard::cast(const Tensor& t, Dtype dtype) {
   const bool weight = dtype == dtype_ && t.dtype() == kFloat32 && t.is_leaf() && t.requires_grad();
   if (!weight) return t.to(dtype);
   auto [it, fresh] = cache_.try_emplace(&t.impl());
-  if (fresh) {
-    it->second = {t, t.to(dtype)};
+  const uint64_t version = ops::detail::version_of(t);
+  const bool grad_mode = GradMode::is_enabled();
+  const bool stale = !fresh && (it->second.version != version || (grad_mode && !it->second.with_grad));
+  if (fresh || stale) {
+    it->second = {t, t.to(dtype), version, grad_mode};
     if (it->second.cast.storage()) accounting::set_memory_category(it->second.cast, MemoryCategory::WorkingCopies);
   }
   return it->second.cast;

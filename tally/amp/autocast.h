@@ -15,7 +15,10 @@
 // back), so parameters stay float32 master weights and receive float32 gradients. The cast of a
 // float32 leaf that requires grad (a weight) is cached for the guard's life, so a weight used
 // twice in a forward is converted once; those copies count as working copies in the memory
-// tracker. Backward runs without casts (its rules keep each gradient in its tensor's dtype).
+// tracker. A cached copy is made again when its weight has been written since (an optimizer step
+// inside the guard), and when it was made without gradient mode and is asked for with it (a
+// metric under NoGradGuard would otherwise take the weights' gradients away from the next
+// forward). Backward runs without casts (its rules keep each gradient in its tensor's dtype).
 //
 // The table follows PyTorch's autocast lists: the lower-precision list is PyTorch 1.13's CPU one
 // (matmul, mm, bmm, linear, einsum via matmul), with scaled_dot_product_attention from PyTorch
@@ -71,6 +74,8 @@ class AutocastGuard final : public ops::AutocastHook {
   struct Cached {
     Tensor source;  ///< held so that its address cannot be reused by another tensor while cached
     Tensor cast;
+    uint64_t version = 0;    ///< the source's storage version when cast
+    bool with_grad = false;  ///< made in gradient mode, so the copy carries the weight's history
   };
   std::unordered_map<const void*, Cached> cache_;
 };

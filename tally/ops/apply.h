@@ -176,6 +176,13 @@ struct BackwardContext {
 // garbage. Stand-ins are not checked by the version counter, as PyTorch does not check what it
 // did not save.
 
+// Note [Second backward]
+// A backward without retain_graph frees what each node kept; running a node again after that
+// raises "Trying to backward through the graph a second time". A node that kept no values (its
+// rule reads only shapes: sum, view, a product by a number) has nothing to free, so it stays
+// runnable, as PyTorch's nodes that saved only sizes do: `l = w.sum(); l.backward(); l.backward()`
+// accumulates twice there and here, while `(w * w).sum()` raises on the second call in both.
+
 /// Which of a node's tensors its backward rule reads: per tensor input in argument order (a
 /// missing entry means kept), and the output.
 struct SavedTensors {
@@ -444,8 +451,15 @@ struct OpNode final : Node {
     BackwardContext ctx{grad_output, out, needs};
     return std::apply([&](const auto&... a) { return Op::backward(ctx, a...); }, args);
   }
+  /// After a backward without retain_graph: let go of the values kept. A node that kept none (its
+  /// rule reads shapes only, as sum's and view's) can run again, as PyTorch's nodes that saved
+  /// only sizes can (Note [Second backward]).
   void release() override {
     let_go();
+    bool kept_values = out.defined() && !is_stand_in(out);
+    std::apply([&](const auto&... a) { for_each_tensor([&](const Tensor& t) { kept_values = kept_values || (t.defined() && !is_stand_in(t)); }, a...); },
+               args);
+    if (!kept_values) return;
     args = {};
     out = Tensor();
     released = true;

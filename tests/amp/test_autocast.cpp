@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <vector>
+
 #include "expect_error.h"
 #include "tally/tally.h"
 
@@ -83,6 +86,55 @@ TEST(Autocast, GradientsReachTheMasterWeightsAsThroughExplicitCasts) {
   mse_loss(gelu(matmul(x.to(kBFloat16), v.to(kBFloat16))).to(kFloat32), t).backward();
   EXPECT_EQ(w.grad().dtype(), kFloat32);
   EXPECT_TRUE(same_values(w.grad(), v.grad()));
+}
+
+// One guard around a whole training loop: each step must see the weights the last step wrote
+// (the cached copy was stale, and its freed graph raised on the second backward) and train as a
+// guard per forward does.
+TEST(Autocast, AGuardAroundTheLoopSeesEachStepsWeights) {
+  Generator gen(6);
+  const Tensor x = randn({4, 8}, {}, &gen), w0 = randn({3, 8}, {}, &gen);
+  const Tensor target = tensor({0, 1, 2, 0}, TensorOptions(kInt64));
+  auto train = [&](bool one_guard) {
+    Tensor w = w0.clone().requires_grad_();
+    optim::SGD sgd({w}, optim::SGDOptions(1.0));
+    std::optional<AutocastGuard> outer;
+    if (one_guard) outer.emplace(kBFloat16);
+    std::vector<double> losses;
+    for (int step = 0; step < 4; ++step) {
+      Tensor loss;
+      {
+        std::optional<AutocastGuard> inner;
+        if (!one_guard) inner.emplace(kBFloat16);
+        loss = cross_entropy(nn::F::linear(x, w), target);
+      }
+      loss.backward();
+      sgd.step();
+      sgd.zero_grad();
+      losses.push_back(loss.item<double>());
+    }
+    return losses;
+  };
+  const std::vector<double> per_forward = train(false), whole_loop = train(true);
+  EXPECT_EQ(whole_loop, per_forward);
+  EXPECT_LT(whole_loop.back(), whole_loop.front());
+}
+
+// A forward under NoGradGuard (a metric) inside the guard, then a training forward: the weights
+// still get their gradients (the copy made without gradient mode carried no history).
+TEST(Autocast, ACastMadeWithoutGradientModeIsNotReusedWithIt) {
+  Generator gen(7);
+  nn::Linear layer(8, 3, true, {}, &gen);
+  const Tensor x = randn({4, 8}, {}, &gen);
+  AutocastGuard autocast(kBFloat16);
+  {
+    NoGradGuard no_grad;
+    layer.forward(x);
+  }
+  layer.forward(x).sum().backward();
+  ASSERT_TRUE(layer.weight.grad().defined());
+  ASSERT_TRUE(layer.bias.grad().defined());
+  EXPECT_EQ(layer.weight.grad().dtype(), kFloat32);
 }
 
 TEST(Autocast, BackwardRunsWithoutCasts) {

@@ -50,7 +50,7 @@ TEST(Autograd, Errors) {
     EXPECT_NE(std::string(e.what()).find("does not require grad and does not have a grad_fn"), std::string::npos);
   }
   Tensor w = ones({2}).requires_grad_();
-  Tensor l = (w * 3).sum();
+  Tensor l = (w * w).sum();
   l.backward();
   try {
     l.backward();

@@ -87,8 +87,12 @@ TokenFile TokenFile::open_npy(const std::string& path) {
   Storage mapping = map_file(path);
   const NpyHeader h = parse_npy_header(mapping->data(), mapping->nbytes(), path);
   const DtypeInfo* found = nullptr;
-  for (const DtypeInfo& d : kDtypes)
+  bool little_endian_supported = false;  // a big-endian '>u2' whose '<u2' a token file holds
+  for (const DtypeInfo& d : kDtypes) {
     if (d.descr == h.descr) found = &d;
+    if (h.descr.size() > 1 && h.descr[0] == '>' && d.descr.substr(1) == std::string_view(h.descr).substr(1)) little_endian_supported = true;
+  }
+  if (little_endian_supported) npy_item_size(h.descr, path);  // raises, naming the little-endian dtype to save as
   TALLY_CHECK_TYPE_ERROR(found, "'", path, "' holds .npy dtype '", h.descr,
                          "'; token files hold uint16 (<u2), int32 (<i4), uint32 (<u4) or int64 (<i8)");
   TALLY_CHECK(!h.fortran_order || h.shape.size() <= 1, "'", path, "' holds a Fortran-order array of ",

@@ -127,7 +127,7 @@ TEST_F(NumpyFiles, GatherWindowsAndBounds) {
 
 TEST_F(NumpyFiles, RefusesUnsupportedDtypes) {
   expect_error<TypeError>([] { TokenFile::open_npy(file("float32.npy")); }, {"'<f4'", "float32.npy", "uint16"});
-  expect_error<TypeError>([] { TokenFile::open_npy(file("bigendian.npy")); }, {"'>i4'", "bigendian.npy"});
+  expect_error<TypeError>([] { TokenFile::open_npy(file("bigendian.npy")); }, {"big-endian .npy dtype '>i4'", "save it as '<i4'", "bigendian.npy"});
 }
 
 TEST_F(NumpyFiles, RefusesFortranOrder) {

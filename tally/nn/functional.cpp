@@ -24,8 +24,12 @@ IntArrayRef last_sizes(const Tensor& x, int64_t n, const char* op) {
 Tensor linear(const Tensor& x_, const Tensor& weight_, const Tensor& bias_) {
   Tensor x = x_, weight = weight_, bias = bias_;
   const ops::AutocastRegion autocast("linear", {&x, &weight, &bias});
-  TALLY_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input of shape ", x.sizes(),
-              " does not fit weight of shape ", weight.sizes(), " (expected input [..., ", weight.dim() == 2 ? weight.size(1) : -1, "])");
+  // A 1-D weight without a bias is a dot product over the last dim, as PyTorch's x @ w.t().
+  if (weight.dim() == 1 && !bias.defined() && x.dim() >= 1 && x.size(-1) == weight.size(0)) return matmul(x, weight);
+  TALLY_CHECK(weight.dim() == 2, "linear: weight must be a matrix [out_features, in_features]", bias.defined() ? " (with a bias)" : "",
+              ", got weight of shape ", weight.sizes(), " for input of shape ", x.sizes());
+  TALLY_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input of shape ", x.sizes(), " does not fit weight of shape ",
+              weight.sizes(), " (expected input [..., ", weight.size(1), "])");
   // With a bias, as PyTorch's linear: one addmm, the bias added in the product's epilogue, for a
   // matrix input or a contiguous one seen as one (rows of all its leading dims).
   if (bias.defined() && (x.dim() == 2 || (x.dim() > 2 && x.is_contiguous()))) {

@@ -1,12 +1,12 @@
 #include "tally/nn/normalization.h"
 
-#include "tally/nn/functional.h"
 #include "tally/ops/creation.h"
+#include "tally/ops/normalization.h"
 
 namespace tally::nn {
 
 LayerNorm::LayerNorm(int64_t normalized_shape, double eps_, bool elementwise_affine, bool with_bias, TensorOptions options)
-    : Layer("LayerNorm"), eps(eps_) {
+    : Layer("LayerNorm"), normalized_shape(normalized_shape), eps(eps_) {
   TALLY_CHECK(normalized_shape > 0, "LayerNorm: normalized_shape must be positive, got ", normalized_shape);
   if (elementwise_affine) {
     weight = register_parameter("weight", ones({normalized_shape}, options));
@@ -16,18 +16,19 @@ LayerNorm::LayerNorm(int64_t normalized_shape, double eps_, bool elementwise_aff
 
 Tensor LayerNorm::forward(const Tensor& x) {
   auto s = scope();
-  return functional::layer_norm(x, 1, weight, bias, eps);
+  // The op checks the input's last dim against the layer's width, weights or none.
+  return tally::layer_norm(x, {normalized_shape}, weight, bias, eps);
 }
 
 RMSNorm::RMSNorm(int64_t normalized_shape, std::optional<double> eps_, bool elementwise_affine, TensorOptions options)
-    : Layer("RMSNorm"), eps(eps_) {
+    : Layer("RMSNorm"), normalized_shape(normalized_shape), eps(eps_) {
   TALLY_CHECK(normalized_shape > 0, "RMSNorm: normalized_shape must be positive, got ", normalized_shape);
   if (elementwise_affine) weight = register_parameter("weight", ones({normalized_shape}, options));
 }
 
 Tensor RMSNorm::forward(const Tensor& x) {
   auto s = scope();
-  return functional::rms_norm(x, 1, weight, eps);
+  return tally::rms_norm(x, {normalized_shape}, weight, eps);
 }
 
 }  // namespace tally::nn

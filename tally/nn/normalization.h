@@ -16,6 +16,7 @@ class LayerNorm : public Layer {
                      TensorOptions options = {});
   Tensor forward(const Tensor& x) override;
   Tensor weight, bias;
+  int64_t normalized_shape;
   double eps;
 };
 
@@ -26,6 +27,7 @@ class RMSNorm : public Layer {
                    TensorOptions options = {});
   Tensor forward(const Tensor& x) override;
   Tensor weight;
+  int64_t normalized_shape;
   std::optional<double> eps;
 };
 

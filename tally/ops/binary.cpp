@@ -115,22 +115,14 @@ struct PowDef {
   static void check(const Tensor&, const Tensor&, Dtype common) {
     TALLY_CHECK_TYPE_ERROR(common != kBool, "\"pow\" not implemented for 'Bool'");
   }
-  // Depends on the exponent's values, so it runs with the kernel, not in meta.
-  static void check_values(const Tensor&, const Tensor& b, Dtype common) {
-    if (!is_integral(common) || !is_integral(b.dtype())) return;
-    bool negative = false;
-    dispatch(b.dtype(), "pow", [&]<class T>() {
-      Tensor bc = b.cpu().contiguous();
-      const T* p = bc.data_ptr<T>();
-      if constexpr (std::is_signed_v<T>)
-        for (int64_t i = 0; i < bc.numel() && !negative; ++i) negative = p[i] < 0;
-    });
-    TALLY_CHECK(!negative, "Integers to negative integer powers are not allowed.");
-  }
   template <class C> static C f(C a, C b) {
     if constexpr (std::is_same_v<C, bool>) return a || !b;
     else if constexpr (std::is_integral_v<C>) {
-      // Integer power by squaring; negative exponents were rejected in the checks.
+      // A negative exponent (a tensor's; a number's is refused): 1 for a base of 1, ±1 for −1, else
+      // 0, as PyTorch's integer pow.
+      if constexpr (std::is_signed_v<C>)
+        if (b < 0) return a == 1 ? C(1) : a == -1 ? C(b % 2 == 0 ? 1 : -1) : C(0);
+      // Integer power by squaring.
       C result = 1, base = a;
       for (auto e = b; e > 0; e >>= 1) {
         if (e & 1) result = static_cast<C>(result * base);
@@ -226,7 +218,6 @@ struct Binary {
   }
   static void compute(const Tensor& out, const Tensor& a, const Tensor& b) {
     const Dtype common = result_type(a, b);
-    if constexpr (requires { Def::check_values(a, b, common); }) Def::check_values(a, b, common);
     const Dtype dt = compute_dtype<Def>(common);
     run(out, a.to(dt), b.to(dt));
   }
@@ -278,9 +269,10 @@ void check_bool_subtraction(const Tensor& t, Scalar s) {
 }
 
 /// Calls run(operand) with the operand add/sub (Def) add: b itself for alpha 1 (no copy of the
-/// handle on this hot path), else alpha · b in the dtype of the sum, as PyTorch scales `other`.
-/// Def's own checks run first, on the operands as given: scaling a bool tensor would hide sub's
-/// refusal of it.
+/// handle on this hot path), else alpha · b in the dtype of the sum, as PyTorch scales `other`:
+/// b is converted to that dtype first, so that a narrower b (uint8, float16) is not wrapped or
+/// overflowed by the product before the promotion, and alpha must fit it. Def's own checks run
+/// first, on the operands as given: scaling a bool tensor would hide sub's refusal of it.
 template <class Def, class Run>
 decltype(auto) with_alpha(const Tensor& a, const Tensor& b, Scalar alpha, Run run) {
   const Dtype dt = result_type(a, b);
@@ -290,7 +282,8 @@ decltype(auto) with_alpha(const Tensor& a, const Tensor& b, Scalar alpha, Run ru
   if constexpr (requires { Def::check(a, b, dt); }) Def::check(a, b, dt);
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dt) || !alpha.is_floating_point(),
                          "For integral input tensors, argument alpha must not be a floating point number.");
-  return run(mul(b, wrapped_number(alpha, dt, b)));
+  check_scalar_fits(alpha, dt, Def::name);
+  return run(mul(b.dtype() == dt ? b : b.to(dt), wrapped_number(alpha, dt, b)));
 }
 
 }  // namespace

@@ -164,6 +164,12 @@ struct IndexAdd {
                            dtype_name(source.dtype()), ") must have the same scalar type");
     TALLY_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector, got ", index.dim(), "-D");
     dim = maybe_wrap_dim(dim, x.dim());
+    if (x.dim() == 0) {  // one element, added to once per index: a source of [k] (or [] for one index), as PyTorch's
+      TALLY_CHECK(source.dim() <= 1 && source.numel() == index.numel(), "index_add_(): Number of indices (", index.numel(),
+                  ") should be equal to source.size(dim): (", source.numel(), "), for dim: ", dim, " (self is 0-d, source of shape ",
+                  source.sizes(), ")");
+      return {DimVector(x.sizes()), x.dtype()};
+    }
     std::vector<int64_t> expected = x.sizes().vec();
     expected[dim] = index.numel();
     TALLY_CHECK(source.sizes() == IntArrayRef(expected), "index_add_(): source of shape ", source.sizes(), " does not match ",
@@ -205,10 +211,14 @@ struct IndexAdd {
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index, const Tensor& source) {
     return {source.numel(), ops::bytes_held(x) + ops::bytes_held(source) + ops::bytes_held(index), out.nbytes()};
   }
-  static TensorList backward(const ops::BackwardContext& c, const Tensor&, int64_t dim, const Tensor& index, const Tensor&) {
+  // self's gradient passes through; the source's gathers at the index, which alone is read (self
+  // and the source for their shapes).
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{false, true, false}, false}; }
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
     TensorList grads(3);
     if (c.needs_grad(0)) grads[0] = c.grad;
-    if (c.needs_grad(2)) grads[2] = index_select(c.grad, dim, index);
+    // A 0-d self's one element took every source element.
+    if (c.needs_grad(2)) grads[2] = x.dim() == 0 ? c.grad.expand(source.sizes()) : index_select(c.grad, dim, index);
     return grads;
   }
 };

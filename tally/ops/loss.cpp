@@ -52,7 +52,9 @@ RowStats row_stats(const T* x, int64_t n) {
       m = std::max(m, x[i]);
       s += x[i];
     }
-    if (std::isinf(m)) m = 0;  // all −inf (or an inf logit): let the arithmetic give inf/NaN as PyTorch does
+    // A row of all −inf: let the arithmetic give inf/NaN as PyTorch does. A +inf logit stays the
+    // maximum, so inf − inf makes the row NaN, as PyTorch's log_softmax and cross_entropy are.
+    if (m == -std::numeric_limits<float>::infinity()) m = 0;
     const Vec16f vm = splat(m);
     Vec16f ve = splat(0.0f);
     for (i = 0; i + 16 <= n; i += 16) ve = add(ve, kernels::exp(sub(load(x + i), vm)));
@@ -66,7 +68,7 @@ RowStats row_stats(const T* x, int64_t n) {
       m = std::max(m, v);
       s += v;
     }
-    if (std::isinf(m)) m = 0;
+    if (m == -std::numeric_limits<double>::infinity()) m = 0;  // as above
     double e = 0;
     for (int64_t i = 0; i < n; ++i) e += std::exp(static_cast<double>(static_cast<C>(x[i])) - m);
     return {m + std::log(e), s};
@@ -308,6 +310,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     // Classes in dim 1: move them last and flatten, as PyTorch's K-dimensional loss does.
     TALLY_CHECK(target.dim() == input.dim() - 1, "cross_entropy: target of shape ", target.sizes(), " does not fit input of shape ",
                 input.sizes(), " (expected the input's shape without dim 1)");
+    DimVector expected = {input.size(0)};
+    for (int64_t d = 2; d < input.dim(); ++d) expected.push_back(input.size(d));
+    TALLY_CHECK(target.sizes() == IntArrayRef(expected), "Expected target size ", IntArrayRef(expected), ", got ", target.sizes());
     const int64_t classes = input.size(1);
     DimVector order = {0};
     for (int64_t d = 2; d < input.dim(); ++d) order.push_back(d);

@@ -266,9 +266,14 @@ Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::
 
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
   if (beta.to_double() == 1.0 && alpha.to_double() == 1.0) return ops::apply<Addmm>(self, mat1, mat2);
-  // Scaled: composed, as PyTorch's beta = 0 ignores self (its NaNs included).
+  Addmm::meta(self, mat1, mat2);  // the op's checks (shapes, dtypes, self's broadcast), then composed
   const Tensor product = alpha.to_double() == 1.0 ? mm(mat1, mat2) : mm(mat1, mat2) * alpha;
-  return beta.to_double() == 0.0 ? product + zeros_like(self) : product + self * beta;
+  if (beta.to_double() != 0.0) return product + self * beta;
+  // beta = 0 ignores self, its NaNs included, as PyTorch's; a self that requires grad still gets
+  // one, of zeros (a fill keeps it in the graph where zeros_like would cut it out).
+  const Tensor ignored = self.requires_grad() ? self.masked_fill(ones(self.sizes(), TensorOptions(kBool).device(self.device())), 0)
+                                              : zeros_like(self);
+  return product + ignored;
 }
 
 Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {

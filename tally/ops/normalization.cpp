@@ -131,7 +131,9 @@ struct Norm {
   static ops::OutputSpec meta(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef shape, std::optional<double>) {
     TALLY_CHECK_TYPE_ERROR(x.is_floating_point() && !is_float8(x.dtype()), "\"", name, "\" not implemented for '", dtype_name(x.dtype()), "'");
     const auto dims = static_cast<int64_t>(shape.size());
-    if (!(dims >= 1 && dims <= x.dim() && trailing(x, dims) == shape)) {
+    TALLY_CHECK(dims >= 1, name, ": expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                "element, but got normalized_shape = []");
+    if (!(dims <= x.dim() && trailing(x, dims) == shape)) {
       const std::string sizes = ::tally::detail::str_cat(shape);  // "[a, b]": PyTorch writes "[*, a, b]"
       throw ValueError(::tally::detail::str_cat(name, ": given normalized_shape=", sizes, ", expected input with shape [*, ",
                                                 sizes.substr(1, sizes.size() - 2), "], but got input of size ", x.sizes()));

@@ -308,6 +308,22 @@ struct ValuesAtIndexDef : Extreme {
 };
 using MaxDimDef = ValuesAtIndexDef<AmaxDef, true>;
 using MinDimDef = ValuesAtIndexDef<AminDef, false>;
+/// max() and min() of every element: amax's and amin's folds with PyTorch's
+/// evenly_distribute_backward, which splits the gradient among the ties as amax does, except that a
+/// NaN result sends it to the NaN elements (x == out finds none there, and amax's gradient, as
+/// PyTorch's, is NaN everywhere).
+template <class Extreme, bool IsMax>
+struct WholeExtremeDef : Extreme {
+  using Kernel = Extreme;  // the same fold: amax's and amin's compiled kernels serve
+  static constexpr std::string_view name = IsMax ? "max" : "min";
+  static constexpr bool reads_x = true, reads_out = true;  // Note [Saved tensors]
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) {
+    const Tensor hit = where(out != out, x != x, x == out).to(g.dtype());
+    return g * hit / sum(hit, dims, true);
+  }
+};
+using MaxAllDef = WholeExtremeDef<AmaxDef, true>;
+using MinAllDef = WholeExtremeDef<AminDef, false>;
 
 struct ArgmaxDef {
   static constexpr bool picks_an_element = true;
@@ -546,10 +562,16 @@ Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
   TALLY_CHECK_TYPE_ERROR(x.is_floating_point(), "std and var only support floating point and complex dtypes, got ",
                          dtype_name(x.dtype()));
   // Two passes, composed of ops so the ledger sees each: deviations from the mean, then their squares' sum.
+  // float16's deviations are squared, summed and divided in float32, as PyTorch accumulates them:
+  // a square or the sum passes float16's 65504 long before the variance does (1000 values of ±30
+  // gave inf).
+  const bool half = x.dtype() == kFloat16;
   Tensor centered = x - mean(x, dims, true);
+  if (half) centered = centered.to(kFloat32);
   Tensor ss = sum(square(centered), dims, keepdim);
   const int64_t n = x.numel() / std::max<int64_t>(ss.numel(), 1);
-  return ss / static_cast<double>(std::max<int64_t>(n - correction, 0));
+  Tensor v = ss / static_cast<double>(std::max<int64_t>(n - correction, 0));
+  return half ? v.to(kFloat16) : v;
 }
 
 Tensor sum_to_size(const Tensor& x, IntArrayRef sizes) {
@@ -574,12 +596,12 @@ Tensor Tensor::prod() const { return tally::prod(*this); }
 Tensor Tensor::prod(int64_t dim, bool keepdim) const { return tally::prod(*this, {dim}, keepdim); }
 Tensor Tensor::max() const {
   TALLY_CHECK(numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
-  return tally::amax(*this);
+  return reduce<MaxAllDef>(*this, {}, false);
 }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return tally::max(*this, dim, keepdim); }
 Tensor Tensor::min() const {
   TALLY_CHECK(numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
-  return tally::amin(*this);
+  return reduce<MinAllDef>(*this, {}, false);
 }
 std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return tally::min(*this, dim, keepdim); }
 Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return tally::amax(*this, dims, keepdim); }

@@ -383,6 +383,7 @@ struct PowScalar {
     if (is_integral(dt)) {
       TALLY_CHECK(exponent.to_long() >= 0 || exponent.is_floating_point(), "Integers to negative integer powers are not allowed.");
     }
+    check_scalar_fits(exponent, dt, "pow");  // PyTorch: 2 ** 1e11 on int32 "cannot be converted ... without overflow"
     check_arith(dt, "pow");
     return {DimVector(x.sizes()), dt};
   }
@@ -542,7 +543,7 @@ struct Triangle {
   static constexpr bool supports_cuda = true;  // a clone and fills of views: any device
   static constexpr bool forward_on_meta = true;
   static Tensor forward(const Tensor& x, int64_t diagonal, bool upper) {
-    TALLY_CHECK(x.dim() >= 2, upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions, got ", x.dim());
+    maybe_wrap_dim(-2, x.dim(), false);  // PyTorch's IndexError for fewer than 2 dims: the rows' dim is out of range
     Tensor out = x.clone(MemoryFormat::Contiguous);  // row-major, as PyTorch's triu/tril give, so the reshape below is a view
     const int64_t rows = x.size(-2), cols = x.size(-1);
     Tensor mat = out.reshape(geometry::fold_leading_dims(out.sizes(), 2));
@@ -595,9 +596,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) { return
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   TALLY_CHECK_TYPE_ERROR(mask.dtype() == kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
                          dtype_name(mask.dtype()));
-  const auto shape = geometry::broadcast_shapes(x.sizes(), mask.sizes());
-  TALLY_CHECK(IntArrayRef(shape) == x.sizes(), "masked_fill: mask of shape ", mask.sizes(),
-              " does not broadcast to the input's shape ", x.sizes());
+  // Out of place, x and the mask broadcast together, as PyTorch's masked_fill: a [4, 2, 3] mask on
+  // a [2, 3] x gives [4, 2, 3].
   check_scalar_fits(value, x.dtype(), "masked_fill");
   return where(mask, wrapped_number(value, x.dtype(), x), x);
 }

@@ -8,6 +8,8 @@
 #include "tally/core/object_pool.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
+#include "tally/ops/join.h"
 #include "tally/ops/reduce.h"
 
 namespace tally {
@@ -69,6 +71,56 @@ struct AsStrided : ViewCost {
                 offset, " require ", (last + 1) * x.element_size(), " bytes but the storage has only ",
                 x.storage()->nbytes(), " bytes");
     return make_view(x, DimVector(sizes), DimVector(strides), offset);
+  }
+  // Each output element's gradient goes to the storage element it viewed (summed where the view
+  // repeats one), and each input element takes the gradient of its storage element: shared
+  // equally where the input itself repeats an element (an expanded input), as PyTorch's
+  // as_strided_backward. Storage elements the output viewed but the input did not are dropped.
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& x, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+    if (x.numel() == 0 || c.grad.numel() == 0) return {zeros(x.sizes(), c.grad.options())};
+    const auto [out_lo, out_hi] = storage_range(sizes, strides, offset);
+    const auto [in_lo, in_hi] = storage_range(x.sizes(), x.strides(), x.storage_offset());
+    const int64_t lo = std::min(out_lo, in_lo), hi = std::max(out_hi, in_hi);
+    const Tensor out_at = storage_positions(sizes, strides, offset - lo, c.grad.device());
+    const Tensor in_at = storage_positions(x.sizes(), x.strides(), x.storage_offset() - lo, c.grad.device());
+    Tensor storage = index_add(zeros({hi - lo}, c.grad.options()), 0, out_at, c.grad.reshape({-1}));
+    if (repeats_elements(x.sizes(), x.strides())) {
+      const Tensor uses = index_add(zeros({hi - lo}, c.grad.options()), 0, in_at, ones({x.numel()}, c.grad.options()));
+      storage = storage / uses.clamp(1);
+    }
+    return {index_select(storage, 0, in_at).view(x.sizes())};
+  }
+
+ private:
+  /// The first and one past the last storage element a non-empty geometry reaches (strides ≥ 0).
+  static std::pair<int64_t, int64_t> storage_range(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+    int64_t last = offset;
+    for (size_t d = 0; d < sizes.size(); ++d) last += (sizes[d] - 1) * strides[d];
+    return {offset, last + 1};
+  }
+  /// The storage element of each element of a geometry, row-major, from `offset`.
+  static Tensor storage_positions(IntArrayRef sizes, IntArrayRef strides, int64_t offset, Device device) {
+    Tensor at = scalar_tensor(offset, TensorOptions(kInt64));
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      DimVector shape(sizes.size(), 1);
+      shape[d] = sizes[d];
+      at = at + (arange(sizes[d], TensorOptions(kInt64)) * strides[d]).view(shape);
+    }
+    return at.reshape({-1}).to(device);
+  }
+  /// Whether two elements of the geometry share a storage element (PyTorch's maybe-overlapping
+  /// test: each stride, smallest first, must pass the extent of the dims below it).
+  static bool repeats_elements(IntArrayRef sizes, IntArrayRef strides) {
+    std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims of more than one element
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] > 1) dims.emplace_back(strides[d], sizes[d]);
+    std::sort(dims.begin(), dims.end());
+    int64_t extent = 0;  // the span of the dims below, in elements
+    for (const auto& [stride, size] : dims) {
+      if (stride <= extent) return true;
+      extent += (size - 1) * stride;
+    }
+    return false;
   }
 };
 

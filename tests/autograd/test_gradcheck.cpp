@@ -78,6 +78,8 @@ std::multimap<std::string, Case> cases() {
   add("prod", "dim", [](const TensorList& v) { return prod(v[0], {1}); }, {leaf({3, 4}, "s", 0.5, 2)});
   add("amax", "dim", [](const TensorList& v) { return amax(v[0], {1}); }, {leaf({3, 4}, "t")});
   add("amin", "all", [](const TensorList& v) { return amin(v[0]); }, {leaf({3, 4})});
+  add("max", "every element", [](const TensorList& v) { return v[0].max(); }, {leaf({3, 4}, "t")});
+  add("min", "every element", [](const TensorList& v) { return v[0].min(); }, {leaf({3, 4}, "s")});
   add("max", "dim", [](const TensorList& v) { return std::get<0>(v[0].max(1)); }, {leaf({3, 4}, "t")});
   add("min", "dim 0, keepdim", [](const TensorList& v) { return std::get<0>(v[0].min(0, true)); }, {leaf({3, 4}, "s")});
   add("softmax", "dim 0", [](const TensorList& v) { return softmax(v[0], 0); }, {leaf({3, 4}, "t")});
@@ -110,6 +112,7 @@ std::multimap<std::string, Case> cases() {
   add("cat", "", [](const TensorList& v) { return cat({v[0], v[1]}, 1); }, {leaf({3, 2}, "t"), leaf({3, 4})});
   add("index_select", "repeats", [](const TensorList& v) { return index_select(v[0], 0, tensor({2, 0, 2})); }, {leaf({3, 4}, "s")});
   add("index_add", "", [](const TensorList& v) { return index_add(v[0], 0, tensor({1, 1}), v[1]); }, {leaf({3, 4}), leaf({2, 4}, "t")});
+  add("index_add", "0-d self", [](const TensorList& v) { return index_add(v[0], 0, tensor({0, 0}), v[1]); }, {leaf({}), leaf({2})});
   add("addmm", "bias row, transposed weight", [](const TensorList& v) { return addmm(v[0], v[1], v[2].t()); },
       {leaf({3}), leaf({4, 5}), leaf({3, 5})});
   add("addmm", "full self, scaled", [](const TensorList& v) { return addmm(v[0], v[1], v[2], 0.5, 2.0); },
@@ -122,6 +125,11 @@ std::multimap<std::string, Case> cases() {
   add("permute", "", [](const TensorList& v) { return v[0].permute({2, 0, 1}) * 1; }, {leaf({2, 3, 4}, "t")});
   add("expand", "", [](const TensorList& v) { return v[0].expand({2, 3, 4}) * v[1]; }, {leaf({3, 1}), leaf({2, 3, 4})});
   add("slice", "", [](const TensorList& v) { return v[0].slice(1, 1, std::nullopt, 2) * 1; }, {leaf({3, 5}, "t")});
+  // Overlapping windows over a stepped slice's storage (the odd elements are not the input's), and
+  // windows over an expanded input, whose repeated elements share their gradient.
+  add("as_strided", "overlapping", [](const TensorList& v) { return v[0].as_strided({4, 4}, {2, 2}, 0) * 1; }, {leaf({3, 4}, "s")});
+  add("as_strided", "of an expanded input", [](const TensorList& v) { return v[0].expand({4, 3}).as_strided({2, 2}, {1, 1}) * 1; },
+      {leaf({1, 3})});
   add("select", "", [](const TensorList& v) { return v[0].select(0, -1) * 1; }, {leaf({3, 4}, "s")});
   add("unsqueeze", "", [](const TensorList& v) { return v[0].unsqueeze(1) * 1; }, {leaf({3, 4})});
   add("squeeze", "", [](const TensorList& v) { return v[0].squeeze() * 1; }, {leaf({3, 1, 4})});

@@ -150,6 +150,23 @@ TEST(LayersVsTorch, Norms) {
   batch.run();
 }
 
+// torch.nn.LayerNorm(6, elementwise_affine=False)(torch.randn(2, 5)) raises; without weights the
+// layer normalised over whatever width it was given.
+TEST(LayersVsTorch, NormsRefuseAnInputOfAnotherWidth) {
+  nn::LayerNorm ln(6), ln_plain(6, 1e-5, false);
+  nn::RMSNorm rms(6), rms_plain(6, std::nullopt, false);
+  for (nn::Layer* layer : std::initializer_list<nn::Layer*>{&ln, &ln_plain, &rms, &rms_plain}) {
+    try {
+      layer->forward(ones({2, 5}));
+      FAIL() << "a width of 5 was accepted by a layer of width 6";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("given normalized_shape=[6], expected input with shape [*, 6], but got input of size [2, 5]"),
+                std::string::npos) << e.what();
+    }
+    EXPECT_EQ(layer->forward(ones({2, 6})).sizes(), IntArrayRef({2, 6}));
+  }
+}
+
 TEST(LayersVsTorch, Activations) {
   TorchBatch batch;
   Generator gen(4);

@@ -201,3 +201,144 @@ TEST(TorchEdgeCases, ABoolAlphaOnlyForABoolResult) {
   EXPECT_TRUE(tensor({true}).add(tensor({true}), false).item<bool>());
   expect_error<TypeError>([] { tensor({1}).add(tensor({1}), 0.5); }, {"argument alpha must not be a floating point number"});
 }
+
+TEST(TorchEdgeCases, Float16VarianceIsAccumulatedInFloat32) {
+  // x = (torch.arange(1000) % 61 - 30).half(): x.var() is 312., x.view(2, 500).var(1) is
+  // [317.5, 307.]; (torch.arange(70000) % 201 - 100).half().var() is 3368. Their sums of squares
+  // pass float16's 65504, which gave inf and NaN.
+  auto pattern = [](int64_t n, int64_t period) {
+    Tensor v = empty({n}, kFloat32);
+    float* p = v.data_ptr<float>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % period - period / 2);
+    return v.to(kFloat16);
+  };
+  const Tensor x = pattern(1000, 61);
+  EXPECT_EQ(x.var().dtype(), kFloat16);
+  EXPECT_EQ(x.var().item<double>(), 312.0);
+  EXPECT_EQ(values(x.view({2, 500}).var({1})), (std::vector<double>{317.5, 307.0}));
+  EXPECT_EQ(pattern(70000, 201).var().item<double>(), 3368.0);
+}
+
+TEST(TorchEdgeCases, MaxOfEveryElementSendsTheGradientToTheNans) {
+  // torch: tensor([1, nan, 3]).max().backward() gives [0, 1, 0]; [1, nan, nan].min() gives
+  // [0, 0.5, 0.5]; ties without NaN split as amax does ([1, 3, 3]: [0, 0.5, 0.5]). amax itself
+  // gives NaN everywhere, as torch's.
+  Tensor x = tensor({1.0, std::nan(""), 3.0}).requires_grad_();
+  x.max().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{0, 1, 0}));
+  Tensor y = tensor({1.0, std::nan(""), std::nan("")}).requires_grad_();
+  y.min().backward();
+  EXPECT_EQ(values(y.grad()), (std::vector<double>{0, 0.5, 0.5}));
+  Tensor t = tensor({{1.0, 3.0, 3.0}}).requires_grad_();
+  t.max().backward();
+  EXPECT_EQ(values(t.grad()), (std::vector<double>{0, 0.5, 0.5}));
+  Tensor a = tensor({1.0, std::nan(""), 3.0}).requires_grad_();
+  a.amax().backward();
+  for (double g : values(a.grad())) EXPECT_TRUE(std::isnan(g));
+}
+
+TEST(TorchEdgeCases, CrossEntropyWithAPositiveInfiniteLogitIsNan) {
+  // F.cross_entropy([[0, -inf, 1], [inf, 1, 2]], [0, 1], reduction='none') is [1.3133, nan], as
+  // log_softmax's second row is all NaN.
+  const Tensor c = tensor({{0.0, -kInf, 1.0}, {kInf, 1.0, 2.0}});
+  const std::vector<double> loss = values(cross_entropy(c, tensor({0, 1}), {.reduction = Reduction::None}));
+  EXPECT_NEAR(loss[0], 1.3132616, 1e-6);
+  EXPECT_TRUE(std::isnan(loss[1]));
+  for (double v : values(log_softmax(c, 1).select(0, 1))) EXPECT_TRUE(std::isnan(v));
+}
+
+TEST(TorchEdgeCases, ShapeMessagesOfLossAndNorm) {
+  // torch: "Expected target size [2, 4], got [2, 3]"; "Expected normalized_shape to be at least
+  // 1-dimensional, i.e., containing at least one element, but got normalized_shape = []".
+  expect_error<ValueError>([] { cross_entropy(zeros({2, 3, 4}), zeros({2, 3}, kInt64)); }, {"Expected target size [2, 4], got [2, 3]"});
+  expect_error<ValueError>([] { layer_norm(zeros({6, 4}), {}); }, {"expected normalized_shape to be at least 1-dimensional"});
+}
+
+TEST(TorchEdgeCases, AsStridedHasAGradient) {
+  // torch: x = arange(6.); (x.as_strided((2, 2), (1, 2)) * [[1, 2], [3, 4]]).sum().backward()
+  // gives [1, 3, 2, 4, 0, 0]; overlapping windows x8.as_strided((4, 4), (1, 1)) weighted by
+  // arange(16) / 2 + 1 accumulate: [1, 4.5, 10.5, 19, 18, 14.5, 8.5, 0]; over an expanded input,
+  // e = ones(1, 3).expand(4, 3).as_strided((2,), (1,)) weighted [5, 7] gives e.grad [5, 7, 0].
+  Tensor x = arange(6, kFloat64).requires_grad_();
+  Tensor y = x.as_strided({2, 2}, {1, 2});
+  EXPECT_TRUE(y.requires_grad());
+  (y * tensor({{1.0, 2.0}, {3.0, 4.0}}, kFloat64)).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 3, 2, 4, 0, 0}));
+  Tensor x8 = arange(8, kFloat64).requires_grad_();
+  (x8.as_strided({4, 4}, {1, 1}, 0) * (arange(16, kFloat64).view({4, 4}) / 2 + 1)).sum().backward();
+  EXPECT_EQ(values(x8.grad()), (std::vector<double>{1, 4.5, 10.5, 19, 18, 14.5, 8.5, 0}));
+  Tensor e = ones({1, 3}, kFloat64).requires_grad_();
+  (e.expand({4, 3}).as_strided({2}, {1}) * tensor({5.0, 7.0}, kFloat64)).sum().backward();
+  EXPECT_EQ(values(e.grad()), (std::vector<double>{5, 7, 0}));
+}
+
+TEST(TorchEdgeCases, IndexAddIntoAZeroDimTensor) {
+  // torch.index_add(tensor(5.), 0, tensor([0, 0]), ones(2)) is tensor(7.); the source's gradient
+  // (of a source s * 3) is [3, 3]; a wrong count of source elements raises.
+  Tensor x = scalar_tensor(5.0).requires_grad_(), s = ones({2}).requires_grad_();
+  Tensor y = index_add(x, 0, tensor({0, 0}), s * 3);
+  EXPECT_EQ(y.dim(), 0);
+  EXPECT_EQ(index_add(scalar_tensor(5.0), 0, tensor({0, 0}), ones({2})).item<double>(), 7.0);
+  EXPECT_EQ(index_add(scalar_tensor(5.0), 0, tensor({0}), scalar_tensor(2.0)).item<double>(), 7.0);
+  y.backward();
+  EXPECT_EQ(x.grad().item<double>(), 1.0);
+  EXPECT_EQ(values(s.grad()), (std::vector<double>{3, 3}));
+  expect_error<ValueError>([] { index_add(scalar_tensor(5.0), 0, tensor({0, 0}), ones({3})); }, {"Number of indices (2)"});
+  expect_error<IndexError>([] { index_add(scalar_tensor(5.0), 0, tensor({1}), ones({1})); }, {"index"});
+}
+
+TEST(TorchEdgeCases, MaskedFillBroadcastsTheInputWithTheMask) {
+  // torch: arange(6.).view(2, 3).masked_fill(ones(4, 2, 3, dtype=bool).triu(), 0) has shape [4, 2, 3].
+  const Tensor x = arange(6, kFloat32).view({2, 3});
+  const Tensor filled = x.masked_fill(ones({4, 2, 3}, kBool).triu(), 0);
+  EXPECT_EQ(filled.sizes(), IntArrayRef({4, 2, 3}));
+  EXPECT_EQ(values(filled.select(0, 0)), (std::vector<double>{0, 0, 0, 3, 0, 0}));
+  // triu of a 1-D tensor: torch's IndexError for the rows' dim.
+  expect_error<IndexError>([] { tensor({1, 2, 3}).triu(); }, {"Dimension out of range (expected to be in range of [-1, 0], but got -2)"});
+}
+
+TEST(TorchEdgeCases, ProductsAtTheirEdges) {
+  // torch: F.linear(ones(3, 0), ones(4, 0), ones(4)) in bfloat16 (and float16) is the bias, [3, 4]
+  // of ones (tally's fused bias path raised an internal assert).
+  for (Dtype d : {kBFloat16, kFloat16, kFloat32}) {
+    const Tensor y = nn::F::linear(ones({3, 0}, d), ones({4, 0}, d), ones({4}, d));
+    EXPECT_EQ(y.sizes(), IntArrayRef({3, 4}));
+    EXPECT_EQ(values(y), std::vector<double>(12, 1.0)) << dtype_name(d);
+  }
+  // addmm with beta or alpha other than 1 runs addmm's checks: torch refuses a self that does not
+  // broadcast to the product and mixed dtypes.
+  expect_error<ValueError>([] { addmm(ones({5, 3, 2}), ones({3, 4}), ones({4, 2}), 0.5, 1); }, {"does not broadcast"});
+  expect_error<TypeError>([] { addmm(ones({2}, kFloat64), ones({2, 3}), ones({3, 2}), 2, 1); }, {"same dtype"});
+  // beta = 0 ignores self (a NaN included) but gives it a gradient of zeros, as torch's.
+  Tensor self = full({3, 2}, std::nan(""), kFloat64).requires_grad_();
+  Tensor y = addmm(self, ones({3, 4}, kFloat64), ones({4, 2}, kFloat64), 0, 1);
+  EXPECT_EQ(values(y), std::vector<double>(6, 4.0));
+  y.sum().backward();
+  ASSERT_TRUE(self.grad().defined());
+  EXPECT_EQ(values(self.grad()), std::vector<double>(6, 0.0));
+  // F.linear(ones(3, 5), ones(5)) is a dot per row: [5, 5, 5].
+  EXPECT_EQ(values(nn::F::linear(ones({3, 5}), ones({5}))), (std::vector<double>{5, 5, 5}));
+}
+
+TEST(TorchEdgeCases, AlphaScalesOtherInTheResultsDtype) {
+  // torch.add(tensor([0]), tensor([200], dtype=uint8), alpha=2) is [400]; float32 [0.] plus a float16
+  // 60000 with alpha 2 is [120000.]; plus a bfloat16 1 with alpha 0.1 is 0.1 in float32. An alpha
+  // that does not fit the result dtype raises "value cannot be converted to type uint8_t without overflow".
+  EXPECT_EQ(add(tensor({0}), tensor({200}, kUInt8), 2).item<int64_t>(), 400);
+  EXPECT_EQ(sub(tensor({0}), tensor({2000000000}, kInt32), 3).item<int64_t>(), -6000000000);
+  EXPECT_EQ(add(tensor({0.0}), tensor({60000.0}, kFloat16), 2).item<float>(), 120000.0f);
+  EXPECT_EQ(add(tensor({0.0}), tensor({1.0}, kBFloat16), 0.1).item<float>(), 0.1f);
+  expect_error<ValueError>([] { add(tensor({1}, kUInt8), tensor({1}, kUInt8), 300); }, {"cannot be converted to type uint8"});
+}
+
+TEST(TorchEdgeCases, IntegerTensorsToNegativeIntegerPowers) {
+  // torch.pow(tensor([0, 1, -1, 2, -2, -1]), tensor([-1, -1, -1, -1, -1, -2])) is [0, 1, -1, 0, 0, 1];
+  // uint8 [1, 2] to int64 [-1, -1] is [1, 0]. A negative number as the exponent is still refused,
+  // and a number that does not fit the dtype raises.
+  EXPECT_EQ(values(pow(tensor({0, 1, -1, 2, -2, -1}), tensor({-1, -1, -1, -1, -1, -2}))), (std::vector<double>{0, 1, -1, 0, 0, 1}));
+  const Tensor u = pow(tensor({1, 2}, kUInt8), tensor({-1, -1}));
+  EXPECT_EQ(u.dtype(), kInt64);
+  EXPECT_EQ(values(u), (std::vector<double>{1, 0}));
+  expect_error<ValueError>([] { pow(tensor({2}), -1); }, {"Integers to negative integer powers are not allowed."});
+  expect_error<ValueError>([] { pow(tensor({1, 2}, kInt32), int64_t{100000000000}); }, {"cannot be converted to type"});
+}

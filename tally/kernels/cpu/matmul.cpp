@@ -59,9 +59,13 @@ void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixR
               " M=", M, " N=", N, " K=", K);
   if (batch == 0 || M == 0 || N == 0) return;
   const int64_t c_bytes = batch * M * N * element_size(dtype);
-  if (K == 0) {  // an empty sum: all-zero bytes are 0 in every supported dtype
-    std::memset(C, 0, static_cast<size_t>(c_bytes));
-    if (bias) add_bias_rows(dtype, C, batch * M, N, bias);
+  if (K == 0) {  // an empty sum: every row is the bias, or all-zero bytes (0 in every supported dtype)
+    if (!bias) {
+      std::memset(C, 0, static_cast<size_t>(c_bytes));
+      return;
+    }
+    const auto row_bytes = static_cast<size_t>(N * element_size(dtype));
+    for (int64_t r = 0; r < batch * M; ++r) std::memcpy(static_cast<char*>(C) + r * row_bytes, bias, row_bytes);
     return;
   }
   detail::MatmulProblem p{batch, M, N, K, canonical(A, batch, M, K), canonical(B, batch, K, N), bias};

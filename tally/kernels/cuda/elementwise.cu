@@ -308,9 +308,12 @@ void launch(const Launch& l, const F& f, const char* what) {
 
 // ---- math (the float/double overloads are in dtypes.cuh) ----
 
-/// Integer power by squaring (the exponent is never negative: the op layer rejects it).
+/// Integer power by squaring. A negative exponent (a tensor's; the op layer refuses a number's)
+/// gives 1 for a base of 1, ±1 for −1, else 0, as the CPU kernel and PyTorch's.
 template <class C, class E>
 __device__ __forceinline__ C int_pow(C base, E e) {
+  if constexpr (std::is_signed_v<E>)
+    if (e < 0) return base == 1 ? C(1) : (base == C(-1) ? C(e % 2 == 0 ? 1 : -1) : C(0));
   C result = 1;
   for (; e > 0; e >>= 1) {
     if (e & 1) result = static_cast<C>(result * base);

@@ -262,7 +262,12 @@ struct ScaledMm {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return ops::apply<Matmul>(a, b); }
-Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Matmul>(out, a, b); }
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  // Products write only their own dtype, as PyTorch's (elementwise out= forms may cast).
+  TALLY_CHECK_TYPE_ERROR(a.dtype() != b.dtype() || out.dtype() == a.dtype(), "Expected out tensor to have dtype ",
+                         dtype_name(a.dtype()), ", but got ", dtype_name(out.dtype()), " instead");
+  return ops::apply_out<Matmul>(out, a, b);
+}
 
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
   if (beta.to_double() == 1.0 && alpha.to_double() == 1.0) return ops::apply<Addmm>(self, mat1, mat2);

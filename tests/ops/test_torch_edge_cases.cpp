@@ -316,6 +316,12 @@ TEST(TorchEdgeCases, ProductsAtTheirEdges) {
   y.sum().backward();
   ASSERT_TRUE(self.grad().defined());
   EXPECT_EQ(values(self.grad()), std::vector<double>(6, 0.0));
+  // torch.matmul(ones(2, 3), ones(3, 2), out=empty(0, dtype=float64)): "Expected out tensor to have
+  // dtype float, but got double instead".
+  expect_error<TypeError>([] {
+    Tensor o = empty({0}, kFloat64);
+    matmul_out(o, ones({2, 3}), ones({3, 2}));
+  }, {"Expected out tensor to have dtype float32, but got float64 instead"});
   // F.linear(ones(3, 5), ones(5)) is a dot per row: [5, 5, 5].
   EXPECT_EQ(values(nn::F::linear(ones({3, 5}), ones({5}))), (std::vector<double>{5, 5, 5}));
 }

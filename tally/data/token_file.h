@@ -1,7 +1,9 @@
 #pragma once
 // Token files: a long 1-d array of token ids on disk, mapped into memory and never read whole
 // (the lecture's np.memmap; LLaMA's data is 2.8 TB). Two layouts: the raw bytes that numpy's
-// tofile writes, whose dtype the caller names, and a .npy file, whose header names it.
+// tofile writes, whose dtype the caller names, and a .npy file, whose header names it. A file in
+// use must be replaced by renaming a new one over it, never rewritten in place (a file cut shorter
+// under a running job kills it with SIGBUS: io/mapped_file.h).
 
 #include <cstdint>
 #include <span>

@@ -98,6 +98,11 @@ void AtomicFile::write(std::span<const uint8_t> bytes) {
 
 void AtomicFile::commit() {
   if (fd_ < 0) throw IOError(detail::str_cat("cannot write '", path_.string(), "': the file was already committed or abandoned"));
+  // A file written over keeps its permission bits: a private (0600) checkpoint must not come back
+  // readable by everyone. A new file has 0644 less the umask.
+  struct stat old {};
+  if (::stat(path_.c_str(), &old) == 0 && S_ISREG(old.st_mode) && ::fchmod(fd_, old.st_mode & 07777) != 0)
+    fail("fchmod failed", errno);
   if (retry_on_eintr([&] { return ::fsync(fd_); }) != 0) fail("fsync failed", errno);
   const int fd = fd_;
   fd_ = -1;

@@ -1,7 +1,9 @@
 #pragma once
 // Writing a file so that a crash, a full disk or a file-size limit never leaves a partial one
 // (Note [Atomic writes] in atomic_file.cpp): the bytes go to a temporary file in the same folder,
-// which is fsync'd and renamed over the target, and then the folder is fsync'd.
+// which is fsync'd and renamed over the target, and then the folder is fsync'd. A target that
+// exists keeps its permission bits. A symbolic link as the target is replaced by the new file
+// (the file it pointed to is left as it was), as every rename-based writer does.
 
 #include <cstdint>
 #include <filesystem>

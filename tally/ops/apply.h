@@ -179,7 +179,7 @@ struct BackwardContext {
 // Note [Second backward]
 // A backward without retain_graph frees what each node kept; running a node again after that
 // raises "Trying to backward through the graph a second time". A node that kept no values (its
-// rule reads only shapes: sum, view, a product by a number) has nothing to free, so it stays
+// rule reads only shapes: sum, a view, a cast) has nothing to free, so it stays
 // runnable, as PyTorch's nodes that saved only sizes do: `l = w.sum(); l.backward(); l.backward()`
 // accumulates twice there and here, while `(w * w).sum()` raises on the second call in both.
 

@@ -18,22 +18,36 @@ namespace fs = std::filesystem;
 // readable checkpoint is where a run resumes, so anything newer did not read back whole): counted,
 // it would crowd out the good checkpoint just written, and with keep 1 delete it. Not counted, the
 // newest good checkpoint (the one just saved) is always kept; the stale file stays until the run
-// reaches its step and replaces it, or someone removes it.
+// reaches its step and replaces it, or someone removes it. Below the save, a file whose header
+// does not read (cut short, emptied) is not counted either, nor deleted: counted, it would take
+// the place of a good checkpoint, which rotation would then delete. Only checkpoints named as
+// save() names them count ("step-3.safetensors", a copy, is not step 3's checkpoint).
 
 namespace {
 
 constexpr std::string_view kPrefix = "step-";
 constexpr std::string_view kSuffix = ".safetensors";
 
-/// The step a committed checkpoint's file name carries, or none for any other file.
+/// The step a committed checkpoint's file name carries, or none for any other file (including
+/// names save() does not make, such as "step-3.safetensors").
 std::optional<int64_t> step_of(const std::string& name) {
   if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return std::nullopt;
   const char* first = name.data() + kPrefix.size();
   const char* last = name.data() + name.size() - kSuffix.size();
   int64_t step = 0;
   const auto [end, ec] = std::from_chars(first, last, step);
-  if (ec != std::errc() || end != last || step < 0) return std::nullopt;
+  if (ec != std::errc() || end != last || step < 0 || CheckpointManager::file_name(step) != name) return std::nullopt;
   return step;
+}
+
+/// Whether a checkpoint's header reads (the whole file is read only by a load).
+bool header_reads(const fs::path& path) {
+  try {
+    io::SafetensorsReader::open(path);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -45,6 +59,7 @@ CheckpointManager::CheckpointManager(fs::path dir, int64_t keep) : dir_(std::mov
 std::string CheckpointManager::file_name(int64_t step) { return fmt::format("{}{:09d}{}", kPrefix, step, kSuffix); }
 
 fs::path CheckpointManager::save(int64_t step, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const {
+  TALLY_CHECK(step >= 0, "CheckpointManager::save: step must be non-negative, got ", step);
   std::error_code ec;
   fs::create_directories(dir_, ec);
   TALLY_CHECK_TYPE(IOError, !ec, "cannot create checkpoint folder ", dir_.string(), ": ", ec.message());
@@ -53,7 +68,7 @@ fs::path CheckpointManager::save(int64_t step, const StateDict& tensors, const s
   // Only once the new file is committed: the oldest beyond `keep` go. Files of later steps are
   // not counted (Note [Rotation counts what is behind the save]).
   auto committed = list();
-  std::erase_if(committed, [&](const auto& c) { return c.first > step; });
+  std::erase_if(committed, [&](const auto& c) { return c.first > step || (c.first < step && !header_reads(c.second)); });
   while (static_cast<int64_t>(committed.size()) > keep_) {
     fs::remove(committed.front().second, ec);  // a failed delete costs disk, never data
     committed.erase(committed.begin());

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +137,25 @@ TEST(AtomicFile, UnwritableFolderNamesThePath) {
     expect_error<IOError>([&] { write_file_atomic(dir.file("ro/x.bin"), pattern(10, 1)); }, {std::strerror(EACCES)});
     fs::permissions(dir.file("ro"), fs::perms::owner_all);
   }
+}
+
+TEST(AtomicFile, AFileWrittenOverKeepsItsPermissions) {
+  // A private checkpoint (0600) written over came back 0644, readable by everyone.
+  TempDir dir;
+  const fs::path path = dir.file("private.bin");
+  write_file_atomic(path, pattern(10, 1));
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  write_file_atomic(path, pattern(20, 2));
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(read_file(path), pattern(20, 2));
+}
+
+TEST(MappedFile, AFifoIsRefusedWithoutWaitingForAWriter) {
+  // Opening a FIFO for reading waited for a writer forever (tally inspect hung on one).
+  TempDir dir;
+  const fs::path path = dir.file("pipe.safetensors");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  expect_error<IOError>([&] { SafetensorsReader::open(path); }, {"is not a regular file (a FIFO)"});
 }
 
 }  // namespace

@@ -270,6 +270,17 @@ TEST(TorchEdgeCases, AsStridedHasAGradient) {
   Tensor e = ones({1, 3}, kFloat64).requires_grad_();
   (e.expand({4, 3}).as_strided({2}, {1}) * tensor({5.0, 7.0}, kFloat64)).sum().backward();
   EXPECT_EQ(values(e.grad()), (std::vector<double>{5, 7, 0}));
+  // A view at an offset: b = arange(24.).view(2, 3, 4), v = b[:, 1:, ::2] (offset 4),
+  // (v.as_strided((3, 3), (5, 2), 1) * arange(9.).view(3, 3)).sum().backward(): b.grad is 3 at
+  // [0, 1, 2], 4 at [0, 2, 0], 5 at [0, 2, 2], 0 elsewhere (the windows' other elements are not v's).
+  Tensor b = arange(24, kFloat64).view({2, 3, 4}).detach().requires_grad_();
+  Tensor v = b.slice(1, 1).slice(2, 0, std::nullopt, 2);
+  (v.as_strided({3, 3}, {5, 2}, 1) * arange(9, kFloat64).view({3, 3})).sum().backward();
+  std::vector<double> want(24, 0.0);
+  want[6] = 3;
+  want[8] = 4;
+  want[10] = 5;
+  EXPECT_EQ(values(b.grad()), want);
 }
 
 TEST(TorchEdgeCases, IndexAddIntoAZeroDimTensor) {

@@ -166,6 +166,23 @@ TEST(Checkpoints, RotationNeverDeletesTheCheckpointJustSavedForAnUnreadableNewer
   EXPECT_EQ(latest->step, 8);
 }
 
+TEST(Checkpoints, RotationCountsNeitherAnUnreadableOlderFileNorAForeignName) {
+  // keep 2 with good checkpoints at 3 and 4, an emptied one at 5 and a copy named step-3: saving 6
+  // kept only 6 and the empty 5 (one readable checkpoint) when every file counted.
+  TempDir dir;
+  CheckpointManager m(dir.path(), 2);
+  m.save(3, StateDict{}, {{"step", "3"}});
+  m.save(4, StateDict{}, {{"step", "4"}});
+  std::ofstream(dir.path() / CheckpointManager::file_name(5), std::ios::binary).flush();  // 0 bytes
+  fs::copy_file(dir.path() / CheckpointManager::file_name(3), dir.path() / "step-3.safetensors");
+  m.save(6, StateDict{}, {{"step", "6"}});
+  std::vector<int64_t> steps;
+  for (const auto& [step, path] : m.list()) steps.push_back(step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{4, 5, 6}));  // 3 rotated out; the unreadable 5 neither counted nor deleted
+  EXPECT_TRUE(fs::exists(dir.path() / "step-3.safetensors"));  // not a checkpoint name: left alone
+  expect_error<ValueError>([&] { m.save(-3, StateDict{}, {}); }, {"step must be non-negative, got -3"});
+}
+
 TEST(Checkpoints, LoadLatestSaysWhyEachFailedWhenNoneIsReadable) {
   TempDir dir;
   CheckpointManager m(dir.path(), 3);

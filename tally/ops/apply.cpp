@@ -100,7 +100,9 @@ bool may_overlap(const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable) {
+void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype) {
+  TALLY_CHECK_TYPE_ERROR(!exact_dtype || spec.dtype == dst.dtype(), "Expected out tensor to have dtype ", dtype_name(spec.dtype),
+                         ", but got ", dtype_name(dst.dtype()), " instead");
   TALLY_CHECK_TYPE_ERROR(can_cast(spec.dtype, dst.dtype()), "result type ", dtype_name(spec.dtype),
                          " can't be cast to the desired output type ", dtype_name(dst.dtype()));
   if (IntArrayRef(spec.sizes) != dst.sizes()) {

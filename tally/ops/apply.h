@@ -77,7 +77,9 @@ struct OutputSpec {
 // The in-place and out= forms follow PyTorch's rules: the result dtype must cast to the written
 // tensor's (no floating result into an integer tensor, nothing but bool into a bool one); in
 // place, the result's shape must be self's; an out= tensor of another shape is resized (it gets
-// fresh storage of the result's shape, which its other views do not see). The kernel writes the
+// fresh storage of the result's shape, which its other views do not see). An op that writes only
+// its own dtype, as PyTorch's products do, says `static constexpr bool exact_out_dtype = true;`
+// (out= of float64 for a float32 product is refused there). The kernel writes the
 // tensor directly when it can: same dtype, and either the op is `elementwise` (any strides, and
 // an input may be the written tensor itself) or the tensor is contiguous and shares no memory
 // with an input. Otherwise the op computes into a temporary and copies it over, inside the op.
@@ -431,7 +433,7 @@ struct OpNode final : Node {
   SmallVector<bool, 4> needs;
   SmallVector<uint64_t, 4> arg_versions;  // per tensor argument, at record time (Note [Version counter])
   uint64_t out_version = 0;
-  bool keeps_activations = false;
+  bool keeps_activations = false;  // it holds some tensor's bytes (false for a rule that reads shapes only)
   ~OpNode() override { let_go(); }
   std::string name() const override {
     static const std::string n = backward_node_name(Op::name);
@@ -455,19 +457,18 @@ struct OpNode final : Node {
   /// rule reads shapes only, as sum's and view's) can run again, as PyTorch's nodes that saved
   /// only sizes can (Note [Second backward]).
   void release() override {
+    if (!keeps_activations) return;
     let_go();
-    bool kept_values = out.defined() && !is_stand_in(out);
-    std::apply([&](const auto&... a) { for_each_tensor([&](const Tensor& t) { kept_values = kept_values || (t.defined() && !is_stand_in(t)); }, a...); },
-               args);
-    if (!kept_values) return;
     args = {};
     out = Tensor();
     released = true;
   }
-  /// Mark the storages this node keeps as activations.
+  /// Mark the storages this node keeps as activations (none for a rule that reads shapes only).
   void keep() {
-    for_each_kept([](StorageImpl& s) { s.retain_for_backward(); });
-    keeps_activations = true;
+    for_each_kept([this](StorageImpl& s) {
+      s.retain_for_backward();
+      keeps_activations = true;
+    });
   }
 
  private:
@@ -543,8 +544,15 @@ void refuse_inplace_in_graph(std::string_view op, const Tensor& self, const Smal
 [[noreturn]] void refuse_out_in_graph(std::string_view op);
 
 /// Raises unless a result of `spec` can be written into `dst` (Note [Forms]): its dtype must
-/// cast to dst's, and in place its shape must be dst's. For out=, resizes dst instead.
-void check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable);
+/// cast to dst's (be dst's, for an op with `exact_out_dtype`), and in place its shape must be
+/// dst's. For out=, resizes dst instead.
+void check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype);
+
+template <class Op>
+constexpr bool exact_out_dtype() {
+  if constexpr (requires { Op::exact_out_dtype; }) return Op::exact_out_dtype;
+  else return false;
+}
 
 /// Whether the kernel may write `dst` directly with these inputs (Note [Forms]).
 bool writes_directly(const OutputSpec& spec, const Tensor& dst, bool elementwise, std::span<const Tensor* const> inputs);
@@ -584,7 +592,7 @@ template <class Op, class... Args>
 Tensor& write_into(Tensor& dst, bool resizable, Device device, const Args&... args) {
   OpScope scope(device);
   const OutputSpec spec = Op::meta(args...);
-  check_result_fits(spec, dst, resizable);
+  check_result_fits(spec, dst, resizable, exact_out_dtype<Op>());
   if ((!device.is_meta() || compute_on_meta<Op>()) && dst.numel() > 0) write_result<Op>(spec, dst, args...);
   // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
   // are the outer op's; only the user's own call moves the version.

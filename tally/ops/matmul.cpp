@@ -102,6 +102,7 @@ void check_product_dtype(std::string_view op, Dtype d) {
 struct Matmul {
   static constexpr std::string_view name = "matmul";
   static constexpr bool supports_cuda = true;
+  static constexpr bool exact_out_dtype = true;  // as PyTorch's products (Note [Forms])
   static ops::OutputSpec meta(const Tensor& a, const Tensor& b) {
     TALLY_CHECK_TYPE_ERROR(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ", dtype_name(a.dtype()),
                            " != ", dtype_name(b.dtype()));
@@ -171,15 +172,20 @@ struct Matmul {
   }
 };
 
-/// self + mat1 · mat2 (torch.addmm with beta = alpha = 1), mat1 n×k and mat2 k×m, self
-/// broadcast to n×m: a linear layer's product with its bias. On the CPU a bias row (self of m
-/// elements, or a row broadcast over n) is added in the product's epilogue, before the result is
-/// rounded to its dtype, so the n×m result is written once; any other self is added after. Its
-/// FLOPs are the product's and one add per output element.
+/// beta·self + alpha·(mat1 · mat2) (torch.addmm), mat1 n×k and mat2 k×m, self broadcast to n×m:
+/// with beta = alpha = 1 a linear layer's product with its bias. On the CPU a bias row (self of m
+/// elements, or a row broadcast over n) with both scales 1 is added in the product's epilogue,
+/// before the result is rounded to its dtype, so the n×m result is written once; otherwise the
+/// product is scaled and self added after. beta = 0 ignores self, its NaNs included, as
+/// PyTorch's, and gives it a gradient of zeros. Integer products take the scales' integer parts.
 struct Addmm {
   static constexpr std::string_view name = "addmm";
   static constexpr bool supports_cuda = true;
-  static ops::OutputSpec meta(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
+  static constexpr bool exact_out_dtype = true;  // as PyTorch's products (Note [Forms])
+  static bool is(Scalar s, double v) { return s.to_double() == v; }
+  /// A scale in the product's dtype: an integer product multiplies by an integer.
+  static Scalar scale_for(Scalar s, Dtype dtype) { return is_integral(dtype) ? Scalar(s.to_long()) : s; }
+  static ops::OutputSpec meta(const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar, Scalar) {
     TALLY_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "addmm: mat1 and mat2 must be matrices, got ", mat1.dim(), "-D and ", mat2.dim(),
                 "-D tensors");
     const MatmulShape shape(mat1, mat2);  // its message for matrices that do not fit
@@ -192,28 +198,41 @@ struct Addmm {
                 self.sizes(), " does not broadcast to the product's shape ", IntArrayRef(sizes));
     return {sizes, mat1.dtype()};
   }
-  static void compute(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
+  static void compute(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
     if (out.numel() == 0) return;
     const int64_t n = mat1.size(0), k = mat1.size(1), m = mat2.size(1);
     const Tensor bias = self.expand({n, m});
     // A row broadcast over the rows, its elements contiguous: the epilogue's bias.
     const bool bias_row = (n == 1 || bias.stride(0) == 0) && (m == 1 || bias.stride(1) == 1);
-    if (out.is_cuda() || !bias_row) {
-      Tensor(out).copy_(matmul(mat1, mat2));
-      Tensor(out).add_(bias);
+    if (!out.is_cuda() && bias_row && is(beta, 1) && is(alpha, 1)) {
+      kernels::matmul(out.dtype(), 1, n, m, k, {mat1.data_ptr(), 0, mat1.stride(0), mat1.stride(1)},
+                      {mat2.data_ptr(), 0, mat2.stride(0), mat2.stride(1)}, out.data_ptr(), bias.data_ptr());
       return;
     }
-    kernels::matmul(out.dtype(), 1, n, m, k, {mat1.data_ptr(), 0, mat1.stride(0), mat1.stride(1)},
-                    {mat2.data_ptr(), 0, mat2.stride(0), mat2.stride(1)}, out.data_ptr(), bias.data_ptr());
+    Tensor(out).copy_(matmul(mat1, mat2));
+    if (!is(alpha, 1)) Tensor(out).mul_(scale_for(alpha, out.dtype()));
+    if (!is(beta, 0)) Tensor(out).add_(bias, scale_for(beta, out.dtype()));
   }
-  static ops::Cost cost(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
-    return {2 * out.numel() * mat1.size(1) + out.numel(), ops::bytes_held(self) + ops::bytes_held(mat1) + ops::bytes_held(mat2), out.nbytes()};
+  // The product, then a multiply per output element for alpha and an add (and a multiply for
+  // beta) per element for self; self is read only when beta is not 0.
+  static ops::Cost cost(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
+    const int64_t scales = (is(alpha, 1) ? 0 : 1) + (is(beta, 0) ? 0 : is(beta, 1) ? 1 : 2);
+    return {2 * out.numel() * mat1.size(1) + scales * out.numel(),
+            (is(beta, 0) ? 0 : ops::bytes_held(self)) + ops::bytes_held(mat1) + ops::bytes_held(mat2), out.nbytes()};
   }
-  // d self = g summed to self's shape; mat1 and mat2 as matmul's.
+  // d self = beta·g summed to self's shape; mat1 and mat2 as matmul's, times alpha.
   static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) { return {{false, needs[2], needs[1]}, false}; }
-  static TensorList backward(const ops::BackwardContext& c, const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
-    return {c.needs_grad(0) ? sum_to_size(c.grad, self.sizes()) : Tensor(), c.needs_grad(1) ? matmul(c.grad, mat2.t()) : Tensor(),
-            c.needs_grad(2) ? shared_matrix_grad(mat1, c.grad, mat2) : Tensor()};
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar beta,
+                             Scalar alpha) {
+    const Tensor g = is(alpha, 1) ? c.grad : c.grad * alpha;
+    TensorList grads(3);
+    if (c.needs_grad(0)) {
+      grads[0] = is(beta, 0) ? zeros(self.sizes(), c.grad.options()) : is(beta, 1) ? sum_to_size(c.grad, self.sizes())
+                                                                                : sum_to_size(c.grad, self.sizes()) * beta;
+    }
+    if (c.needs_grad(1)) grads[1] = matmul(g, mat2.t());
+    if (c.needs_grad(2)) grads[2] = shared_matrix_grad(mat1, g, mat2);
+    return grads;
   }
 };
 
@@ -262,23 +281,10 @@ struct ScaledMm {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return ops::apply<Matmul>(a, b); }
-Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
-  // Products write only their own dtype, as PyTorch's (elementwise out= forms may cast).
-  TALLY_CHECK_TYPE_ERROR(a.dtype() != b.dtype() || out.dtype() == a.dtype(), "Expected out tensor to have dtype ",
-                         dtype_name(a.dtype()), ", but got ", dtype_name(out.dtype()), " instead");
-  return ops::apply_out<Matmul>(out, a, b);
-}
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Matmul>(out, a, b); }
 
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar beta, Scalar alpha) {
-  if (beta.to_double() == 1.0 && alpha.to_double() == 1.0) return ops::apply<Addmm>(self, mat1, mat2);
-  Addmm::meta(self, mat1, mat2);  // the op's checks (shapes, dtypes, self's broadcast), then composed
-  const Tensor product = alpha.to_double() == 1.0 ? mm(mat1, mat2) : mm(mat1, mat2) * alpha;
-  if (beta.to_double() != 0.0) return product + self * beta;
-  // beta = 0 ignores self, its NaNs included, as PyTorch's; a self that requires grad still gets
-  // one, of zeros (a fill keeps it in the graph where zeros_like would cut it out).
-  const Tensor ignored = self.requires_grad() ? self.masked_fill(ones(self.sizes(), TensorOptions(kBool).device(self.device())), 0)
-                                              : zeros_like(self);
-  return product + ignored;
+  return ops::apply<Addmm>(self, mat1, mat2, beta, alpha);
 }
 
 Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {

@@ -12,9 +12,9 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// matmul written into `out` (resized to the product's shape; Note [Forms] in ops/apply.h).
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b);
 /// beta·self + alpha·(mat1 · mat2) for matrices mat1 (n×k) and mat2 (k×m), self broadcast to n×m
-/// (torch.addmm). With beta = alpha = 1, a linear layer's bias and product, it is one op whose bias
-/// is added in the product's epilogue on the CPU (the n×m result written once); other scales
-/// compose mm, mul and add. Cost: 2·n·k·m + n·m.
+/// (torch.addmm), one op. With beta = alpha = 1, a linear layer's bias and product, the bias is
+/// added in the product's epilogue on the CPU (the n×m result written once). beta = 0 ignores
+/// self (its NaNs included). Cost: 2·n·k·m, and n·m per scale and add.
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, Scalar beta = 1, Scalar alpha = 1);
 /// 2-D matrix product (torch.mm).
 Tensor mm(const Tensor& a, const Tensor& b);

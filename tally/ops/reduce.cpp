@@ -225,11 +225,13 @@ template <class T> using widened_int_t = std::conditional_t<std::is_integral_v<T
 /// any/all give bool, except on uint8 (PyTorch keeps uint8 there).
 template <class T> using logical_out_t = std::conditional_t<std::is_same_v<T, uint8_t>, uint8_t, bool>;
 
-/// amax/amin send the gradient to the extreme elements, split evenly among ties (PyTorch's rule).
-Tensor split_among_ties(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) {
-  Tensor hit = (x == out).to(g.dtype());
-  return g * hit / sum(hit, dims, true);
+/// The gradient split evenly among the elements `hit` marks in each reduced slice.
+Tensor split_among(const Tensor& g, const Tensor& hit, IntArrayRef dims) {
+  const Tensor h = hit.to(g.dtype());
+  return g * h / sum(h, dims, true);
 }
+/// amax/amin send the gradient to the extreme elements, split evenly among ties (PyTorch's rule).
+Tensor split_among_ties(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) { return split_among(g, x == out, dims); }
 
 struct SumDef {
   static constexpr bool picks_an_element = false;
@@ -318,8 +320,7 @@ struct WholeExtremeDef : Extreme {
   static constexpr std::string_view name = IsMax ? "max" : "min";
   static constexpr bool reads_x = true, reads_out = true;  // Note [Saved tensors]
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor& out, IntArrayRef dims) {
-    const Tensor hit = where(out != out, x != x, x == out).to(g.dtype());
-    return g * hit / sum(hit, dims, true);
+    return split_among(g, where(out != out, x != x, x == out), dims);
   }
 };
 using MaxAllDef = WholeExtremeDef<AmaxDef, true>;

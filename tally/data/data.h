@@ -1,5 +1,5 @@
 #pragma once
-// tally::data: token files mapped from disk, get_batch, a resumable loader and its prefetcher.
+// tally::data: token files read a window at a time, get_batch, a resumable loader and its prefetcher.
 
 #include "tally/data/loader.h"
 #include "tally/data/npy.h"

@@ -80,6 +80,10 @@ std::optional<int64_t> product(const std::vector<int64_t>& shape) {
   return n;
 }
 
+/// Where the dict starts: after the magic string, the version and the length field, which 2.0
+/// and 3.0 widened from 2 to 4 bytes.
+int64_t dict_start_of(int major_version) { return major_version == 1 ? 10 : 12; }
+
 }  // namespace
 
 int64_t NpyHeader::numel() const {
@@ -88,20 +92,26 @@ int64_t NpyHeader::numel() const {
   return *n;
 }
 
-NpyHeader parse_npy_header(const void* bytes, int64_t nbytes, const std::string& path) {
+int64_t npy_header_bytes(const void* bytes, int64_t nbytes, const std::string& path) {
   const auto* p = static_cast<const unsigned char*>(bytes);
   if (nbytes < kMagicBytes || std::memcmp(p, kMagic, kMagicBytes) != 0)
     bad_header(path, "bad magic string (a .npy file starts with \\x93NUMPY)");
   if (nbytes < 8) bad_header(path, detail::str_cat("the header is cut short at ", nbytes, " bytes"));
-  NpyHeader h;
-  h.major_version = p[6];
-  if (h.major_version < 1 || h.major_version > 3 || p[7] != 0)
+  const int major_version = p[6];
+  if (major_version < 1 || major_version > 3 || p[7] != 0)
     bad_header(path, detail::str_cat("unknown format version ", int(p[6]), ".", int(p[7]), " (known: 1.0, 2.0, 3.0)"));
-  const int len_bytes = h.major_version == 1 ? 2 : 4;  // 2.0 and 3.0 widened the length to 4 bytes
-  const int64_t dict_start = 8 + len_bytes;
+  const int64_t dict_start = dict_start_of(major_version);
   if (nbytes < dict_start) bad_header(path, detail::str_cat("the header is cut short at ", nbytes, " bytes"));
-  const auto dict_bytes = static_cast<int64_t>(read_le(p + 8, len_bytes));
-  h.data_offset = dict_start + dict_bytes;
+  return dict_start + static_cast<int64_t>(read_le(p + 8, static_cast<int>(dict_start - 8)));
+}
+
+NpyHeader parse_npy_header(const void* bytes, int64_t nbytes, const std::string& path) {
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  NpyHeader h;
+  h.data_offset = npy_header_bytes(bytes, nbytes, path);
+  h.major_version = p[6];
+  const int64_t dict_start = dict_start_of(h.major_version);
+  const int64_t dict_bytes = h.data_offset - dict_start;
   if (nbytes < h.data_offset)
     bad_header(path, detail::str_cat("the header declares ", h.data_offset, " bytes but the file holds ", nbytes));
   const std::string_view dict(reinterpret_cast<const char*>(p + dict_start), static_cast<size_t>(dict_bytes));

@@ -28,6 +28,11 @@ struct NpyHeader {
 /// cut short or a dict without 'descr', 'fortran_order' and 'shape'.
 NpyHeader parse_npy_header(const void* bytes, int64_t nbytes, const std::string& path);
 
+/// The whole header's length (where the data starts), from its first 12 bytes at most: what a
+/// reader needs before it reads the rest. ValueError for a bad magic string, an unknown version,
+/// or fewer bytes than the length field needs.
+int64_t npy_header_bytes(const void* bytes, int64_t nbytes, const std::string& path);
+
 /// Bytes per element of a little-endian or byte-order-free descr ("<f4" → 4, "|b1" → 1);
 /// TypeError for a big-endian or unreadable one.
 int64_t npy_item_size(const std::string& descr, const std::string& path);

@@ -1,11 +1,12 @@
 #include "tally/data/token_file.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include "tally/data/npy.h"
 #include "tally/error/error.h"
-#include "tally/io/mapped_file.h"
 
 namespace tally::data {
 
@@ -40,16 +41,23 @@ decltype(auto) visit(TokenDtype dtype, F&& f) {
   throw InternalError(detail::str_cat("unknown TokenDtype ", int(dtype)));
 }
 
-/// The whole file mapped read-only, as a Storage that keeps the mapping.
-Storage map_file(const std::string& path) {
-  const io::MappedFile file = io::map_readonly(path, "token file");
-  TALLY_CHECK(file.size > 0, "token file '", path, "' is empty (0 bytes): it holds no tokens");
-  return std::make_shared<StorageImpl>(const_cast<uint8_t*>(file.data.get()), static_cast<int64_t>(file.size),
-                                       [mapping = file.data](void*) {});  // the last copy of `mapping` unmaps
+/// The file opened for reading, refused when it holds no bytes.
+std::shared_ptr<const io::ReadOnlyFile> open_file(const std::string& path) {
+  auto file = io::ReadOnlyFile::open(path, "token file");
+  TALLY_CHECK(file->size() > 0, "token file '", path, "' is empty (0 bytes): it holds no tokens");
+  return file;
 }
 
-bool starts_like_npy(const Storage& mapping) {
-  return mapping->nbytes() >= 6 && std::memcmp(mapping->data(), "\x93NUMPY", 6) == 0;
+/// The file's first min(n, size) bytes.
+std::vector<std::byte> read_prefix(const io::ReadOnlyFile& file, uint64_t n) {
+  std::vector<std::byte> bytes(std::min(n, file.size()));
+  file.read_at(0, bytes);
+  return bytes;
+}
+
+bool starts_like_npy(const io::ReadOnlyFile& file) {
+  const std::vector<std::byte> magic = read_prefix(file, 6);
+  return magic.size() == 6 && std::memcmp(magic.data(), "\x93NUMPY", 6) == 0;
 }
 
 }  // namespace
@@ -66,26 +74,26 @@ TokenDtype token_dtype_from_name(std::string_view name) {
   throw ValueError(detail::str_cat("unknown token dtype '", name, "' (known: uint16, int32, uint32, int64)"));
 }
 
-TokenFile::TokenFile(std::string path, Storage mapping, int64_t offset_bytes, int64_t size, TokenDtype dtype)
-    : path_(std::move(path)),
-      mapping_(std::move(mapping)),
-      tokens_(static_cast<const unsigned char*>(mapping_->data()) + offset_bytes),
-      size_(size),
-      dtype_(dtype) {}
+TokenFile::TokenFile(std::string path, std::shared_ptr<const io::ReadOnlyFile> file, int64_t offset_bytes, int64_t size, TokenDtype dtype)
+    : path_(std::move(path)), file_(std::move(file)), offset_bytes_(offset_bytes), size_(size), dtype_(dtype) {}
 
 TokenFile TokenFile::open_raw(const std::string& path, TokenDtype dtype) {
-  Storage mapping = map_file(path);
-  const int64_t nbytes = mapping->nbytes(), item = element_size(dtype);
-  TALLY_CHECK(!starts_like_npy(mapping), "token file '", path,
+  auto file = open_file(path);
+  const auto nbytes = static_cast<int64_t>(file->size());
+  const int64_t item = element_size(dtype);
+  TALLY_CHECK(!starts_like_npy(*file), "token file '", path,
               "' starts with the .npy magic string: it was written by np.save, open it with TokenFile::open_npy");
   TALLY_CHECK(nbytes % item == 0, "token file '", path, "' holds ", nbytes, " bytes, which is not a multiple of ",
               item, " (the size of ", dtype_name(dtype), "): is the dtype right?");
-  return TokenFile(path, std::move(mapping), 0, nbytes / item, dtype);
+  return TokenFile(path, std::move(file), 0, nbytes / item, dtype);
 }
 
 TokenFile TokenFile::open_npy(const std::string& path) {
-  Storage mapping = map_file(path);
-  const NpyHeader h = parse_npy_header(mapping->data(), mapping->nbytes(), path);
+  auto file = open_file(path);
+  const std::vector<std::byte> prefix = read_prefix(*file, 12);  // what the header's length needs
+  const auto header_bytes = static_cast<uint64_t>(npy_header_bytes(prefix.data(), static_cast<int64_t>(prefix.size()), path));
+  const std::vector<std::byte> header = read_prefix(*file, header_bytes);
+  const NpyHeader h = parse_npy_header(header.data(), static_cast<int64_t>(header.size()), path);
   const DtypeInfo* found = nullptr;
   bool little_endian_supported = false;  // a big-endian '>u2' whose '<u2' a token file holds
   for (const DtypeInfo& d : kDtypes) {
@@ -98,12 +106,12 @@ TokenFile TokenFile::open_npy(const std::string& path) {
   TALLY_CHECK(!h.fortran_order || h.shape.size() <= 1, "'", path, "' holds a Fortran-order array of ",
               h.shape.size(), " dimensions; token files must be 1-d or C-order");
   const int64_t numel = h.numel(), item = element_size(found->dtype);
-  const int64_t data_bytes = mapping->nbytes() - h.data_offset;
+  const int64_t data_bytes = static_cast<int64_t>(file->size()) - h.data_offset;
   TALLY_CHECK(numel > 0, "'", path, "' is empty: its .npy header declares ", numel, " tokens");
   TALLY_CHECK(numel <= data_bytes / item && numel * item == data_bytes, "'", path, "': the .npy header declares ",
               numel, " elements of ", found->name, " (", numel, " x ", item, " bytes) but ", data_bytes,
               " bytes follow the ", h.data_offset, "-byte header");
-  return TokenFile(path, std::move(mapping), h.data_offset, numel, found->dtype);
+  return TokenFile(path, std::move(file), h.data_offset, numel, found->dtype);
 }
 
 int64_t TokenFile::at(int64_t i) const {
@@ -118,14 +126,18 @@ void TokenFile::gather(int64_t start, std::span<int64_t> out) const {
   TALLY_CHECK_INDEX(start >= 0 && count <= size_ && start <= size_ - count, "tokens [", start, ", ", start + count,
                     ") are out of bounds for token file '", path_, "' with ", size_, " tokens");
   visit(dtype_, [&]<class T>() {
-    const unsigned char* src = tokens_ + start * static_cast<int64_t>(sizeof(T));
+    constexpr auto item = static_cast<int64_t>(sizeof(T));
     if constexpr (std::is_same_v<T, int64_t>) {
-      std::memcpy(out.data(), src, out.size_bytes());
+      file_->read_at(static_cast<uint64_t>(offset_bytes_ + start * item), std::as_writable_bytes(out));
     } else {
-      for (int64_t i = 0; i < count; ++i) {
-        T v;
-        std::memcpy(&v, src + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
-        out[static_cast<size_t>(i)] = v;
+      // Narrower tokens are read in pieces of a bounded buffer and widened.
+      constexpr int64_t kPiece = int64_t{1} << 16;
+      std::vector<T> piece(static_cast<size_t>(std::min(count, kPiece)));
+      for (int64_t done = 0; done < count; done += kPiece) {
+        const int64_t n = std::min(kPiece, count - done);
+        const std::span<T> buffer(piece.data(), static_cast<size_t>(n));
+        file_->read_at(static_cast<uint64_t>(offset_bytes_ + (start + done) * item), std::as_writable_bytes(buffer));
+        std::copy(buffer.begin(), buffer.end(), out.begin() + done);
       }
     }
   });

@@ -1,16 +1,17 @@
 #pragma once
-// Token files: a long 1-d array of token ids on disk, mapped into memory and never read whole
+// Token files: a long 1-d array of token ids on disk, read a window at a time and never whole
 // (the lecture's np.memmap; LLaMA's data is 2.8 TB). Two layouts: the raw bytes that numpy's
-// tofile writes, whose dtype the caller names, and a .npy file, whose header names it. A file in
-// use must be replaced by renaming a new one over it, never rewritten in place (a file cut shorter
-// under a running job kills it with SIGBUS: io/mapped_file.h).
+// tofile writes, whose dtype the caller names, and a .npy file, whose header names it. Windows
+// are read with pread rather than through a mapping, so a file cut shorter under a running job is
+// an IOError naming it, not a SIGBUS; replace a file in use by renaming a new one over it.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
-#include "tally/core/storage.h"
+#include "tally/io/regular_file.h"
 
 namespace tally::data {
 
@@ -24,9 +25,8 @@ std::string_view dtype_name(TokenDtype dtype);
 /// The dtype with NumPy's name; ValueError lists the names for an unknown one.
 TokenDtype token_dtype_from_name(std::string_view name);
 
-/// A read-only token array mapped from a file. Copies share the mapping; it is unmapped when
-/// the last copy goes. Reads go through memcpy, so no token is loaded through a misaligned
-/// pointer and only the pages touched are read from disk.
+/// A read-only token array in a file. Copies share the open file, closed with the last copy;
+/// only the windows asked for are read from disk, and reads from several threads are safe.
 class TokenFile {
  public:
   /// The raw array numpy's `array.tofile(path)` writes, with elements of `dtype`. IOError when
@@ -47,14 +47,15 @@ class TokenFile {
   const std::string& path() const { return path_; }
   /// Token `i` (IndexError outside [0, size())).
   int64_t at(int64_t i) const;
-  /// Tokens start .. start + out.size() into out (IndexError when the window leaves the file).
+  /// Tokens start .. start + out.size() into out (IndexError when the window leaves the file;
+  /// IOError when the file was cut shorter since it was opened).
   void gather(int64_t start, std::span<int64_t> out) const;
 
  private:
-  TokenFile(std::string path, Storage mapping, int64_t offset_bytes, int64_t size, TokenDtype dtype);
+  TokenFile(std::string path, std::shared_ptr<const io::ReadOnlyFile> file, int64_t offset_bytes, int64_t size, TokenDtype dtype);
   std::string path_;
-  Storage mapping_;              // the whole file, header included; munmap'd with the last copy
-  const unsigned char* tokens_;  // first token's byte in the mapping
+  std::shared_ptr<const io::ReadOnlyFile> file_;
+  int64_t offset_bytes_;  // the first token's byte (after a .npy header)
   int64_t size_;
   TokenDtype dtype_;
 };

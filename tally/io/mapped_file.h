@@ -1,11 +1,12 @@
 #pragma once
-// A whole regular file mapped read-only: how tally reads checkpoints (safetensors) and token
-// files without copying them into memory. The mapping outlives the descriptor.
+// A whole regular file mapped read-only: how tally reads checkpoints (safetensors) without
+// copying them into memory. The mapping outlives the descriptor. (Token files are read with
+// pread instead: io/regular_file.h.)
 //
 // A mapping reads the file as it is on disk, so the file must not be rewritten in place while it
 // is mapped: a file cut shorter (open for writing with truncation, as `open(path, 'wb')` does)
 // makes the next read of a page past its new end kill the process with SIGBUS, and bytes written
-// in place are read as they are. Replace a token file or checkpoint that may be in use by writing
+// in place are read as they are. Replace a checkpoint that may be in use by writing
 // a new file and renaming it over the old one (tally's own writers do, io/atomic_file.h): the
 // mapping keeps the old file's bytes until it is released.
 

@@ -1,5 +1,5 @@
 // Token files written by NumPy (tofile and np.save, every dtype, .npy versions 1.0 to 3.0) read
-// back identically through the mapping, and every malformed file refused with a typed error
+// back identically, and every malformed file refused with a typed error
 // that names the problem and the file.
 
 #include <climits>
@@ -121,7 +121,7 @@ TEST_F(NumpyFiles, GatherWindowsAndBounds) {
   expect_error<IndexError>([&] { f.gather(f.size() - 99, window); }, {"out of bounds", "uint16.npy", "3005"});
   expect_error<IndexError>([&] { f.gather(-1, window); }, {"out of bounds"});
   expect_error<IndexError>([&] { f.at(f.size()); }, {"index 3005", "uint16.npy"});
-  const TokenFile copy = f;  // copies share the mapping
+  const TokenFile copy = f;  // copies share the open file
   EXPECT_EQ(copy.at(2), 65535);
 }
 
@@ -159,6 +159,25 @@ TEST(TokenFile, RefusesMissingFiles) {
   expect_error<IOError>([&] { TokenFile::open_raw(dir.file("absent.bin"), TokenDtype::UInt16); },
                         {"cannot open", "absent.bin", "No such file"});
   expect_error<IOError>([&] { TokenFile::open_npy(dir.file("absent.npy")); }, {"cannot open", "absent.npy"});
+}
+
+// A file cut shorter in place while it is open (`open(path, 'wb')` and a smaller array) killed the
+// reading process with SIGBUS when token files were mapped; it is now an IOError at the first
+// window it no longer holds, and the windows it still holds read as before.
+TEST(TokenFile, AFileCutShorterWhileOpenIsAnIOErrorNotASignal) {
+  TempDir dir;
+  std::string bytes;
+  for (int i = 0; i < 100000; ++i) bytes += std::string{static_cast<char>(i & 0xff), static_cast<char>(i >> 8 & 0xff)};
+  write_bytes(dir.file("cut.bin"), bytes);
+  const TokenFile f = TokenFile::open_raw(dir.file("cut.bin"), TokenDtype::UInt16);
+  ASSERT_EQ(f.size(), 100000);
+  write_bytes(dir.file("cut.bin"), bytes.substr(0, 2000));  // truncated and rewritten in place
+  std::vector<int64_t> window(10);
+  f.gather(990, window);
+  EXPECT_EQ(window.front(), 990);
+  EXPECT_EQ(window.back(), 999);
+  expect_error<IOError>([&] { f.gather(99000, window); }, {"cut.bin", "now holds 2000 bytes", "200000 bytes when opened", "byte 198000", "renaming"});
+  expect_error<IOError>([&] { f.gather(995, window); }, {"now holds 2000 bytes", "byte 2000 was asked for"});
 }
 
 TEST(TokenFile, RefusesEmptyFiles) {

@@ -152,7 +152,9 @@ Dtype parse_dtype(const std::string& name) {
 void run_matmul(const MatmulArgs& a) {
   TALLY_CHECK(a.m > 0 && a.n > 0 && a.k > 0 && a.reps > 0, "bench matmul: sizes and --reps must be positive (got m=", a.m,
               ", n=", a.n, ", k=", a.k, ", reps=", a.reps, ")");
-  if (const Device device(a.device); device.is_cuda()) return run_gpu_matmul(device, a.m, a.n, a.k, a.dtype, a.reps);
+  const Device device(a.device);
+  if (device.is_cuda()) return run_gpu_matmul(device, a.m, a.n, a.k, a.dtype, a.reps);
+  TALLY_CHECK(device.is_cpu(), "bench matmul: --device must be cpu or cuda[:N], got '", a.device, "' (a meta tensor runs no kernel to time)");
   const Dtype dt = parse_dtype(a.dtype);
   const std::string dtype(dtype_name(dt));
   Tensor x = randn({a.m, a.k}).to(dt), y = randn({a.k, a.n}).to(dt);
@@ -198,6 +200,7 @@ void add_bench_command(CLI::App& app) {
   peak->add_option("--device", *peak_device, "cpu, or cuda / cuda:N")->capture_default_str();
   peak->callback([peak_device] {
     const Device device(*peak_device);
+    TALLY_CHECK(device.is_cpu() || device.is_cuda(), "bench peak: --device must be cpu or cuda[:N], got '", *peak_device, "'");
     if (device.is_cuda()) run_gpu_peak(device);
     else run_peak();
   });

@@ -2,8 +2,12 @@
 // into exit codes.
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
+#include <utility>
 
 #include "cli/commands.h"
 #include "tally/error/error.h"
@@ -17,6 +21,19 @@ int main(int argc, char** argv) {
   tally::cli::add_inspect_command(app);
   tally::cli::add_report_command(app);
   tally::cli::add_train_command(app);
+  // CLI11 answers a misspelt command ("tally trian") with "A subcommand is required" alone.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : std::as_const(app).get_subcommands([](const CLI::App*) { return true; })) {
+      found = found || sub->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::fprintf(stderr, "tally: error: unknown command '%s' (commands: %s; tally --help)\n", argv[1], known.c_str());
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -27,6 +44,13 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tally: unexpected error: %s\n", e.what());
     return 2;
+  }
+  // Output that did not reach its file (a full disk behind `--json > out.json`) is a failure:
+  // a script reading it must not see exit status 0.
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "tally: error: cannot write to standard output%s%s\n", errno ? ": " : "", errno ? std::strerror(errno) : "");
+    return 1;
   }
   return 0;
 }

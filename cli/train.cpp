@@ -173,6 +173,12 @@ train::TrainConfig settle_config(bool resume, const std::string& out, const std:
   if (!config_file.empty()) train::overlay_json_file(config, config_file);
   train::overlay_json(config, flags, "flags");
   config.validate();
+  // A new run writes its merged settings to <out>/config.json: over the --config file itself,
+  // when that is where it lives (`--config DIR/config.json --out DIR` replaced it without a word).
+  std::error_code ec;
+  TALLY_CHECK(resume || config_file.empty() || !std::filesystem::equivalent(config_file, std::filesystem::path(config.out) / "config.json", ec),
+              "--config ", config_file, " is the run directory's own config.json, which a new run writes over: copy it out of ",
+              config.out, " first, or pass --resume to continue that run");
   return config;
 }
 

@@ -108,7 +108,9 @@ void check_range(const Field& f, double v, const std::string& source) {
 /// Raises unless `v` has the field's type and lies in its range or choices.
 void check_value(const Field& f, const json& v, const std::string& source) {
   auto type_error = [&](const char* want) {
-    throw ValueError(source + ": " + f.name + " must be " + want + ", got " + v.dump());
+    std::string got = v.dump();  // at most kMaxConfigDepth levels deep: the file's parse refused deeper
+    if (got.size() > 80) got = got.substr(0, 60) + "... (" + std::to_string(got.size()) + " characters)";
+    throw ValueError(source + ": " + f.name + " must be " + want + ", got " + got);
   };
   std::visit(
       [&](auto member) {
@@ -201,10 +203,25 @@ void apply_json(TrainConfig& config, const json& j, const std::string& source) {
 namespace {
 
 /// The whole text of `path`; IOError naming it when it is not a readable regular file.
+/// A config is a small JSON object; anything far larger is the wrong file (a token file passed as
+/// --config), which would otherwise be read whole into memory.
+constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
+/// Levels of nesting a config file may have: its values are numbers, strings and booleans, one
+/// level down. The cap keeps a hostile file's depth away from recursive code (dump()).
+constexpr int kMaxConfigDepth = 16;
+
 std::string read_config_text(const std::string& path) {
   std::error_code ec;
-  // An ifstream opens a directory and then fails mid-read with a message that names no file.
-  TALLY_CHECK_TYPE(IOError, !std::filesystem::is_directory(path, ec), "cannot read config file ", path, ": it is a directory");
+  const auto status = std::filesystem::status(path, ec);
+  // An ifstream opens a directory and then fails mid-read with a message that names no file, and
+  // reads a device such as /dev/zero forever.
+  TALLY_CHECK_TYPE(IOError, !ec && std::filesystem::exists(status), "cannot read config file ", path, ": ",
+                   ec ? ec.message() : "no such file");
+  TALLY_CHECK_TYPE(IOError, std::filesystem::is_regular_file(status), "cannot read config file ", path, ": it is ",
+                   std::filesystem::is_directory(status) ? "a directory" : "not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  TALLY_CHECK(ec || size <= kMaxConfigBytes, "config file ", path, " holds ", size, " bytes: a config is a JSON object of a few "
+              "hundred bytes (at most ", kMaxConfigBytes, "); is it the right file?");
   std::ifstream in(path, std::ios::binary);
   TALLY_CHECK_TYPE(IOError, in.good(), "cannot read config file ", path);
   std::ostringstream text;
@@ -213,19 +230,36 @@ std::string read_config_text(const std::string& path) {
   return text.str();
 }
 
-}  // namespace
-
-void overlay_json_file(TrainConfig& config, const std::string& path) {
-  const std::string text = read_config_text(path);
-  json j;
+/// The JSON of config file `path`, refusing what the parser alone would let through: a key twice
+/// in one object (the parser keeps the last, so `"steps": 2, "steps": 4` ran 4 steps silently)
+/// and nesting deeper than kMaxConfigDepth.
+json parse_config_text(const std::string& text, const std::string& path) {
+  std::vector<std::vector<std::string>> keys;  // of each object being parsed
+  const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& parsed) {
+    TALLY_CHECK(depth <= kMaxConfigDepth, path, ": nested more than ", kMaxConfigDepth, " levels deep; a config is one object of settings");
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    if (event == json::parse_event_t::object_end) keys.pop_back();
+    if (event == json::parse_event_t::key) {
+      const auto& name = parsed.get_ref<const std::string&>();
+      std::vector<std::string>& seen = keys.back();
+      TALLY_CHECK(std::find(seen.begin(), seen.end(), name) == seen.end(), path, ": key \"", name, "\" appears twice; give each setting once");
+      seen.push_back(name);
+    }
+    return true;
+  };
   try {
-    j = json::parse(text);
+    return json::parse(text, check);
   } catch (const json::parse_error& e) {
     throw ValueError(path + ": not valid JSON: " + e.what());
   } catch (const json::exception& e) {  // valid JSON that a double cannot hold (1e400)
     throw ValueError(path + ": a value out of range: " + e.what());
   }
-  overlay_json(config, j, path);
+}
+
+}  // namespace
+
+void overlay_json_file(TrainConfig& config, const std::string& path) {
+  overlay_json(config, parse_config_text(read_config_text(path), path), path);
 }
 
 void apply_json_file(TrainConfig& config, const std::string& path) {

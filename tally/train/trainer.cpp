@@ -17,6 +17,7 @@
 #include <omp.h>
 #include <sys/resource.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -97,14 +98,19 @@ double check_tokens(const data::TokenFile& file, int64_t vocab_size) {
   return unigram_entropy(counts);
 }
 
-int64_t parse_int(const std::map<std::string, std::string>& m, const std::string& key, const fs::path& path) {
+/// A counter of the checkpoint's metadata, as save() writes it: decimal digits, nothing else, not
+/// negative. A value that is not (an edited or damaged file) is refused rather than trusted: a
+/// step of -5 or 0 would make the resumed run truncate metrics.jsonl to it and save over the
+/// run's checkpoints.
+int64_t parse_counter(const std::map<std::string, std::string>& m, const std::string& key, const fs::path& path) {
   const auto it = m.find(key);
   TALLY_CHECK(it != m.end(), "checkpoint ", path.string(), " has no '", key, "' in its metadata");
-  try {
-    return std::stoll(it->second);
-  } catch (const std::exception&) {
-    throw ValueError("checkpoint " + path.string() + ": metadata '" + key + "' is not an integer: " + it->second);
-  }
+  const std::string& text = it->second;
+  int64_t value = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  TALLY_CHECK(!text.empty() && text[0] != '-' && ec == std::errc() && end == text.data() + text.size(), "checkpoint ",
+              path.string(), ": metadata '", key, "' is '", text, "', not a non-negative integer (the file was altered or damaged)");
+  return value;
 }
 
 GeneratorState generator_from(const json& j) { return {j.at("seed").get<uint64_t>(), j.at("offset").get<uint64_t>()}; }
@@ -268,8 +274,11 @@ ResumePoint read_resume_point(const CheckpointManager& checkpoints, const fs::pa
     for (const auto& f : mismatched) lines += "\n  " + f;
     throw ValueError("checkpoint " + c->path.string() + " was trained with another configuration:" + lines);
   }
-  r.step = parse_int(m, "tally.step", c->path);
-  r.tokens = parse_int(m, "tally.tokens", c->path);
+  r.step = parse_counter(m, "tally.step", c->path);
+  r.tokens = parse_counter(m, "tally.tokens", c->path);
+  TALLY_CHECK(r.step == c->step, "checkpoint ", c->path.string(), " is step ", c->step, "'s by its name but its metadata says step ",
+              r.step, " (the file was altered or renamed): nothing was written; move it out of ", checkpoints.dir().string(),
+              " to resume from the one before");
   r.checkpoint = std::move(*c);
   return r;
 }
@@ -288,19 +297,50 @@ void refuse_existing_run(const fs::path& out, const CheckpointManager& checkpoin
               ") but no checkpoint to resume it from: choose another --out, or remove those files to start over");
 }
 
+/// What a stop before saving says about the checkpoints: none was written or rotated out.
+std::string nothing_saved(const fs::path& checkpoint_dir) {
+  return ": stopped before saving a checkpoint, so those in " + checkpoint_dir.string() +
+         " are as they were (lower --lr, or resume from an older checkpoint)";
+}
+
 /// A step whose loss is not finite, or whose update applied a non-finite gradient (no loss scaler
 /// caught it), has made the weights garbage: stop before they are checkpointed, where each save
 /// would rotate out one of the good checkpoints. fp16's loss scaler skips a step with inf or NaN
 /// gradients (`stepped` false) by design; its loss is the unscaled one, finite unless the forward
 /// itself broke.
 void check_step_finite(int64_t step, double loss, double grad_norm, bool stepped, const fs::path& checkpoint_dir) {
-  const std::string tail = ": stopped before saving a checkpoint, so those in " + checkpoint_dir.string() +
-                           " are as they were (lower --lr, or resume from an older checkpoint)";
   TALLY_CHECK(std::isfinite(loss), "step ", step, ": the loss is ", std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf",
               ": the model's weights or its inputs are no longer finite (training diverged, or the checkpoint resumed from holds NaN or inf)",
-              tail);
+              nothing_saved(checkpoint_dir));
   TALLY_CHECK(!stepped || std::isfinite(grad_norm), "step ", step, ": the gradient norm is ", std::isnan(grad_norm) ? "nan" : "inf",
-              " and the optimizer applied it: the weights are no longer finite", tail);
+              " and the optimizer applied it: the weights are no longer finite", nothing_saved(checkpoint_dir));
+}
+
+/// Whether every element of a floating tensor is finite, read from memory by its bits: no op
+/// runs, so the run's ledger does not see the check.
+bool all_finite(const Tensor& t) {
+  auto none_all_ones = [&]<class Bits>(Bits exponent) {
+    const Tensor c = t.contiguous();
+    const auto* p = static_cast<const Bits*>(c.data_ptr());
+    for (int64_t i = 0, n = c.numel(); i < n; ++i)
+      if ((p[i] & exponent) == exponent) return false;
+    return true;
+  };
+  switch (t.dtype()) {
+    case kFloat32: return none_all_ones(uint32_t{0x7F800000});
+    case kFloat64: return none_all_ones(uint64_t{0x7FF0000000000000});
+    case kBFloat16: return none_all_ones(uint16_t{0x7F80});
+    case kFloat16: return none_all_ones(uint16_t{0x7C00});
+    default: return !is_floating_point(t.dtype()) || all_finite(t.to(kFloat32));  // float8: exact in float32
+  }
+}
+
+/// A checkpoint must not hold NaN or inf: a loss computed before the update can be finite while
+/// the update made the weights garbage (a NaN in AdamW's state), and saving them would rotate out
+/// the good checkpoints behind them.
+void check_state_finite(int64_t step, const StateDict& state, const fs::path& checkpoint_dir) {
+  for (const auto& [name, t] : state)
+    TALLY_CHECK(all_finite(t), "step ", step, ": ", name, " holds NaN or inf after the optimizer's update", nothing_saved(checkpoint_dir));
 }
 
 }  // namespace
@@ -400,6 +440,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     for (const auto& [k, t] : optimizer.state_dict()) all.insert("optimizer." + k, t);
     for (const auto& [k, t] : schedule.state_dict()) all.insert("scheduler." + k, t);
     for (const auto& [k, t] : precision.state_dict()) all.insert("precision." + k, t);
+    check_state_finite(at, all, checkpoints.dir());
     const data::LoaderState ls = loader.state();
     const std::map<std::string, std::string> metadata = {
         {"tally.format", std::string(kFormat)},

@@ -182,6 +182,31 @@ print("%-22s exit %d: %s" % ("bench-unwritable", r.returncode, r.stderr.strip())
 if r.returncode != 0 or "MFU" not in r.stdout or "warning: could not store the measured peaks" not in r.stderr:
     failures.append("bench-unwritable: expected exit 0, the MFU and a warning, got %d %r %r" % (r.returncode, r.stdout, r.stderr))
 
+# A new run's --config that is its own run directory's config.json, which the run would write over.
+own = os.path.join(work, "own-config")
+os.makedirs(own)
+own_config = write("own-config/config.json", json.dumps({"steps": 2, "warmup_steps": 1}))
+r = run(tally, ["train", "--out", own, "--config", own_config])
+print("%-22s exit %d: %s" % ("own-config", r.returncode, r.stderr.strip()))
+if r.returncode == 0 or "is the run directory's own config.json" not in r.stderr or open(own_config).read() != json.dumps({"steps": 2, "warmup_steps": 1}):
+    failures.append("own-config: expected a refusal and the file untouched, got %d %r" % (r.returncode, r.stderr))
+
+# A misspelt command is named; a device with nothing to time is refused.
+for args, needle in ((["trian"], "unknown command 'trian' (commands: info, bench, estimate, inspect, report, train"),
+                     (["bench", "matmul", "--device", "meta", "--m", "8", "--n", "8", "--k", "8", "--reps", "1"],
+                      "--device must be cpu or cuda[:N], got 'meta'")):
+    r = run(tally, args)
+    print("%-22s exit %d: %s" % (args[0] + "-" + args[-1], r.returncode, r.stderr.strip()))
+    if r.returncode == 0 or needle not in r.stderr:
+        failures.append("%s: expected %r, got %d %r" % (args, needle, r.returncode, r.stderr))
+
+# Output that cannot be written (a full disk behind a redirection) is a failure, not exit 0.
+with open("/dev/full", "w") as full:
+    p = subprocess.run([tally, "estimate", "tensor", "--shape", "3,4"], stdout=full, stderr=subprocess.PIPE, text=True)
+print("%-22s exit %d: %s" % ("stdout-full", p.returncode, p.stderr.strip()))
+if p.returncode == 0 or "cannot write to standard output" not in p.stderr:
+    failures.append("stdout-full: expected a non-zero exit naming the failed write, got %d %r" % (p.returncode, p.stderr))
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -19,6 +20,7 @@
 #include "tally/train/checkpoint.h"
 #include "tally/train/config.h"
 #include "tally/train/corpus.h"
+#include "tally/train/step_profile.h"
 #include "tally/train/trainer.h"
 #include "expect_error.h"
 #include "temp_dir.h"
@@ -105,6 +107,34 @@ TEST(TrainConfig, MessagesNameTheValueAndTheFile) {
   const std::string e = message_of([&] { apply_json_file(c, huge.string()); });
   EXPECT_TRUE(e.starts_with(huge.string() + ": a value out of range: ")) << e;
   EXPECT_NE(e.find("1e400"), std::string::npos) << e;
+}
+
+// What the JSON parser alone lets through: a key given twice (it keeps the last, silently), a
+// file nested deep enough to crash the message that quotes a value (800,000 brackets segfaulted
+// in dump()), a device that never ends (/dev/zero was read until the kernel killed the process),
+// a file far larger than any config (a token file passed as --config).
+TEST(TrainConfig, AConfigFileIsOneSmallObjectWithEachKeyOnce) {
+  TempDir dir;
+  TrainConfig c;
+  auto write = [&](const char* name, const std::string& text) {
+    const fs::path p = dir.path() / name;
+    std::ofstream(p) << text;
+    return p.string();
+  };
+  const std::string twice = write("twice.json", R"({"steps": 2, "d_model": 32, "steps": 4})");
+  EXPECT_EQ(message_of([&] { apply_json_file(c, twice); }), twice + ": key \"steps\" appears twice; give each setting once");
+  EXPECT_EQ(c.steps, TrainConfig{}.steps);
+  const std::string deep = write("deep.json", "{\"steps\":" + std::string(400000, '[') + std::string(400000, ']') + "}");
+  EXPECT_EQ(message_of([&] { apply_json_file(c, deep); }), deep + ": nested more than 16 levels deep; a config is one object of settings");
+  const std::string nested = write("nested.json", R"({"steps": [[[1, 2, 3]]]})");
+  EXPECT_EQ(message_of([&] { apply_json_file(c, nested); }), nested + ": steps must be an integer, got [[[1,2,3]]]");
+  const std::string long_value = write("long.json", "{\"steps\": \"" + std::string(3000, 'x') + "\"}");
+  const std::string e = message_of([&] { apply_json_file(c, long_value); });
+  EXPECT_TRUE(e.ends_with(": steps must be an integer, got \"" + std::string(59, 'x') + "... (3002 characters)")) << e;
+  EXPECT_EQ(message_of([&] { apply_json_file(c, "/dev/zero"); }), "cannot read config file /dev/zero: it is not a regular file");
+  const std::string big = write("tokens.bin", std::string(2 << 20, 'x'));
+  EXPECT_EQ(message_of([&] { apply_json_file(c, big); }),
+            "config file " + big + " holds 2097152 bytes: a config is a JSON object of a few hundred bytes (at most 1048576); is it the right file?");
 }
 
 TEST(Corpus, IsDeterministicAndHasStructure) {
@@ -369,6 +399,29 @@ TEST(Train, SummaryHasTheBooks) {
   EXPECT_EQ(s["machine"]["peak_dtype"], "float32");
 }
 
+// The summary's step time is a median: of an even count, the mean of the two middle values (it
+// was the upper one: 13.3 ms for 4.8, 10.4, 13.3, 13.3, where the median is 11.8).
+TEST(StepProfile, TheMedianOfAnEvenCountIsTheMeanOfTheMiddleTwo) {
+  EXPECT_DOUBLE_EQ(median({13.294, 10.400, 13.283, 4.780}), (10.400 + 13.283) / 2);
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({5}), 5);
+  EXPECT_DOUBLE_EQ(median({2, 1}), 1.5);
+}
+
+// The predicted optimizer FLOPs are the measured ones, gradient clipping included: the norm runs
+// at every step, and the scaling in a step that clips (grad_clip 1e-3: every step) or in none.
+TEST(Train, PredictedOptimizerFlopsIncludeGradientClipping) {
+  for (const double clip : {1e-3, 0.0}) {
+    TempDir dir;
+    TrainConfig c = tiny(dir.path());
+    c.steps = 4;
+    c.grad_clip = clip;
+    const json s = train(c, false).summary;
+    EXPECT_DOUBLE_EQ(s["flops_per_token"]["measured"]["optimizer"].get<double>(), s["flops_per_token"]["predicted"]["optimizer"].get<double>())
+        << "grad_clip " << clip;
+  }
+}
+
 /// The promised peak of `dtype`'s products for the threads a run used, as the trainer should give it.
 double promised_for(std::string_view dtype, int64_t threads) {
   const machine::CpuInfo cpu = kernels::detail::matmul_cpu_features();
@@ -506,32 +559,78 @@ TEST(Train, ARefusedConfigCreatesNothing) {
   EXPECT_FALSE(fs::exists(c.out));
 }
 
-// A checkpoint whose weights hold a NaN: the resumed run stops at its first step, before saving,
-// so the checkpoints it resumed from are all still there.
-TEST(Train, ANonFiniteLossStopsTheRunBeforeACheckpointIsSaved) {
-  TempDir dir;
-  TrainConfig c = tiny(dir.path());
+/// Rewrite checkpoint `path` with `edit` applied to each (name, tensor copy) and to its metadata.
+void rewrite_checkpoint(const fs::path& path, const std::function<void(const std::string&, Tensor&)>& edit_tensor,
+                        const std::function<void(std::map<std::string, std::string>&)>& edit_metadata = {}) {
+  const io::SafetensorsReader reader = io::SafetensorsReader::open(path);
+  StateDict edited;
+  for (const auto& [name, t] : reader.load_all()) {
+    Tensor copy = t.clone();
+    edit_tensor(name, copy);
+    edited.insert(name, copy);
+  }
+  auto metadata = reader.metadata();
+  if (edit_metadata) edit_metadata(metadata);
+  io::save_safetensors(path, edited, metadata);
+}
+
+/// tiny() trained for 4 steps with a checkpoint after each, keeping only the newest.
+TrainConfig four_steps_keeping_one(const fs::path& out) {
+  TrainConfig c = tiny(out);
   c.steps = 4;
   c.keep = 1;
   c.checkpoint_interval = 1;
   train(c, false);
-  const fs::path ckpt = dir.path() / "checkpoints" / CheckpointManager::file_name(4);
-  {
-    const io::SafetensorsReader reader = io::SafetensorsReader::open(ckpt);
-    StateDict tensors = reader.load_all();
-    StateDict poisoned;
-    for (const auto& [name, t] : tensors) {
-      Tensor copy = t.clone();
-      if (name == "model.token_embedding.weight") copy.view({-1}).narrow(0, 0, 1).fill_(NAN);
-      poisoned.insert(name, copy);
-    }
-    const auto metadata = reader.metadata();
-    io::save_safetensors(ckpt, poisoned, metadata);
-  }
+  return c;
+}
+
+// A checkpoint whose weights hold a NaN: the resumed run stops at its first step, before saving,
+// so the checkpoints it resumed from are all still there.
+TEST(Train, ANonFiniteLossStopsTheRunBeforeACheckpointIsSaved) {
+  TempDir dir;
+  TrainConfig c = four_steps_keeping_one(dir.path());
+  rewrite_checkpoint(dir.path() / "checkpoints" / CheckpointManager::file_name(4), [](const std::string& name, Tensor& t) {
+    if (name == "model.token_embedding.weight") t.view({-1}).narrow(0, 0, 1).fill_(NAN);
+  });
   const auto before = snapshot(dir.path() / "checkpoints");
   c.steps = 8;
   expect_error<ValueError>([&] { train(c, true); }, {"step 5: the loss is nan", "stopped before saving a checkpoint"});
   EXPECT_EQ(snapshot(dir.path() / "checkpoints"), before);
+}
+
+// A NaN in AdamW's state leaves step 5's loss (computed before the update) finite, but the update
+// makes the weights NaN: the run stops before saving them, where the save would have rotated out
+// the checkpoint it resumed from (keep 1) and left only garbage.
+TEST(Train, WeightsMadeNonFiniteByTheUpdateAreNeverSaved) {
+  TempDir dir;
+  TrainConfig c = four_steps_keeping_one(dir.path());
+  rewrite_checkpoint(dir.path() / "checkpoints" / CheckpointManager::file_name(4), [](const std::string& name, Tensor& t) {
+    if (name.starts_with("optimizer.") && name.ends_with(".exp_avg_sq")) t.fill_(NAN);
+  });
+  const auto before = snapshot(dir.path() / "checkpoints");
+  c.steps = 8;
+  expect_error<ValueError>([&] { train(c, true); }, {"step 5: model.", "holds NaN or inf after the optimizer's update", "stopped before saving"});
+  EXPECT_EQ(snapshot(dir.path() / "checkpoints"), before);
+}
+
+// The step in a checkpoint's metadata must be the one its name says, written as save() writes
+// it: an altered one (-5, 0, "4x") made the resumed run truncate metrics.jsonl to it and save
+// over the run's checkpoints. Nothing is written.
+TEST(Train, ACheckpointWhoseMetadataStepIsAlteredIsRefusedAndNothingIsWritten) {
+  for (const char* altered : {"-5", "0", "4x", "3", ""}) {
+    TempDir dir;
+    TrainConfig c = four_steps_keeping_one(dir.path());
+    rewrite_checkpoint(
+        dir.path() / "checkpoints" / CheckpointManager::file_name(4), [](const std::string&, Tensor&) {},
+        [&](std::map<std::string, std::string>& m) { m["tally.step"] = altered; });
+    const auto before = snapshot(dir.path());
+    c.steps = 6;
+    const std::string a = altered;
+    const bool number = a == "0" || a == "3";
+    expect_error<ValueError>([&] { train(c, true); }, {CheckpointManager::file_name(4), number ? "is step 4's by its name but its metadata says step " + a
+                                                                                              : "metadata 'tally.step' is '" + a + "', not a non-negative integer"});
+    EXPECT_EQ(snapshot(dir.path()), before) << altered;
+  }
 }
 
 // One damaged line of metrics.jsonl costs that line alone on resume, said in a note.

@@ -119,6 +119,12 @@ void Tensor::set_grad(const Tensor& grad) {
   if (!meta) meta = detail::make_pooled<AutogradMeta>();
   if (grad.defined()) {
     TALLY_CHECK(grad.sizes() == sizes(), "assigned grad has data of a different size: ", grad.sizes(), " vs ", sizes());
+    // torch's grad setter refuses these too: the next backward would accumulate into a tensor of
+    // another dtype (float64 became the leaf's gradient dtype) or fail inside add_ (int64).
+    TALLY_CHECK_TYPE_ERROR(grad.dtype() == dtype(), "assigned grad has data of a different type: ", dtype_name(grad.dtype()), " for a ",
+                           dtype_name(dtype()), " tensor");
+    TALLY_CHECK(grad.device() == device(), "assigned grad has data located on a different device: ", grad.device().str(), " for a tensor on ",
+                device().str());
   }
   meta->grad = grad;
 }
@@ -147,6 +153,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
     g = g.to(dtype());
   }
   if (is_leaf()) {  // backward on a leaf: its gradient is the seed itself
+    NoGradGuard no_grad;  // as run_backward: a seed that requires grad is taken as a value
     autograd::gradient_edge(*this).node->apply(g);
     return;
   }

@@ -95,6 +95,8 @@ Tensor AccumulateGrad::copy_in_grad_layout(const Tensor& grad) const {
 }
 
 TensorList AccumulateGrad::apply(const Tensor& grad_output) {
+  // A leaf whose requires_grad was turned off after the graph was built takes nothing, as torch's.
+  if (!leaf_->requires_grad) return {};
   if (!leaf_->grad.defined()) {
     // The incoming tensor itself where nothing else holds it (the usual case: a weight's
     // gradient made for it), else a private copy.

@@ -52,7 +52,7 @@ Tensor rms_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight, 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   TALLY_CHECK(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0.0) return x;
-  if (p == 1.0) return x * 0.0;
+  if (p == 1.0) return x * zeros({}, x.options());  // zeros in x's dtype (a number would promote an integer x)
   Tensor keep = (rand(x.sizes(), x.options(), gen) >= p).to(x.dtype());
   return x * (keep * (1.0 / (1.0 - p)));
 }

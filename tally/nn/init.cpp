@@ -15,7 +15,8 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
 }
 
 double calculate_gain(std::string_view nonlinearity, std::optional<double> param) {
-  if (nonlinearity == "linear" || nonlinearity == "sigmoid" || nonlinearity.starts_with("conv")) return 1.0;
+  for (std::string_view identity : {"linear", "sigmoid", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"})
+    if (nonlinearity == identity) return 1.0;
   if (nonlinearity == "tanh") return 5.0 / 3.0;
   if (nonlinearity == "relu") return std::sqrt(2.0);
   if (nonlinearity == "leaky_relu") {

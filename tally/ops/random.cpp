@@ -186,6 +186,7 @@ Tensor random_fill(Tensor t, Generator* gen, F value_at) {
 
 /// Fill t with mean + std · N(0, 1).
 Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
+  TALLY_CHECK_TYPE_ERROR(is_floating_point(t.dtype()), "\"normal_kernel_cpu\" not implemented for '", dtype_name(t.dtype()), "'");
   return ops::apply_inplace<RandomFill>(t, gen, [mean, std](Tensor& x, Generator* g) { fill_normal(x, g, mean, std); });
 }
 
@@ -245,7 +246,8 @@ Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
 
 Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Generator* gen) {
   NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
-  TALLY_CHECK(std > 0 && a < b, "trunc_normal_: need std > 0 and a < b, got std=", std, ", a=", a, ", b=", b);
+  TALLY_CHECK(std > 0 && a <= b, "trunc_normal_: need std > 0 and a <= b, got std=", std, ", a=", a, ", b=", b);
+  TALLY_CHECK_TYPE_ERROR(t.is_floating_point(), "\"check_uniform_bounds\" not implemented for '", dtype_name(t.dtype()), "'");
   // Inverse-CDF sampling, as PyTorch does: uniform between the CDF values of the (absolute)
   // bounds, mapped back through the normal's inverse CDF; exact for any bounds.
   auto cdf = [](double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); };

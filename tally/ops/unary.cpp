@@ -207,8 +207,11 @@ struct ReluDef {
   }
   // max returns x for a NaN, and −0 for −0, which + 0 makes the scalar form's +0.
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::add(kernels::max(kernels::splat(0.0f), x), kernels::splat(0.0f)); }
-  static constexpr UnaryReads reads{.x = true, .out = false};
-  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * (x > 0).to(g.dtype()); }
+  // From the output, as torch's threshold_backward(grad, result, 0): the same mask (out > 0 where
+  // x > 0; a NaN or −0 gives 0 either way), and the input is not kept for it, which the next op
+  // (a Linear saves its input, the output here) may already keep.
+  static constexpr UnaryReads reads{.x = false, .out = true};
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (out > 0).to(g.dtype()); }
 };
 struct SquareDef {
   static constexpr std::string_view name = "square";

@@ -12,7 +12,8 @@ namespace tally::nn::utils {
 /// per-gradient norms; `norm_type` may be infinity) is at most `max_norm`: each gradient is
 /// multiplied by max_norm / (total + 1e-6) when that is below 1. Parameters without a gradient
 /// are skipped. Returns the total norm before clipping; a non-finite one is an error when
-/// `error_if_nonfinite`. The work is ledger rows of the optimizer phase.
+/// `error_if_nonfinite`. The work is ledger rows of the optimizer phase. On meta tensors (a
+/// predicted step) it returns NaN and counts the scaling whenever max_norm is finite.
 double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
 /// The same for one parameter.

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 
 #include "tally/error/error.h"
 #include "tally/nn/transformer.h"
 #include "tally/ops/creation.h"
 #include "tally/optim/adam.h"
+#include "tally/optim/clip_grad.h"
 #include "tally/train/model_setup.h"
 #include "tally/train/precision.h"
 
@@ -100,9 +102,11 @@ StepPrediction predict_step(const TrainConfig& config, const accounting::Rooflin
     optim::AdamW optimizer = make_optimizer(model, config);
     const TensorOptions ids = TensorOptions(kInt64).device(kMeta);
     const Tensor x = empty({config.batch_size, config.context_length}, ids), y = empty({config.batch_size, config.context_length}, ids);
-    // The loss scaler's unscale (fp16) is left out: it reads values a meta run has not.
+    // The loss scaler's unscale (fp16) is left out: it reads values a meta run has not. Clipping
+    // is counted as a step that clips runs it (clip_grad_norm_ on meta tensors).
     const auto step = [&] {
       precision.backward(precision.forward([&] { return model.loss(x, y); }));
+      nn::utils::clip_grad_norm_(optimizer.parameters(), config.grad_clip > 0 ? config.grad_clip : std::numeric_limits<double>::infinity());
       optimizer.step();
       optimizer.zero_grad();
     };
@@ -131,8 +135,11 @@ StepPrediction predict_step(const TrainConfig& config, const accounting::Rooflin
 
 double median(std::vector<double> v) {
   TALLY_CHECK(!v.empty(), "median of no values");
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
+  const auto half = static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), v.begin() + half, v.end());
+  if (v.size() % 2 == 1) return v[v.size() / 2];
+  // An even count: the mean of the two middle values, the lower of which is the largest below half.
+  return (*std::max_element(v.begin(), v.begin() + half) + v[v.size() / 2]) / 2;
 }
 
 double ledger_seconds(const accounting::FlopCounter& ledger) {

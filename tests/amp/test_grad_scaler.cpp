@@ -163,8 +163,10 @@ TEST(GradScaler, ErrorsFollowPyTorch) {
   EXPECT_THROW(scaler.step(opt), ValueError);
   EXPECT_THROW(scaler.unscale_(opt), ValueError);
   scaler.update();
-  w.set_grad(floats(std::vector<float>{1}).to(kFloat16));
-  EXPECT_THROW(scaler.unscale_(opt), ValueError);
+  Tensor half = floats(std::vector<float>{1}).to(kFloat16).requires_grad_();
+  optim::SGD opt16({half}, optim::SGDOptions(0.1));
+  half.set_grad(floats(std::vector<float>{1}).to(kFloat16));
+  EXPECT_THROW(scaler.unscale_(opt16), ValueError);  // "Attempting to unscale FP16 gradients."
   EXPECT_THROW(GradScaler({.growth_factor = 1.0}), ValueError);
   EXPECT_THROW(GradScaler({.backoff_factor = 1.0}), ValueError);
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tally/tally.h"
+#include "expect_error.h"
 
 namespace tally {
 namespace {
@@ -57,6 +58,33 @@ TEST(AccumulateGrad, AccumulatingIntoAKeptGradientTouchesNothingElse) {
   (w * 2.0).sum().backward();
   EXPECT_TRUE(w.grad().equal(full({4}, 5.0)));
   EXPECT_TRUE(first.is_same_storage(w.grad()));  // accumulated in place, as PyTorch does
+}
+
+// torch 1.13's answers, each once different here.
+TEST(AccumulateGrad, ALeafWhoseRequiresGradWasTurnedOffTakesNothing) {
+  Tensor w = tensor({1.f, 2, 3}).requires_grad_();
+  Tensor y = w * 2;
+  w.requires_grad_(false);
+  y.sum().backward();
+  EXPECT_FALSE(w.grad().defined());  // it was [2, 2, 2]
+}
+
+TEST(AccumulateGrad, AnAssignedGradientMustHaveTheLeafsDtype) {
+  Tensor w = tensor({1.f, 2, 3}).requires_grad_();
+  ::tally::test::expect_error<TypeError>([&] { w.set_grad(zeros({3}, TensorOptions(kFloat64))); },
+                                         {"assigned grad has data of a different type: float64 for a float32 tensor"});
+  EXPECT_FALSE(w.grad().defined());
+  (w * 2).sum().backward();
+  EXPECT_EQ(w.grad().dtype(), kFloat32);
+}
+
+TEST(AccumulateGrad, ASeedThatRequiresGradIsTakenAsAValueOnALeaf) {
+  Tensor w = tensor({1.f, 2, 3}).requires_grad_();
+  w.backward(ones({3}).requires_grad_());
+  EXPECT_TRUE(w.grad().equal(ones({3})));
+  EXPECT_FALSE(w.grad().requires_grad());
+  w.backward(ones({3}).requires_grad_());  // accumulates, as torch's
+  EXPECT_TRUE(w.grad().equal(full({3}, 2.0)));
 }
 
 }  // namespace

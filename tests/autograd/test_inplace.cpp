@@ -75,6 +75,24 @@ TEST(VersionCounter, AWriteThroughAViewOrADetachedOutputIsSeen) {
   EXPECT_TRUE(contains(message_of([&] { loss4.backward(); }), "output 0 of ExpBackward0"));
 }
 
+// relu's rule reads its output, as torch 1.13's: writing the input after the forward is harmless
+// (torch gives [1, 1, 1]; tally refused it), writing the output is caught (tally missed it).
+TEST(VersionCounter, ReluKeepsItsOutputNotItsInput) {
+  Tensor w = ones({3}).requires_grad_();
+  Tensor x = w * 1;
+  Tensor y = relu(x);
+  {
+    NoGradGuard no_grad;
+    x.add_(-5);
+  }
+  y.sum().backward();
+  EXPECT_TRUE(w.grad().equal(ones({3})));
+  Tensor y2 = relu(w * 1);
+  Tensor loss = y2.sum();
+  y2.detach().add_(1);
+  EXPECT_TRUE(contains(message_of([&] { loss.backward(); }), "output 0 of ReluBackward0"));
+}
+
 TEST(VersionCounter, RulesThatReadOnlyShapesAreNotChecked) {
   // add, sum and views place the gradient by shape alone, so writing their inputs in place is
   // harmless to backward, and, as in PyTorch, allowed.

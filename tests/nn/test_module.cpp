@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tally/tally.h"
+#include "expect_error.h"
 
 namespace tally {
 namespace {
@@ -128,6 +129,10 @@ TEST(Module, DropoutZeroesAboutPAndScalesTheRest) {
   EXPECT_NEAR(kept, 0.75, 0.01);
   EXPECT_NEAR(y.amax().item<float>(), 1.0f / 0.75f, 1e-6);
   EXPECT_THROW(nn::Dropout(1.5), ValueError);
+  // p = 1 gives zeros in the input's dtype, as torch's input.mul(zeros({}, input.options())).
+  const Tensor all_dropped = nn::functional::dropout(ones({4}, TensorOptions(kInt64)), 1.0, true);
+  EXPECT_EQ(all_dropped.dtype(), kInt64);
+  EXPECT_EQ(all_dropped.sum().item<int64_t>(), 0);
 }
 
 TEST(Module, LedgerAttributesForwardAndBackwardToModulePaths) {
@@ -146,6 +151,7 @@ TEST(Module, LedgerAttributesForwardAndBackwardToModulePaths) {
 }
 
 TEST(Init, FansAndBoundsFollowPyTorch) {
+  using ::tally::test::expect_error;
   Tensor w = empty({30, 20, 3});
   const auto [fan_in, fan_out] = nn::init::calculate_fan_in_and_fan_out(w);
   EXPECT_EQ(fan_in, 60);
@@ -176,6 +182,19 @@ TEST(Init, FansAndBoundsFollowPyTorch) {
   Tensor none = empty({5, 0});
   EXPECT_EQ(nn::init::kaiming_uniform_(none).sizes(), IntArrayRef({5, 0}));
   EXPECT_EQ(nn::init::kaiming_normal_(none).sizes(), IntArrayRef({5, 0}));
+  // torch 1.13's answers: only its seven names are the identity's gain; normal draws need a
+  // floating tensor (an int64 one was filled with rounded draws); bounds a = b fill with a.
+  EXPECT_DOUBLE_EQ(nn::init::calculate_gain("conv_transpose2d"), 1.0);
+  EXPECT_THROW(nn::init::calculate_gain("convfoo"), ValueError);
+  Tensor ints = zeros({6}, TensorOptions(kInt64));
+  expect_error<TypeError>([&] { nn::init::normal_(ints, 5, 3); }, {"\"normal_kernel_cpu\" not implemented for 'int64'"});
+  Tensor int_matrix = ints.view({2, 3});
+  expect_error<TypeError>([&] { nn::init::kaiming_normal_(int_matrix); }, {"normal_kernel_cpu"});
+  expect_error<TypeError>([&] { nn::init::trunc_normal_(ints, 0, 1, -2, 2); }, {"\"check_uniform_bounds\" not implemented for 'int64'"});
+  EXPECT_EQ(ints.abs().sum().item<int64_t>(), 0);
+  Tensor point = empty({3});
+  nn::init::trunc_normal_(point, 0, 1, 0.5, 0.5);
+  EXPECT_TRUE(point.equal(full({3}, 0.5)));
 }
 
 }  // namespace

@@ -99,7 +99,7 @@ void TorchReference::add_optim(const std::string& id, const std::string& express
 void TorchReference::add_clip(const std::string& id, double max_norm, double norm_type) {
   std::ostringstream os;
   os.precision(17);
-  os << max_norm << " " << (std::isinf(norm_type) ? std::string("inf") : std::to_string(norm_type));
+  os << max_norm << " " << (std::isinf(norm_type) ? std::string(norm_type > 0 ? "inf" : "-inf") : std::to_string(norm_type));
   manifest_ += id + "\tclip\t" + os.str() + "\n";
 }
 

@@ -105,6 +105,9 @@ class OptimTorch : public ::testing::TestWithParam<TorchCase> {
       ref->add_clip("clip_inf", 0.5, INFINITY);
       ref->add_clip("clip_3", 2.0, 3.0);
       ref->add_clip("clip_none", 1e6, 2.0);
+      ref->add_clip("clip_neginf", 1e-3, -INFINITY);
+      ref->add_clip("clip_0", 1.0, 0.0);
+      ref->add_clip("clip_neg1", 1e-4, -1.0);
       error = ref->run();
     }
     EXPECT_EQ(error, "");
@@ -159,7 +162,11 @@ TEST_F(ClipTorch, ClipGradNormMatchesTorch) {
                             // accumulator for p ∉ {1, 2, ∞}); tally sums in float64: they differ
                             // by a few 1e-6 over 40 000 elements.
                             ClipCase{"clip_3", 2.0, 3.0, 1e-5},
-                            ClipCase{"clip_none", 1e6, 2.0}}) {
+                            ClipCase{"clip_none", 1e6, 2.0},
+                            // torch.norm's other orders: −∞ the smallest |g| (it was taken for +∞),
+                            // 0 the count of non-zeros, −1 the harmonic form (both were refused).
+                            ClipCase{"clip_neginf", 1e-3, -INFINITY}, ClipCase{"clip_0", 1.0, 0.0},
+                            ClipCase{"clip_neg1", 1e-4, -1.0, 1e-5}}) {
     std::vector<Tensor> params = problem.fresh_params();
     problem.set_grads(params, 0);
     const double norm = nn::utils::clip_grad_norm_(params, c.max_norm, c.norm_type);

@@ -123,15 +123,15 @@ void run_train_time(const TrainTimeArgs& a) {
 
 struct MaxParamsArgs {
   std::string device, recipe = "fp32-adamw";
-  double memory = 0;
+  std::optional<double> memory;
   int64_t count = 1;
   std::optional<int> zero;
   bool json = false;
 };
 
 void run_max_params(const MaxParamsArgs& a) {
-  TALLY_CHECK(!a.device.empty() || a.memory != 0, "estimate max-params: give --device or --memory (bytes per device)");
-  const double memory = a.device.empty() ? a.memory : machine::device_spec(a.device).memory_bytes;
+  TALLY_CHECK(!a.device.empty() || a.memory, "estimate max-params: give --device or --memory (bytes per device)");
+  const double memory = a.device.empty() ? *a.memory : machine::device_spec(a.device).memory_bytes;
   const std::string memory_from = a.device.empty() ? "--memory" : machine::device_spec(a.device).name;
   const auto r = accounting::max_params(memory, a.count, accounting::recipe(a.recipe), a.zero);
   const std::vector<NamedFigure> figures = {{"bytes_per_param_per_device", &r.bytes_per_param_per_device},
@@ -237,12 +237,21 @@ void run_transformer(const TransformerArgs& a) {
       "diagonal (blocks of 64 query rows, or strips of 6 in the bf16 kernel), and its backward recomputes the scores "
       "(5 products where the formula counts 4): for long sequences its attention FLOPs lie between the two attention "
       "figures; for T of 64 or less no block is skipped and they exceed the full one. Its activations lack the a·b·T² term"};
-  const MetaStep m = meta_step(config);
+  // The ledger counts in 64-bit integers (at most 9.2e18): a step whose formula FLOPs pass 2^61
+  // (the elementwise ops and the backward's recompute come on top) is not run, where its counts
+  // would wrap into nonsense.
+  const double step_tokens = static_cast<double>(config.batch) * static_cast<double>(config.seq_len);
+  const double formula_step_flops = r.flops_per_token.value * step_tokens;
+  const bool measurable = formula_step_flops < 0x1p61;
+  const MetaStep m = measurable ? meta_step(config) : MetaStep{};
   json meta_peak = json::object();
   for (int c = 0; c < kNumMemoryCategories; ++c) meta_peak[std::string(memory_category_name(static_cast<MemoryCategory>(c)))] = m.peak[c];
-  const json meta_json = {{"params", m.params}, {"matmul_flops_per_step", m.matmul_flops},
-                          {"attention_flops_per_step", m.attention_flops}, {"all_op_flops_per_step", m.all_flops},
-                          {"peak_bytes_by_category", meta_peak}, {"peak_bytes", m.peak_total}, {"seconds", m.seconds}};
+  const std::string unmeasurable = fmt::format("not run: one step is {:.3g} FLOPs by the formula, past what the ledger's 64-bit counters hold (9.2e18)",
+                                               formula_step_flops);
+  const json meta_json = !measurable ? json{{"skipped", unmeasurable}}
+                                     : json{{"params", m.params}, {"matmul_flops_per_step", m.matmul_flops},
+                                            {"attention_flops_per_step", m.attention_flops}, {"all_op_flops_per_step", m.all_flops},
+                                            {"peak_bytes_by_category", meta_peak}, {"peak_bytes", m.peak_total}, {"seconds", m.seconds}};
   if (a.json) {
     json saved = json::array();
     for (const auto& s : r.saved_per_layer) saved.push_back({{"name", s.name}, {"shape", s.shape}, {"elements", s.elements}});
@@ -268,21 +277,24 @@ void run_transformer(const TransformerArgs& a) {
   for (const auto& s : r.saved_per_layer) fmt::print("  {:<54} {:<13} {}\n", s.name, s.shape, grouped(s.elements));
   fmt::print("\n");
   print_figures("Memory", memory);
-  fmt::print("\nMeasured: one float32 training step of the model itself (tally::nn::TransformerLM) on the meta device, {:.3f} s\n",
-             m.seconds);
-  const double step_tokens = static_cast<double>(config.batch * config.seq_len);
-  fmt::print("  {:<34} {:>22}   formula {}\n", "params", grouped(static_cast<double>(m.params)), grouped(r.params.value));
-  fmt::print("  {:<34} {:>22}   formula {}\n", "matmul_flops_per_step", grouped(static_cast<double>(m.matmul_flops)),
-             grouped(r.matmul_flops_per_token.value * step_tokens));
-  fmt::print("  {:<34} {:>22}   (the attention op: causal blocks of {} query rows, softmax, backward's recompute)\n",
-             "attention_flops_per_step", grouped(static_cast<double>(m.attention_flops)), kernels::kAttentionBlockRows);
-  fmt::print("  {:<34} {:>22}   (every op on the ledger)\n", "all_op_flops_per_step", grouped(static_cast<double>(m.all_flops)));
-  for (int c = 0; c < kNumMemoryCategories; ++c) {
-    if (m.peak[c] == 0) continue;
-    fmt::print("  {:<34} {:>22}\n", "peak_" + std::string(memory_category_name(static_cast<MemoryCategory>(c))) + "_bytes",
-               grouped(static_cast<double>(m.peak[c])));
+  if (!measurable) {
+    fmt::print("\nMeasured: one float32 training step of the model itself on the meta device: {}\n", unmeasurable);
+  } else {
+    fmt::print("\nMeasured: one float32 training step of the model itself (tally::nn::TransformerLM) on the meta device, {:.3f} s\n",
+               m.seconds);
+    fmt::print("  {:<34} {:>22}   formula {}\n", "params", grouped(static_cast<double>(m.params)), grouped(r.params.value));
+    fmt::print("  {:<34} {:>22}   formula {}\n", "matmul_flops_per_step", grouped(static_cast<double>(m.matmul_flops)),
+               grouped(r.matmul_flops_per_token.value * step_tokens));
+    fmt::print("  {:<34} {:>22}   (the attention op: causal blocks of {} query rows, softmax, backward's recompute)\n",
+               "attention_flops_per_step", grouped(static_cast<double>(m.attention_flops)), kernels::kAttentionBlockRows);
+    fmt::print("  {:<34} {:>22}   (every op on the ledger)\n", "all_op_flops_per_step", grouped(static_cast<double>(m.all_flops)));
+    for (int c = 0; c < kNumMemoryCategories; ++c) {
+      if (m.peak[c] == 0) continue;
+      fmt::print("  {:<34} {:>22}\n", "peak_" + std::string(memory_category_name(static_cast<MemoryCategory>(c))) + "_bytes",
+                 grouped(static_cast<double>(m.peak[c])));
+    }
+    fmt::print("  {:<34} {:>22}   (no optimizer state: one step's forward and backward)\n", "peak_bytes", grouped(static_cast<double>(m.peak_total)));
   }
-  fmt::print("  {:<34} {:>22}   (no optimizer state: one step's forward and backward)\n", "peak_bytes", grouped(static_cast<double>(m.peak_total)));
   fmt::print("\nConventions\n");
   for (const auto& n : notes) fmt::print("  - {}\n", n.get<std::string>());
 }

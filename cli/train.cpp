@@ -118,8 +118,9 @@ void print_precision(const json& s) {
 void print_summary(const json& s) {
   const json& run = s.at("run");
   const json& m = s.at("machine");
-  fmt::print("\n== {} steps, {} tokens in {}: {:.0f} tokens/s ==\n", run.at("steps").get<int64_t>(), run.at("tokens").get<int64_t>(),
-             duration_text(run.at("seconds").get<double>()), run.at("tokens_per_s").get<double>());
+  fmt::print("\n== {} steps, {} tokens in {}: {:.0f} tokens/s ({:.0f} in the steps alone, without the checkpoints' saves) ==\n",
+             run.at("steps").get<int64_t>(), run.at("tokens").get<int64_t>(), duration_text(run.at("seconds").get<double>()),
+             run.at("tokens_per_s").get<double>(), run.value("step_tokens_per_s", 0.0));
   fmt::print("loss            {:.4f} -> {:.4f} nats/token (the corpus's unigram entropy: {:.4f})\n", run.at("first_loss").get<double>(),
              run.at("final_loss").get<double>(), run.at("unigram_entropy").get<double>());
   fmt::print("parameters      {}\n", s.at("parameters").get<int64_t>());
@@ -131,6 +132,8 @@ void print_summary(const json& s) {
              100 * s.at("mfu").at("promised").get<double>(), m.value("peak_instruction", std::string("float32 FMA")),
              si(m.at("peak_flops_promised").get<double>(), "FLOP/s"),
              100 * s.at("mfu").at("measured").get<double>(), si(m.at("peak_flops_measured").get<double>(), "FLOP/s"));
+  fmt::print("                (every FLOP on the ledger; by the 6·N·D convention of `tally estimate train-time --mfu`: {:.1f}%)\n",
+             100 * s.at("mfu").value("six_n_promised", 0.0));
   fmt::print("step time       {:.1f} ms predicted from the roofs, {:.1f} ms measured (median)\n",
              1e3 * num(s, "step_time", "predicted_s"), 1e3 * num(s, "step_time", "measured_s"));
   const json& mem = s.at("memory");

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tally/core/autograd_meta.h"
+#include "tally/error/error.h"
 
 namespace tally::accounting {
 
@@ -28,10 +29,18 @@ OptimizerPhaseGuard::OptimizerPhaseGuard() : previous_(tls_in_optimizer) { tls_i
 OptimizerPhaseGuard::~OptimizerPhaseGuard() { tls_in_optimizer = previous_; }
 
 OpTotals& OpTotals::operator+=(const OpTotals& o) {
-  calls += o.calls;
-  flops += o.flops;
-  bytes_read += o.bytes_read;
-  bytes_written += o.bytes_written;
+  // A count past 2^63 - 1 (a meta-device step of a model far beyond any machine) would wrap into
+  // a wrong or negative figure: an error instead.
+  int64_t sums[4];
+  const bool wrapped = __builtin_add_overflow(calls, o.calls, &sums[0]) || __builtin_add_overflow(flops, o.flops, &sums[1]) ||
+                       __builtin_add_overflow(bytes_read, o.bytes_read, &sums[2]) ||
+                       __builtin_add_overflow(bytes_written, o.bytes_written, &sums[3]);
+  TALLY_CHECK(!wrapped, "the ledger's 64-bit counts overflowed: more than 9.2e18 FLOPs or bytes in one total (", flops, " + ",
+              o.flops, " FLOPs)");
+  calls = sums[0];
+  flops = sums[1];
+  bytes_read = sums[2];
+  bytes_written = sums[3];
   seconds += o.seconds;
   return *this;
 }

@@ -82,7 +82,8 @@ TokenFile TokenFile::open_raw(const std::string& path, TokenDtype dtype) {
   const auto nbytes = static_cast<int64_t>(file->size());
   const int64_t item = element_size(dtype);
   TALLY_CHECK(!starts_like_npy(*file), "token file '", path,
-              "' starts with the .npy magic string: it was written by np.save, open it with TokenFile::open_npy");
+              "' starts with the .npy magic string: it was written by np.save; give it a name ending in .npy (tally train "
+              "reads such files by their header), or open it with TokenFile::open_npy");
   TALLY_CHECK(nbytes % item == 0, "token file '", path, "' holds ", nbytes, " bytes, which is not a multiple of ",
               item, " (the size of ", dtype_name(dtype), "): is the dtype right?");
   return TokenFile(path, std::move(file), 0, nbytes / item, dtype);

@@ -173,6 +173,8 @@ void TrainConfig::validate() const {
               ") tokens is too short for context_length (", context_length, "): raise --corpus-bytes");
   TALLY_CHECK(inject_inf_step == 0 || precision == "fp16", "config: inject_inf_step (", inject_inf_step,
               ") needs precision fp16: only the loss scaler skips a step with an inf gradient (precision is ", precision, ")");
+  TALLY_CHECK(inject_inf_step <= steps, "config: inject_inf_step (", inject_inf_step, ") is past the last step (", steps,
+              "): no step would get the inf");
   model().validate();
 }
 

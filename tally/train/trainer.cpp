@@ -261,13 +261,17 @@ ResumePoint read_resume_point(const CheckpointManager& checkpoints, const fs::pa
               " is not a tally training checkpoint (metadata tally.format is not ", kFormat, ")");
   ResumePoint r;
   json saved_config;
-  try {
-    saved_config = json::parse(m.at("tally.config"));
-    r.position = json::parse(m.at("tally.data_position"));
-    r.generators = json::parse(m.at("tally.generators"));
-  } catch (const std::exception& e) {  // a missing key or text that is not JSON
-    throw ValueError("checkpoint " + c->path.string() + " has unreadable metadata: " + e.what());
-  }
+  auto json_of = [&](const std::string& key) {
+    TALLY_CHECK(m.contains(key), "checkpoint ", c->path.string(), " has no '", key, "' in its metadata");
+    try {
+      return json::parse(m.at(key));
+    } catch (const json::exception& e) {
+      throw ValueError("checkpoint " + c->path.string() + " has unreadable metadata '" + key + "': " + e.what());
+    }
+  };
+  saved_config = json_of("tally.config");
+  r.position = json_of("tally.data_position");
+  r.generators = json_of("tally.generators");
   const std::vector<std::string> mismatched = incompatible_fields(saved_config, config);
   if (!mismatched.empty()) {
     std::string lines;
@@ -464,6 +468,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   accounting::FlopCounter ledger;
   std::vector<double> step_times;
   double first_loss = 0, last_loss = 0;
+  double steps_seconds = 0;  // the steps alone, without the saves between them
   int64_t skipped_steps = 0;
   std::pair<Tensor, Tensor> last_batch;  // for the float32 comparison after the run
   bool interrupted = false;
@@ -490,6 +495,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     const double loss_value = static_cast<double>(loss.item<float>());
     check_step_finite(step, loss_value, grad_norm, stepped, checkpoints.dir());
     const double step_s = seconds_since(t0);
+    steps_seconds += step_s;
     tokens_seen += tokens_per_step;
     if (step == first) first_loss = loss_value;
     last_loss = loss_value;
@@ -559,6 +565,8 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
         {"tokens", tokens_seen},
         {"seconds", run_seconds},
         {"tokens_per_s", run_seconds > 0 ? static_cast<double>(tokens_run) / run_seconds : 0.0},
+        {"steps_seconds", steps_seconds},
+        {"step_tokens_per_s", steps_seconds > 0 ? static_cast<double>(tokens_run) / steps_seconds : 0.0},
         {"first_loss", first_loss},
         {"final_loss", last_loss},
         {"unigram_entropy", entropy},
@@ -575,7 +583,15 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
          {{"forward", per_token(accounting::Phase::Forward)},
           {"backward", per_token(accounting::Phase::Backward)},
           {"optimizer", per_token(accounting::Phase::Optimizer)}}}}},
-      {"mfu", {{"promised", achieved / promised}, {"measured", peak.measured_flops_per_sec > 0 ? achieved / peak.measured_flops_per_sec : 0.0}}},
+      {"mfu",
+       {{"promised", achieved / promised},
+        {"measured", peak.measured_flops_per_sec > 0 ? achieved / peak.measured_flops_per_sec : 0.0},
+        // The 6·N FLOPs per token convention (Kaplan's; what `tally estimate train-time --mfu` assumes):
+        // below the ledger's count, which also has attention, the backward's recompute, the
+        // elementwise ops and the optimizer.
+        {"six_n_promised", measured_step_s > 0 ? 6.0 * static_cast<double>(model.num_parameters()) * static_cast<double>(tokens_per_step) /
+                                                     measured_step_s / promised
+                                               : 0.0}}},
       {"step_time",
        {{"predicted_s", predicted.step_seconds},
         {"measured_s", measured_step_s},

@@ -254,6 +254,12 @@ TEST_F(EstimateCli, TransformerAndTensor) {
         << untied;
     EXPECT_GT(m["inputs"]["meta_run"]["peak_bytes_by_category"]["activations"].get<double>(), 0) << untied;
   }
+  // A step past the ledger's 64-bit counts is not run (its counts wrapped: a 405B-like model's
+  // matmuls printed as 4.17e18 beside the formula's 4.1e19, larger ones as negative numbers).
+  const auto huge = json_of("transformer --layers 126 --d-model 16384 --heads 128 --vocab 128256 --seq-len 8192 --batch 2048");
+  EXPECT_FALSE(huge["inputs"]["meta_run"].contains("matmul_flops_per_step"));
+  EXPECT_NE(huge["inputs"]["meta_run"]["skipped"].get<std::string>().find("past what the ledger's 64-bit counters hold"), std::string::npos);
+  EXPECT_GT(huge["results"]["matmul_flops_per_token"]["value"].get<double>(), 0);
   const auto b = json_of("tensor --shape 4*12288,12288 --dtype float32");
   EXPECT_EQ(b["results"]["bytes"]["value"].get<double>(), 2415919104.0);
   EXPECT_EQ(json_of("tensor --shape 49152,12288")["results"]["bytes"]["value"].get<double>(), 2415919104.0);
@@ -270,6 +276,11 @@ TEST_F(EstimateCli, BadInputExitsWithOneAndAMessage) {
     EXPECT_NE(r.output.find("tally: error: "), std::string::npos) << args << "\n" << r.output;
   }
   EXPECT_NE(run_cli("estimate train-time --params 1 --tokens 1 --device x100").output.find("known devices"), std::string::npos);
+  // --memory 0 is a bad value, not a missing option.
+  const CliRun zero = run_cli("estimate max-params --memory 0");
+  EXPECT_EQ(zero.exit_code, 1) << zero.output;
+  EXPECT_EQ(zero.output.find("give --device or --memory"), std::string::npos) << zero.output;
+  EXPECT_NE(zero.output.find("must be positive"), std::string::npos) << zero.output;
 }
 
 }  // namespace

@@ -50,6 +50,8 @@ expect_error("missing-file", ["--data", os.path.join(work, "nowhere.bin")], "doe
 expect_error("missing-config", ["--config", os.path.join(work, "nowhere.json")], "cannot read config file")
 expect_error("bad-precision", ["--precision", "fp64"], 'precision must be one of fp32, bf16, bf16-params, fp16, fp8, got "fp64"')
 expect_error("inf-without-scaler", ["--inject-inf-step", "3"], "inject_inf_step (3) needs precision fp16")
+expect_error("inf-past-the-end", ["--precision", "fp16", "--steps", "3", "--warmup-steps", "1", "--inject-inf-step", "100"],
+             "inject_inf_step (100) is past the last step (3)")
 
 # A full disk during a save: train to step 4 (checkpoints 2 and 4), then resume with a file-size
 # limit below a checkpoint's size: the save at step 6 fails with a clear error, the checkpoint of

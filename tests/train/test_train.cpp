@@ -397,6 +397,15 @@ TEST(Train, SummaryHasTheBooks) {
   EXPECT_FALSE(s["precision"].contains("vs_float32"));
   EXPECT_EQ(s["machine"]["peak_instruction"], "float32 FMA");
   EXPECT_EQ(s["machine"]["peak_dtype"], "float32");
+  // The 6·N convention beside the ledger's count, over the same median step and peak.
+  const double tokens_per_step = static_cast<double>(c.batch_size * c.context_length);
+  EXPECT_NEAR(s["mfu"]["six_n_promised"].get<double>(),
+              6.0 * s["parameters"].get<double>() * tokens_per_step / s["step_time"]["measured_s"].get<double>() /
+                  s["machine"]["peak_flops_promised"].get<double>(),
+              1e-12);
+  // The steps alone are faster than the run with its saves, and their seconds are part of it.
+  EXPECT_GT(s["run"]["step_tokens_per_s"].get<double>(), s["run"]["tokens_per_s"].get<double>());
+  EXPECT_LT(s["run"]["steps_seconds"].get<double>(), s["run"]["seconds"].get<double>());
 }
 
 // The summary's step time is a median: of an even count, the mean of the two middle values (it
@@ -631,6 +640,13 @@ TEST(Train, ACheckpointWhoseMetadataStepIsAlteredIsRefusedAndNothingIsWritten) {
                                                                                               : "metadata 'tally.step' is '" + a + "', not a non-negative integer"});
     EXPECT_EQ(snapshot(dir.path()), before) << altered;
   }
+  TempDir dir;
+  TrainConfig c = four_steps_keeping_one(dir.path());
+  rewrite_checkpoint(
+      dir.path() / "checkpoints" / CheckpointManager::file_name(4), [](const std::string&, Tensor&) {},
+      [&](std::map<std::string, std::string>& m) { m.erase("tally.generators"); });
+  c.steps = 6;
+  expect_error<ValueError>([&] { train(c, true); }, {"has no 'tally.generators' in its metadata"});  // it said "map::at"
 }
 
 // One damaged line of metrics.jsonl costs that line alone on resume, said in a note.

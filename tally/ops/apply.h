@@ -413,7 +413,10 @@ void drop_unsaved(std::tuple<Stored...>& args, const SavedTensors& saved) {
             if (i < saved.inputs.size() && !saved.inputs[i] && v.defined()) v = unsaved_stand_in(v);
             ++i;
           } else if constexpr (std::is_same_v<A, TensorList>) {
-            i += v.size();  // lists keep every element
+            for (Tensor& t : v) {  // each element has its own entry, as a tensor argument
+              if (i < saved.inputs.size() && !saved.inputs[i] && t.defined()) t = unsaved_stand_in(t);
+              ++i;
+            }
           }
         };
         (visit(a), ...);

@@ -22,6 +22,8 @@ struct AddcmulDef {
   template <class C> static C f(C self, C t1, C t2, C v) { return self + v * t1 * t2; }
   static Tensor grad_t1(const Tensor& g, const Tensor&, const Tensor& t2, Scalar v) { return g * t2 * v; }
   static Tensor grad_t2(const Tensor& g, const Tensor& t1, const Tensor&, Scalar v) { return g * t1 * v; }
+  /// self is never read; t1 only for t2's gradient, t2 only for t1's.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) { return {{false, needs[2], needs[1]}, false}; }
 };
 struct AddcdivDef {
   static constexpr std::string_view name = "addcdiv";
@@ -35,6 +37,8 @@ struct AddcdivDef {
   static Tensor grad_t1(const Tensor& g, const Tensor&, const Tensor& t2, Scalar v) { return g * v / t2; }
   // d(t1/t2)/dt2 = -t1/t2²
   static Tensor grad_t2(const Tensor& g, const Tensor& t1, const Tensor& t2, Scalar v) { return -(g * v * t1 / (t2 * t2)); }
+  /// self is never read; t1 only for t2's gradient, t2 for either.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) { return {{false, needs[2], needs[1] || needs[2]}, false}; }
 };
 
 template <class Def>
@@ -70,6 +74,7 @@ struct Pointwise {
   static ops::Cost cost(const Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar) {
     return ops::elementwise_cost(out, {&self, &t1, &t2}, Def::flops);
   }
+  static ops::SavedTensors saved(const SmallVector<bool, 4>& needs) { return Def::saved(needs); }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar v) {
     TensorList grads(3);
     if (c.needs_grad(0)) grads[0] = sum_to_size(c.grad, self.sizes()).to(self.dtype());
@@ -110,6 +115,7 @@ struct Lerp {
   static ops::Cost cost(const Tensor& out, const Tensor& self, const Tensor& end, Scalar) {
     return ops::elementwise_cost(out, {&self, &end}, 3);  // b−a, ·w, +a
   }
+  static constexpr bool backward_reads_values = false;  // the gradients are the weight's multiples of g
   static TensorList backward(const ops::BackwardContext& c, const Tensor& self, const Tensor& end, Scalar weight) {
     const double w = weight.to_double();
     TensorList grads(2);

@@ -428,7 +428,8 @@ struct PowScalar {
     });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, Scalar) { return ops::elementwise_cost(out, {&x}, 1); }
-  // d x^e = e·x^(e-1)
+  // d x^e = e·x^(e-1): reads x, not the output (so the output may be written in place, as torch's).
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, Scalar exponent) {
     const double e = exponent.to_double();
     if (e == 0.0) return {zeros_like(x)};
@@ -494,6 +495,8 @@ struct Clamp {
     return ops::elementwise_cost(out, {&x}, int64_t{lo.has_value()} + int64_t{hi.has_value()});
   }
   // The gradient passes where x was inside [min, max] (bounds included, as in PyTorch).
+  // The mask comes from x alone; the output is not kept.
+  static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
     Tensor pass = ones_like(x, kBool);
     if (lo) pass = where(x >= *lo, pass, zeros_like(pass));
@@ -564,6 +567,7 @@ struct Triangle {
     return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, bool) { return {0, ops::bytes_held(x), out.nbytes()}; }
+  static constexpr bool backward_reads_values = false;  // the gradient is masked by position alone
   static TensorList backward(const ops::BackwardContext& c, const Tensor&, int64_t diagonal, bool upper) {
     return {upper ? triu(c.grad, diagonal) : tril(c.grad, diagonal)};
   }

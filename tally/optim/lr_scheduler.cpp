@@ -8,21 +8,25 @@
 namespace tally::optim {
 
 LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
-  for (const OptimizerParamGroup& g : optimizer.param_groups()) base_lrs_.push_back(g.options().get_lr());
+  for (OptimizerParamGroup& g : optimizer.param_groups()) {
+    if (!g.initial_lr()) g.set_initial_lr(g.options().get_lr());
+    base_lrs_.push_back(*g.initial_lr());
+  }
 }
 
 void LRScheduler::step() {
   ++last_epoch_;
-  apply();
+  apply(false);
 }
 
-void LRScheduler::apply() {
+void LRScheduler::apply(bool closed_form) {
   std::vector<OptimizerParamGroup>& groups = optimizer_.param_groups();
   TALLY_CHECK(groups.size() == base_lrs_.size(), "lr scheduler: the optimizer has ", groups.size(),
               " param groups but the schedule was made for ", base_lrs_.size());
   last_lr_.clear();
   for (size_t g = 0; g < groups.size(); ++g) {
-    last_lr_.push_back(lr_at(base_lrs_[g], last_epoch_));
+    const double lr = groups[g].options().get_lr();
+    last_lr_.push_back(closed_form ? lr_at(base_lrs_[g], last_epoch_) : chained_lr(lr, base_lrs_[g], last_epoch_));
     groups[g].options().set_lr(last_lr_.back());
   }
 }
@@ -49,7 +53,7 @@ void LRScheduler::load_state_dict(const StateDict& state_dict) {
   last_epoch_ = epoch->item<int64_t>();
   const Tensor b = base->contiguous();
   for (int64_t i = 0; i < groups; ++i) base_lrs_[i] = b.data_ptr<double>()[i];
-  apply();
+  apply(true);
 }
 
 ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
@@ -58,7 +62,15 @@ ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
   start();
 }
 
-double ConstantLR::lr_at(double base_lr, int64_t step) const { return step < total_iters_ ? base_lr * factor_ : base_lr; }
+double ConstantLR::lr_at(double base_lr, int64_t step) const {
+  return step < total_iters_ || total_iters_ == 0 ? base_lr * factor_ : base_lr;
+}
+
+double ConstantLR::chained_lr(double lr, double base_lr, int64_t step) const {
+  if (step == 0) return lr * factor_;
+  if (step != total_iters_) return lr;
+  return factor_ == 0 ? base_lr : lr * (1.0 / factor_);  // torch divides by zero there; the lr alone is base_lr
+}
 
 WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_steps, int64_t total_steps, double min_lr)
     : LRScheduler(optimizer), warmup_steps_(warmup_steps), total_steps_(total_steps), min_lr_(min_lr) {

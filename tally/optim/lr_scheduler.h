@@ -1,7 +1,10 @@
 #pragma once
-// Learning-rate schedules: each sets every param group's lr from the lr the group had when the
-// schedule was made (its base lr) and a step counter, as torch.optim.lr_scheduler does. The lr
-// is a closed form of the step, so a schedule's whole state is its counter (and base lrs).
+// Learning-rate schedules, as torch.optim.lr_scheduler: each group's base lr is its lr before any
+// schedule changed it (initial_lr, which the first schedule records), and a step counter drives
+// the rest. A schedule whose lr is a closed form of the step (WarmupCosineLR, as LambdaLR) sets
+// it outright; ConstantLR, chainable as torch's, scales the lr it finds, so that two schedules on
+// one optimizer compose and an lr set by hand is kept. A schedule's whole state is its counter
+// and base lrs.
 
 #include <cstdint>
 #include <vector>
@@ -35,26 +38,36 @@ class LRScheduler {
   /// fields are set.
   explicit LRScheduler(Optimizer& optimizer);
   /// Set the lrs of step 0.
-  void start() { apply(); }
-  /// The lr at step `step` of a group whose base lr is `base_lr`.
+  void start() { apply(false); }
+  /// The lr at step `step` of a group whose base lr is `base_lr`, this schedule alone: what
+  /// load_state_dict sets.
   virtual double lr_at(double base_lr, int64_t step) const = 0;
+  /// The lr at step `step` of a group whose lr is now `lr`: lr_at, unless the schedule is
+  /// chainable (torch's get_lr rather than its _get_closed_form_lr).
+  virtual double chained_lr(double lr, double base_lr, int64_t step) const {
+    (void)lr;
+    return lr_at(base_lr, step);
+  }
 
  private:
-  void apply();
+  /// Set each group's lr for last_epoch_: by chained_lr, or by the closed form after a load.
+  void apply(bool closed_form);
   Optimizer& optimizer_;
   std::vector<double> base_lrs_;
   std::vector<double> last_lr_;
   int64_t last_epoch_ = 0;
 };
 
-/// torch.optim.lr_scheduler.ConstantLR: base_lr · factor for the first `total_iters` steps, then
-/// base_lr; with factor 1, a constant schedule.
+/// torch.optim.lr_scheduler.ConstantLR: the lr times `factor` at step 0 and divided by it again
+/// at step `total_iters` (alone: base_lr · factor for the first `total_iters` steps, then
+/// base_lr; with total_iters 0, as torch's, the factor stays); with factor 1, a constant schedule.
 class ConstantLR : public LRScheduler {
  public:
   ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, int64_t total_iters = 5);
 
  protected:
   double lr_at(double base_lr, int64_t step) const override;
+  double chained_lr(double lr, double base_lr, int64_t step) const override;
 
  private:
   double factor_;

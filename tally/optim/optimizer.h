@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -105,10 +106,15 @@ class OptimizerParamGroup {
   /// The group's parameters.
   std::vector<Tensor>& params() { return params_; }
   const std::vector<Tensor>& params() const { return params_; }
+  /// The lr before any schedule changed it (PyTorch's group['initial_lr']): the first schedule
+  /// made over the group sets it, and every schedule takes it as its base lr.
+  std::optional<double> initial_lr() const { return initial_lr_; }
+  void set_initial_lr(double lr) { initial_lr_ = lr; }
 
  private:
   std::vector<Tensor> params_;
   std::unique_ptr<OptimizerOptions> options_;
+  std::optional<double> initial_lr_;
 };
 
 // Note [Optimizer state dict]

@@ -65,6 +65,13 @@ TEST(GraphLifetime, ASecondBackwardRunsWhereNoNodeKeptValues) {
       {"view, expand", [](const Tensor& w) { return w.view({3, 1}).expand({3, 2}).sum(); }, {4, 4, 4}},
       {"cast", [](const Tensor& w) { return w.to(kFloat64).sum(); }, {2, 2, 2}},
       {"slice", [](const Tensor& w) { return w.slice(0, 1).sum(); }, {0, 2, 2}},
+      // Rules that read only shapes or numbers (these raised: a list kept every element, and the
+      // others declared nothing about what they read).
+      {"cat", [](const Tensor& w) { return cat({w, w}).sum(); }, {4, 4, 4}},
+      {"stack", [](const Tensor& w) { return stack({w, w}).sum(); }, {4, 4, 4}},
+      {"lerp", [](const Tensor& w) { return w.lerp(zeros({3}), 0.5).sum(); }, {1, 1, 1}},
+      {"addcmul", [](const Tensor& w) { return w.addcmul(ones({3}), ones({3})).sum(); }, {2, 2, 2}},
+      {"triu", [](const Tensor& w) { return w.view({1, 3}).triu().sum(); }, {2, 2, 2}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "tally/tally.h"
 
@@ -91,6 +93,48 @@ TEST(VersionCounter, ReluKeepsItsOutputNotItsInput) {
   Tensor loss = y2.sum();
   y2.detach().add_(1);
   EXPECT_TRUE(contains(message_of([&] { loss.backward(); }), "output 0 of ReluBackward0"));
+}
+
+// What torch 1.13 lets through because its rules do not save it: pow and clamp read their input,
+// not their output; lerp reads neither operand; addcmul reads t1 and t2 only for each other's
+// gradient. tally checked every tensor these nodes kept, and kept them all.
+TEST(VersionCounter, OnlyWhatARuleReadsIsKeptAndChecked) {
+  struct Case {
+    const char* name;
+    std::function<Tensor(const Tensor&, const Tensor&)> f;  // (w, an operand that needs no gradient)
+    bool write_input, write_output, write_operand;
+    std::vector<float> grad;  // torch 1.13's w.grad
+  };
+  const std::vector<Case> cases = {
+      {"pow output", [](const Tensor& w, const Tensor&) { return w.pow(2); }, false, true, false, {2, 4, 6}},
+      {"clamp output", [](const Tensor& w, const Tensor&) { return w.clamp(1.5); }, false, true, false, {0, 1, 1}},
+      {"lerp both", [](const Tensor& w, const Tensor& e) { return w.lerp(e, 0.3); }, true, true, true, {0.7f, 0.7f, 0.7f}},
+      {"addcmul both", [](const Tensor& w, const Tensor& t) { return w.addcmul(t, t); }, true, true, true, {1, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Tensor leaf = tensor({1.f, 2, 3}).requires_grad_();
+    Tensor w = leaf * 1;  // a non-leaf, so that writing it in place is allowed
+    Tensor operand = zeros({3});
+    Tensor y = c.f(w, operand);
+    {
+      NoGradGuard no_grad;
+      if (c.write_input) w.add_(1);
+      if (c.write_output) y.add_(1);
+      if (c.write_operand) operand.add_(1);
+    }
+    y.sum().backward();
+    EXPECT_TRUE(allclose(leaf.grad(), tensor({c.grad[0], c.grad[1], c.grad[2]}))) << leaf.grad();
+  }
+  // Still caught: pow's input, which its rule reads.
+  Tensor v = tensor({1.f, 2, 3}).requires_grad_();
+  Tensor x = v * 1;
+  Tensor loss = x.pow(2).sum();
+  {
+    NoGradGuard no_grad;
+    x.add_(1);
+  }
+  EXPECT_TRUE(contains(message_of([&] { loss.backward(); }), "input 0 of PowBackward0"));
 }
 
 TEST(VersionCounter, RulesThatReadOnlyShapesAreNotChecked) {

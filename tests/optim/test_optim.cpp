@@ -278,6 +278,43 @@ TEST(OptimSchedule, ConstantLR) {
   expect_error<ValueError>([&] { ConstantLR(opt, 2.0); }, {"Constant multiplicative factor expected to be between 0 and 1."});
 }
 
+// torch 1.13's ConstantLR is chainable: it scales the lr it finds at step 0 and undoes that at
+// total_iters, and every schedule's base is the group's initial_lr. tally's set base·factor from
+// the lr it found (already scaled by another schedule) and wrote over lrs set by hand.
+TEST(OptimSchedule, ConstantLRChainsAsTorchs) {
+  Tensor w = zeros({2}).requires_grad_(), v = zeros({2}).requires_grad_();
+  SGD opt({w}, SGDOptions(0.1));
+  opt.add_param_group(OptimizerParamGroup({v}, std::make_unique<SGDOptions>(SGDOptions(0.5))));
+  ConstantLR first(opt, 0.5, 3), second(opt, 0.5, 5);
+  std::vector<double> seen0, seen1;
+  for (int t = 0; t < 8; ++t) {
+    seen0.push_back(opt.param_groups()[0].options().get_lr());
+    seen1.push_back(opt.param_groups()[1].options().get_lr());
+    first.step();
+    second.step();
+  }
+  EXPECT_EQ(seen0, (std::vector<double>{0.025, 0.025, 0.025, 0.05, 0.05, 0.1, 0.1, 0.1}));  // torch's
+  EXPECT_EQ(seen1, (std::vector<double>{0.125, 0.125, 0.125, 0.25, 0.25, 0.5, 0.5, 0.5}));
+  EXPECT_EQ(opt.param_groups()[0].initial_lr(), 0.1);
+  EXPECT_EQ(first.state_dict().at("base_lrs").data_ptr<double>()[0], 0.1);
+  EXPECT_EQ(second.state_dict().at("base_lrs").data_ptr<double>()[1], 0.5);
+
+  SGD by_hand({w}, SGDOptions(0.1));
+  ConstantLR quarter(by_hand, 0.25, 3);
+  by_hand.param_groups()[0].options().set_lr(1.0);  // a user's change is kept, then undone by 4 at step 3
+  std::vector<double> kept;
+  for (int t = 1; t <= 4; ++t) {
+    quarter.step();
+    kept.push_back(by_hand.param_groups()[0].options().get_lr());
+  }
+  EXPECT_EQ(kept, (std::vector<double>{1.0, 1.0, 4.0, 4.0}));
+
+  SGD never({w}, SGDOptions(0.1));
+  ConstantLR zero_iters(never, 0.5, 0);  // torch scales at step 0 and never restores
+  for (int t = 0; t < 3; ++t) zero_iters.step();
+  EXPECT_EQ(never.param_groups()[0].options().get_lr(), 0.05);
+}
+
 TEST(OptimSchedule, WarmupCosine) {
   Tensor w = zeros({2}).requires_grad_(), v = zeros({3}).requires_grad_();
   AdamW opt({w});

@@ -311,14 +311,15 @@ json parse_field_text(const std::string& name, const std::string& text) {
           TALLY_CHECK(ec == std::errc() && end == text.data() + text.size(), flag, ": expected an integer, got \"", text, "\"");
           return v;
         } else {
-          try {
-            size_t used = 0;
-            const double v = std::stod(text, &used);
-            // JSON has no nan or inf (they would print as null): no setting takes one.
-            if (used == text.size() && std::isfinite(v)) return v;
-          } catch (const std::exception&) {
-          }
-          throw ValueError(flag + ": expected a finite number, got \"" + text + "\"");
+          // As the integers: the whole text, no surrounding spaces and no hexadecimal (stod took
+          // " 0.1" and 0x1p-3 but refused "0.1 ").
+          double v = 0;
+          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+          TALLY_CHECK(ec != std::errc::result_out_of_range, flag, ": \"", text, "\" is out of the range of a double");
+          // JSON has no nan or inf (they would print as null): no setting takes one.
+          TALLY_CHECK(ec == std::errc() && end == text.data() + text.size() && std::isfinite(v), flag, ": expected a finite number, got \"",
+                      text, "\"");
+          return v;
         }
       },
       f->member);

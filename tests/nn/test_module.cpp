@@ -129,6 +129,13 @@ TEST(Module, DropoutZeroesAboutPAndScalesTheRest) {
   EXPECT_NEAR(kept, 0.75, 0.01);
   EXPECT_NEAR(y.amax().item<float>(), 1.0f / 0.75f, 1e-6);
   EXPECT_THROW(nn::Dropout(1.5), ValueError);
+  // Layers of no features, as torch's: Linear(0, 3) gives its bias (all zero: a bound of 0 with no inputs).
+  nn::Linear no_inputs(0, 3);
+  EXPECT_EQ(no_inputs.weight.sizes(), IntArrayRef({3, 0}));
+  EXPECT_TRUE(no_inputs.forward(empty({2, 0})).equal(zeros({2, 3})));
+  EXPECT_EQ(nn::Linear(3, 0).forward(ones({2, 3})).sizes(), IntArrayRef({2, 0}));
+  EXPECT_EQ(nn::Embedding(0, 3).weight.sizes(), IntArrayRef({0, 3}));
+  EXPECT_THROW(nn::Linear(-1, 3), ValueError);
   // p = 1 gives zeros in the input's dtype, as torch's input.mul(zeros({}, input.options())).
   const Tensor all_dropped = nn::functional::dropout(ones({4}, TensorOptions(kInt64)), 1.0, true);
   EXPECT_EQ(all_dropped.dtype(), kInt64);

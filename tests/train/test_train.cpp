@@ -93,6 +93,10 @@ TEST(TrainConfig, FlagsOverrideAFileBeforeTheMergedConfigIsValidated) {
 TEST(TrainConfig, MessagesNameTheValueAndTheFile) {
   EXPECT_EQ(message_of([] { parse_field_text("lr", "nan"); }), "--lr: expected a finite number, got \"nan\"");
   EXPECT_EQ(message_of([] { parse_field_text("lr", "inf"); }), "--lr: expected a finite number, got \"inf\"");
+  // A number is the whole text, as an integer is: no spaces on either side, no hexadecimal.
+  for (const char* text : {" 0.1", "0.1 ", "0x1p-3", "+0.1"})
+    EXPECT_EQ(message_of([&] { parse_field_text("lr", text); }), std::string("--lr: expected a finite number, got \"") + text + "\"");
+  EXPECT_EQ(message_of([] { parse_field_text("lr", "1e-400"); }), "--lr: \"1e-400\" is out of the range of a double");
   TrainConfig c;
   // Open at 1: AdamW refuses a beta of 1, and dropout 1 drops everything.
   EXPECT_EQ(message_of([&] { apply_json(c, json{{"beta1", 1.0}}, "flags"); }), "flags: beta1 must be >= 0 and < 1, got 1");

@@ -37,7 +37,7 @@ Tensor reshape_to(const Tensor& t, IntArrayRef shape) { return t.sizes() == shap
   for (size_t j = 0; j < k; ++j) {
     const auto& labels = plan.operand_labels[j];
     auto it = std::find(labels.begin(), labels.end(), label);
-    if (it != labels.end() && (!plan.is_ellipsis[label] || ops[j].size(it - labels.begin()) != 1)) {
+    if (it != labels.end() && ops[j].size(it - labels.begin()) != 1) {
       first = j;
       break;
     }
@@ -66,8 +66,8 @@ std::vector<int64_t> label_sizes(const EinsumPlan& plan, const std::vector<Tenso
       if (size[l] == s) continue;
       if (size[l] == -1) {
         size[l] = s;
-      } else if (plan.is_ellipsis[l] && (size[l] == 1 || s == 1)) {
-        size[l] = std::max(size[l], s);
+      } else if (size[l] == 1 || s == 1) {  // a size 1 broadcasts, named or under "...", as in torch.einsum
+        size[l] = size[l] == 1 ? s : size[l];  // the other size, 0 included (max gave 1 for 0 against 1)
         broadcast = true;
       } else {
         size_mismatch(plan, ops, l, k, pattern);
@@ -77,7 +77,7 @@ std::vector<int64_t> label_sizes(const EinsumPlan& plan, const std::vector<Tenso
   return size;
 }
 
-// Operands whose "..." dims broadcast from size 1 are expanded (a stride-0 view), so the plan's
+// Operands whose dims broadcast from size 1 are expanded (a stride-0 view), so the plan's
 // lowering holds unchanged.
 std::vector<Tensor> expand_broadcast(const EinsumPlan& plan, const std::vector<Tensor>& ops, const std::vector<int64_t>& size) {
   std::vector<Tensor> out = ops;

@@ -1,7 +1,8 @@
 #pragma once
 // einops.einsum: "batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2". Names are words
 // separated by spaces, "..." stands for any number of broadcast dimensions, and names missing
-// from the output are summed. Each contraction of two operands is permutes and reshapes (views
+// from the output are summed. A dimension of size 1 broadcasts against the same name's size in
+// another operand, named or under "...", as in torch.einsum (which einops.einsum calls). Each contraction of two operands is permutes and reshapes (views
 // whenever the strides allow) around one batched tally::matmul, so it runs at matmul speed and the
 // ledger records matmul FLOPs; three or more operands are contracted pairwise, cheapest pair first.
 

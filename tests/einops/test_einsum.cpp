@@ -58,6 +58,20 @@ TEST(Einsum, EllipsisBroadcastsSizeOneAndMissingDims) {
   expect_close(einops::einsum(a, w, "... j, j k -> k"), matmul(a, w).sum({0, 1, 2}), 1e-4, 1e-4);
 }
 
+// torch.einsum's answers (which einops.einsum calls): a named dimension of size 1 broadcasts too
+// (it was refused), and a size 0 under "..." against a size 1 gives 0 (it failed inside expand).
+TEST(Einsum, NamedSizeOneBroadcastsAndZeroMeetsOne) {
+  Tensor a = randn({2, 1}), b = randn({3, 2});
+  expect_close(einops::einsum(a, b, "i j, j k -> i k"), matmul(a.expand({2, 3}), b), 1e-5, 1e-5);
+  Tensor batched = randn({1, 2, 3}), many = randn({4, 3, 2});
+  expect_close(einops::einsum(batched, many, "b i j, b j k -> b i k"), matmul(batched.expand({4, 2, 3}), many), 1e-5, 1e-5);
+  Tensor c = randn({2, 3}), row = randn({1, 2});
+  expect_close(einops::einsum(c, row, "i j, j k -> i k"), matmul(c, row.expand({3, 2})), 1e-5, 1e-5);
+  EXPECT_EQ(einops::einsum(zeros({0, 3}), ones({1, 3}), "... a, ... a -> ...").sizes(), IntArrayRef({0}));
+  EXPECT_EQ(einops::einsum(ones({1, 3}), zeros({0, 3}), "... a, ... a -> ...").sizes(), IntArrayRef({0}));
+  EXPECT_EQ(einops::einsum(zeros({2, 0, 3}), zeros({1, 3}), "... a, ... a -> ...").sizes(), IntArrayRef({2, 0}));
+}
+
 TEST(Einsum, ThreeOperandsContractCheapestPairFirst) {
   // (2×50)(50×50)(50×2): A·B and C·D each cost 2·2·50·50 FLOPs, B·C costs 2·50·50·50.
   Tensor a = randn({2, 50}), b = randn({50, 50}), c = randn({50, 2});

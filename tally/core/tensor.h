@@ -323,7 +323,13 @@ T* Tensor::data_ptr() const {
 
 template <class T>
 T Tensor::item() const {
-  return item().to<T>();
+  const Scalar value = item();
+  // A value the type cannot hold raises, as libtorch's checked conversion (item<int>() of 1e10
+  // was INT_MIN, of NaN an arbitrary integer): integers by range, floats by finite range.
+  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t> || std::is_same_v<T, float> ||
+                std::is_same_v<T, double>)
+    check_scalar_fits(value, dtype_of<T>(), "item");
+  return value.to<T>();
 }
 
 }  // namespace tally

@@ -195,6 +195,10 @@ Tensor tensor(const NestedList& data, TensorOptions options) {
   flatten_leaves(data, 0, shape, values, kind);
   if (values.empty() && !dtype) kind = Scalar::Kind::Float;  // torch.tensor([]) is float32
   const Dtype dt = dtype.value_or(kind == Scalar::Kind::Float ? kFloat32 : kind == Scalar::Kind::Int ? kInt64 : kBool);
+  // An integer dtype takes only the numbers it holds, as torch.tensor([300], dtype=torch.uint8)
+  // raises (300 became 44; NaN became 0); a float dtype rounds, to an infinity beyond its range.
+  if (!is_floating_point(dt) && dt != kBool)
+    for (const Scalar& v : values) check_scalar_fits(v, dt, "tensor");
   return made_on_host(shape, dt, options, [&](Tensor& t) {
     dispatch(dt, "tensor", [&]<class T>() {
       T* p = t.data_ptr<T>();

@@ -91,7 +91,9 @@ Tensor& where_out(Tensor& out, const Tensor& condition, const Tensor& a, const T
 
 /// Whether sizes and values are equal (torch.equal).
 bool equal(const Tensor& a, const Tensor& b);
-/// |a - b| <= atol + rtol·|b| everywhere (torch.allclose).
+/// |a - b| <= atol + rtol·|b| everywhere, a and b broadcast against each other (torch.allclose);
+/// rtol and atol must not be negative. Unlike torch, which raises, a and b may differ in dtype:
+/// they are compared by value.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 
 Tensor operator+(const Tensor& a, const Tensor& b);

@@ -61,6 +61,7 @@ struct AbsDef {
   static constexpr InputRule input = InputRule::NoBool;
   template <class C> static C f(C x) {
     if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>) return x;
+    else if constexpr (std::is_floating_point_v<C>) return std::fabs(x);  // |−0| is +0 (x < 0 is false for −0)
     else return x < 0 ? static_cast<C>(-x) : x;
   }
   // d|x| = sign(x), 0 at 0 as in PyTorch
@@ -682,7 +683,23 @@ bool equal(const Tensor& a, const Tensor& b) {
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   ops::common_device({&a, &b});  // a CPU and a GPU tensor are never compared silently
-  Tensor x = a.to(kFloat64).cpu().contiguous(), y = b.to(kFloat64).expand(a.sizes()).cpu().contiguous();
+  TALLY_CHECK(rtol >= 0, "rtol must be greater than or equal to zero, but got ", rtol);
+  TALLY_CHECK(atol >= 0, "atol must be greater than or equal to zero, but got ", atol);
+  const DimVector shape = geometry::broadcast_shapes(a.sizes(), b.sizes());  // both sides broadcast, as torch's
+  if (!a.is_floating_point() && !b.is_floating_point()) {
+    // Integers compare exactly, in int64: float64 would merge values past 2^53.
+    const Tensor x = a.expand(shape).to(kInt64).cpu().contiguous(), y = b.expand(shape).to(kInt64).cpu().contiguous();
+    const int64_t* px = x.data_ptr<int64_t>();
+    const int64_t* py = y.data_ptr<int64_t>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (px[i] == py[i]) continue;
+      const auto ux = static_cast<uint64_t>(px[i]), uy = static_cast<uint64_t>(py[i]);
+      const double diff = static_cast<double>(px[i] > py[i] ? ux - uy : uy - ux);
+      if (!(diff <= atol + rtol * std::abs(static_cast<double>(py[i])))) return false;
+    }
+    return true;
+  }
+  Tensor x = a.expand(shape).to(kFloat64).cpu().contiguous(), y = b.expand(shape).to(kFloat64).cpu().contiguous();
   const double* px = x.data_ptr<double>();
   const double* py = y.data_ptr<double>();
   for (int64_t i = 0; i < x.numel(); ++i) {

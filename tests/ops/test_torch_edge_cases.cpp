@@ -359,3 +359,37 @@ TEST(TorchEdgeCases, IntegerTensorsToNegativeIntegerPowers) {
   expect_error<ValueError>([] { pow(tensor({2}), -1); }, {"Integers to negative integer powers are not allowed."});
   expect_error<ValueError>([] { pow(tensor({1, 2}, kInt32), int64_t{100000000000}); }, {"cannot be converted to type"});
 }
+
+// A third audit's findings, each with torch 1.13's answer.
+TEST(TorchEdgeCases, AbsOfMinusZeroIsPlusZero) {
+  for (Dtype dt : {kFloat32, kFloat64}) {
+    const Tensor one = abs(tensor({-0.0}, dt)), many = abs(full({1000}, -0.0, TensorOptions(dt)));
+    EXPECT_FALSE(std::signbit(one.item<double>())) << dtype_name(dt);  // 1 / torch.abs(-0.) is inf
+    EXPECT_FALSE(std::signbit(many.max().item<double>())) << dtype_name(dt);
+    EXPECT_FALSE(std::signbit(many.min().item<double>())) << dtype_name(dt);
+  }
+}
+
+TEST(TorchEdgeCases, AnIntegerTensorFromAListTakesOnlyNumbersItHolds) {
+  expect_error<ValueError>([] { tensor({300}, kUInt8); }, {"value 300 cannot be converted to type uint8 without overflow"});
+  expect_error<ValueError>([] { tensor({1e10}, kInt32); }, {"cannot be converted to type int32"});
+  expect_error<ValueError>([] { tensor({std::nan("")}, kInt64); }, {"cannot be converted to type int64"});
+  EXPECT_EQ(tensor({-1}, kUInt8).item<int64_t>(), 255);  // torch wraps a negative number into uint8
+  EXPECT_TRUE(std::isinf(tensor({1e40}, kFloat32).item<float>()));
+}
+
+TEST(TorchEdgeCases, ItemRaisesForAValueItsTypeCannotHold) {
+  expect_error<ValueError>([] { tensor({1e10}).item<int32_t>(); }, {"item: value", "cannot be converted to type int32 without overflow"});
+  expect_error<ValueError>([] { tensor({INFINITY}).item<int64_t>(); }, {"cannot be converted to type int64"});
+  expect_error<ValueError>([] { tensor({std::nan("")}).item<int64_t>(); }, {"cannot be converted to type int64"});
+  EXPECT_EQ(tensor({2.7}).item<int64_t>(), 2);
+  EXPECT_TRUE(std::isnan(tensor({std::nan("")}).item<float>()));
+}
+
+TEST(TorchEdgeCases, AllcloseBroadcastsBothSidesAndTellsLargeIntegersApart) {
+  EXPECT_TRUE(allclose(tensor(1.0), tensor({1.0, 1.0})));  // a 0-d a raised
+  EXPECT_FALSE(allclose(tensor({(int64_t{1} << 53) + 1}), tensor({int64_t{1} << 53}), 0.0, 0.0));
+  expect_error<ValueError>([] { allclose(tensor({1.0}), tensor({1.0}), -1.0, 0.0); }, {"rtol must be greater than or equal to zero, but got -1"});
+  expect_error<ValueError>([] { allclose(tensor({1.0}), tensor({1.0}), 0.0, -1.0); }, {"atol must be greater than or equal to zero"});
+  EXPECT_TRUE(allclose(tensor({1.0, NAN}), tensor({1.0, NAN}), 1e-5, 1e-8, true));
+}

@@ -128,17 +128,17 @@ void TokenFile::gather(int64_t start, std::span<int64_t> out) const {
                     ") are out of bounds for token file '", path_, "' with ", size_, " tokens");
   visit(dtype_, [&]<class T>() {
     constexpr auto item = static_cast<int64_t>(sizeof(T));
-    if constexpr (std::is_same_v<T, int64_t>) {
-      file_->read_at(static_cast<uint64_t>(offset_bytes_ + start * item), std::as_writable_bytes(out));
-    } else {
-      // Narrower tokens are read in pieces of a bounded buffer and widened.
-      constexpr int64_t kPiece = int64_t{1} << 16;
-      std::vector<T> piece(static_cast<size_t>(std::min(count, kPiece)));
-      for (int64_t done = 0; done < count; done += kPiece) {
-        const int64_t n = std::min(kPiece, count - done);
-        const std::span<T> buffer(piece.data(), static_cast<size_t>(n));
-        file_->read_at(static_cast<uint64_t>(offset_bytes_ + (start + done) * item), std::as_writable_bytes(buffer));
-        std::copy(buffer.begin(), buffer.end(), out.begin() + done);
+    // The narrow tokens are read into the tail of `out` and widened front to back in place: token
+    // i's int64 ends at byte 8(i + 1), at or before where token i + 1's bytes start, so nothing is
+    // overwritten before it is read, and no buffer is allocated per window.
+    auto* bytes = reinterpret_cast<std::byte*>(out.data());
+    const int64_t tail = count * (8 - item);
+    file_->read_at(static_cast<uint64_t>(offset_bytes_ + start * item), {bytes + tail, static_cast<size_t>(count * item)});
+    if constexpr (!std::is_same_v<T, int64_t>) {
+      for (int64_t i = 0; i < count; ++i) {
+        T v;
+        std::memcpy(&v, bytes + tail + i * item, sizeof(T));
+        out[static_cast<size_t>(i)] = v;
       }
     }
   });

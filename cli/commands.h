@@ -19,7 +19,11 @@ void add_inspect_command(CLI::App& app);
 /// `tally report RUN_DIR [--out FILE]`: a training run's self-contained HTML report.
 void add_report_command(CLI::App& app);
 /// Write the report of `run_dir` to `out` (default run_dir/report.html) atomically; returns its path.
+/// The default path is written only when it is absent or a report tally wrote (refuse_foreign_report).
 std::filesystem::path write_report(const std::string& run_dir, const std::string& out = "");
+/// IOError when run_dir/report.html exists and is not a page tally wrote: a user's file there is
+/// never written over. Checked by `tally train` before the run starts (Note [Refuse before writing]).
+void refuse_foreign_report(const std::string& run_dir);
 /// `tally train`: the main job (tally/train): checkpoints, resume, progress, end-of-run accounting.
 void add_train_command(CLI::App& app);
 

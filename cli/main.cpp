@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -13,6 +14,10 @@
 #include "tally/error/error.h"
 
 int main(int argc, char** argv) {
+  // A file-size limit (RLIMIT_FSIZE) makes a write fail with EFBIG, which every writer turns into
+  // an error naming its file (and an atomic write leaves no temporary behind), rather than the
+  // signal killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"tally: a deep-learning framework where every FLOP and byte is on the books"};
   app.require_subcommand(1);
   tally::cli::add_info_command(app);

@@ -3,7 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -24,7 +26,23 @@ struct ReportArgs {
 
 }  // namespace
 
+void refuse_foreign_report(const std::string& run_dir) {
+  const std::filesystem::path path = std::filesystem::path(run_dir) / "report.html";
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return;
+  // Every page render_page draws names itself in its title, within its first few hundred bytes.
+  constexpr std::string_view kMark = "<title>tally report: ";
+  std::string head(4096, '\0');
+  std::ifstream in(path, std::ios::binary);
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  TALLY_CHECK_TYPE(IOError, head.find(kMark) != std::string::npos, path.string(),
+                   " is not a report tally wrote, and tally does not write over it: move it away, or choose another run directory",
+                   " (`tally report ", run_dir, " --out FILE` writes a run's report elsewhere)");
+}
+
 std::filesystem::path write_report(const std::string& run_dir, const std::string& out) {
+  if (out.empty()) refuse_foreign_report(run_dir);  // a path the user names is theirs to replace
   const report::RunDir run = report::load_run_dir(run_dir);
   const std::filesystem::path path = out.empty() ? std::filesystem::path(run_dir) / "report.html" : std::filesystem::path(out);
   const std::string page = report::render_page(run, TALLY_VERSION);

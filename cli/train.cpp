@@ -55,10 +55,7 @@ void install_signal_handlers() {
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  // A file-size limit (RLIMIT_FSIZE) makes the write fail with EFBIG, which the atomic save turns
-  // into an error naming the file, rather than killing the process mid-write.
-  std::signal(SIGXFSZ, SIG_IGN);
+  sigaction(SIGTERM, &sa, nullptr);  // SIGXFSZ is ignored by main, for every command
 }
 
 std::string duration_text(double s) {
@@ -214,6 +211,7 @@ void add_train_command(CLI::App& app) {
     TALLY_CHECK(!*resume || !out_flag.empty(), "--resume needs --out RUN_DIR, the run to continue");
     train::TrainConfig config = settle_config(*resume, out_flag, *config_file, overrides);
     if (config.out.empty()) config.out = "runs/" + utc_stamp();
+    refuse_foreign_report(config.out);  // the run ends by writing its report there
     install_signal_handlers();
     const bool tty = isatty(STDOUT_FILENO) != 0;
     train::TrainHooks hooks;
@@ -234,7 +232,7 @@ void add_train_command(CLI::App& app) {
     }
     if (result.interrupted) fmt::print("\nstopped at step {} by a signal; `tally train --resume --out {}` continues\n", result.last_step, config.out);
     print_summary(result.summary);
-    fmt::print("\nrun directory   {}  (config.json, metrics.jsonl, summary.json, checkpoints/)\n", config.out);
+    fmt::print("\nrun directory   {}  (config.json, metrics.jsonl, summary.json, checkpoints/{})\n", config.out, config.data.empty() ? ", corpus.u16" : "");
     fmt::print("report          {}  (open it in a browser; `tally report {}` redraws it)\n", write_report(config.out).string(), config.out);
   });
 }

@@ -45,7 +45,7 @@ class MemoryTracker {
   /// Live bytes now minus live bytes when the tracker started.
   int64_t allocated_since_start() const;
   /// A table: category, live, peak; then allocated vs reserved.
-  std::string report() const;
+  [[nodiscard]] std::string report() const;
 
  private:
   MemoryStats now() const;

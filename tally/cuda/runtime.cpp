@@ -30,6 +30,8 @@ void copy_bytes(void* dst, bool dst_on_device, const void* src, bool src_on_devi
 }
 
 void* allocate_pinned(int64_t nbytes) {
+  // Pinned memory is the CUDA driver's: without a GPU, say so rather than the driver's error code.
+  TALLY_CHECK_TYPE(DeviceError, device_count() > 0, "pin_memory: no CUDA GPU is available on this machine (pinned memory is for copies to one)");
   void* p = nullptr;
   CUDA_CHECK(cudaHostAlloc(&p, static_cast<size_t>(nbytes > 0 ? nbytes : 1), cudaHostAllocDefault));
   return p;

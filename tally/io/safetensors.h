@@ -18,6 +18,7 @@
 #include "tally/core/tensor.h"
 #include "tally/dtype/dtype.h"
 #include "tally/error/error.h"
+#include "tally/io/regular_file.h"
 
 namespace tally::io {
 
@@ -35,10 +36,12 @@ struct TensorInfo {
 /// The safetensors name of a dtype: "F32", "BF16", "F8_E4M3", "BOOL", ...
 std::string_view safetensors_dtype_name(Dtype dtype);
 
-/// A parsed, validated safetensors file, mapped read-only. Movable, not copyable.
+/// A parsed, validated safetensors file. An opened file's header is read at open and each
+/// tensor's bytes when it is loaded, with pread: a file cut shorter in the meantime is an IOError
+/// naming it, never a signal. Movable, not copyable.
 class SafetensorsReader {
  public:
-  /// Map and validate the file at `path`. IOError when it cannot be opened or mapped,
+  /// Open and validate the file at `path`. IOError when it cannot be opened or read,
   /// SafetensorsError when it is not a valid safetensors file.
   static SafetensorsReader open(const std::filesystem::path& path);
   /// Validate `bytes` as a safetensors file called `name` in messages. The bytes are copied, so
@@ -77,7 +80,8 @@ class SafetensorsReader {
   void parse();
 
   std::string name_;
-  std::shared_ptr<const uint8_t> bytes_;  // the whole file: a read-only mapping or an owned copy
+  std::shared_ptr<const uint8_t> bytes_;  // an opened file's length and header, or from_bytes' whole copy
+  std::shared_ptr<const ReadOnlyFile> file_;  // the opened file, read with pread (null for from_bytes)
   uint64_t size_ = 0;
   uint64_t header_bytes_ = 0;
   std::vector<TensorInfo> tensors_;

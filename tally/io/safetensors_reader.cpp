@@ -1,5 +1,5 @@
 // Parsing and validating safetensors files. This file depends on the error types, the Dtype enum,
-// nlohmann-json and mapped_file.cpp only, and creates no tensor: the fuzzer
+// nlohmann-json and regular_file.cpp only, and creates no tensor: the fuzzer
 // (tests/io/fuzz_safetensors.cpp, tests/io/run_fuzz.sh) compiles it with those alone. Tensors
 // are made in safetensors.cpp.
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "tally/io/mapped_file.h"
+#include "tally/io/regular_file.h"
 #include "tally/io/safetensors.h"
 
 namespace tally::io {
@@ -119,10 +119,18 @@ std::string_view safetensors_dtype_name(Dtype dtype) {
 SafetensorsReader SafetensorsReader::open(const std::filesystem::path& path) {
   SafetensorsReader r;
   r.name_ = path.string();
-  io::MappedFile file = map_readonly(path, "safetensors file");
-  r.size_ = file.size;
-  // Under 8 bytes there is no header length to read: parse() reports that from 8 zero bytes.
-  r.bytes_ = file.size >= 8 ? std::move(file.data) : std::shared_ptr<const uint8_t>(new uint8_t[8]{}, std::default_delete<uint8_t[]>());
+  r.file_ = io::ReadOnlyFile::open(path, "safetensors file");
+  r.size_ = r.file_->size();
+  // The length and the header are read now; each tensor's bytes when it is loaded (read_bytes).
+  // Under 8 bytes there is no length to read: parse() reports that from 8 zero bytes, as it
+  // reports a length past the limits before any header is read.
+  uint64_t n = 0;
+  if (r.size_ >= 8) r.file_->read_at(0, std::as_writable_bytes(std::span(&n, 1)));
+  const uint64_t head = 8 + (n <= kMaxHeaderBytes && r.size_ >= 8 && n <= r.size_ - 8 ? n : 0);
+  auto* bytes = new uint8_t[head]{};
+  r.bytes_ = std::shared_ptr<const uint8_t>(bytes, std::default_delete<uint8_t[]>());
+  std::memcpy(bytes, &n, 8);
+  if (head > 8) r.file_->read_at(8, std::as_writable_bytes(std::span(bytes + 8, head - 8)));
   r.parse();
   return r;
 }
@@ -289,7 +297,12 @@ void SafetensorsReader::read_bytes(const TensorInfo& t, std::span<uint8_t> out) 
   TALLY_CHECK(out.size() == t.end - t.begin, "read_bytes: tensor '", t.name, "' is ", t.end - t.begin, " bytes, the buffer ",
               out.size());
   if (out.empty()) return;
-  std::memcpy(out.data(), bytes_.get() + 8 + header_bytes_ + t.begin, out.size());
+  const uint64_t offset = 8 + header_bytes_ + t.begin;
+  if (file_) {
+    file_->read_at(offset, std::as_writable_bytes(out));  // an IOError, not a signal, if the file was cut shorter since
+  } else {
+    std::memcpy(out.data(), bytes_.get() + offset, out.size());
+  }
   if (t.dtype == kBool) {
     const auto wrong = std::find_if(out.begin(), out.end(), [](uint8_t b) { return b > 1; });
     if (wrong != out.end())

@@ -14,13 +14,17 @@
 
 #include "tally/train/trainer.h"
 
+#include <fcntl.h>
 #include <omp.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,6 +33,8 @@
 #include "tally/core/generator.h"
 #include "tally/data/loader.h"
 #include "tally/error/error.h"
+#include "tally/io/dir_lock.h"
+#include "tally/io/retry.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/kernels/cpu/parallel.h"
@@ -71,13 +77,41 @@ data::TokenFile open_data_file(const TrainConfig& c) {
   return data::TokenFile::open_raw(c.data, data::token_dtype_from_name(c.data_dtype));
 }
 
-/// The built-in corpus, written into the run directory as little-endian uint16 tokens.
-data::TokenFile write_builtin_corpus(const TrainConfig& c, const fs::path& out) {
-  const fs::path path = out / "corpus.u16";
+/// The built-in corpus as the bytes of its file: little-endian uint16 tokens, one per byte of text.
+std::string builtin_corpus_file_bytes(const TrainConfig& c) {
   const std::string text = builtin_corpus(c.corpus_bytes);
   std::string bytes(text.size() * 2, '\0');
-  for (size_t i = 0; i < text.size(); ++i) bytes[2 * i] = text[i];  // little-endian uint16 of each byte
-  machine::write_file_atomically(path, bytes);
+  for (size_t i = 0; i < text.size(); ++i) bytes[2 * i] = text[i];
+  return bytes;
+}
+
+/// Whether `path` holds exactly `bytes`.
+bool file_holds(const fs::path& path, const std::string& bytes) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) != bytes.size() || ec) return false;
+  std::ifstream in(path, std::ios::binary);
+  std::string chunk(std::min<size_t>(bytes.size(), size_t{1} << 20), '\0');
+  for (size_t at = 0; at < bytes.size(); at += chunk.size()) {
+    const size_t n = std::min(chunk.size(), bytes.size() - at);
+    if (!in.read(chunk.data(), static_cast<std::streamsize>(n)) || bytes.compare(at, n, chunk, 0, n) != 0) return false;
+  }
+  return true;
+}
+
+/// The run directory's corpus.u16 is the run's own when it holds the built-in corpus this config
+/// generates; anything else there is the user's, and a run does not write over it (Note [Refuse
+/// before writing]).
+void refuse_foreign_corpus(const fs::path& out, const std::string& corpus) {
+  const fs::path path = out / "corpus.u16";
+  std::error_code ec;
+  TALLY_CHECK(!fs::exists(fs::symlink_status(path, ec)) || file_holds(path, corpus), "run directory ", out.string(), " holds a corpus.u16 that is not the built-in corpus of ",
+              corpus.size() / 2, " tokens this run writes there: tally does not write over it; move it, pass it as --data (with --data-dtype uint16), or choose another --out");
+}
+
+/// The built-in corpus, written into the run directory (unless it is there already).
+data::TokenFile write_builtin_corpus(const fs::path& out, const std::string& corpus) {
+  const fs::path path = out / "corpus.u16";
+  if (!file_holds(path, corpus)) machine::write_file_atomically(path, corpus);
   return data::TokenFile::open_raw(path.string(), data::TokenDtype::UInt16);
 }
 
@@ -125,15 +159,53 @@ std::vector<int64_t> truncate_metrics(const fs::path& path, int64_t step) {
   if (!in) return unreadable;
   std::string kept, line;
   for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
+    bool readable = false;
     try {
-      if (json::parse(line).at("step").get<int64_t>() <= step) kept += line + "\n";
+      const json at = json::parse(line).at("step");  // a step that is not a whole number from 1 is a damaged line
+      readable = at.is_number_integer() && at.get<int64_t>() >= 1;
+      if (readable && at.get<int64_t>() <= step) kept += line + "\n";
     } catch (const json::exception&) {
-      unreadable.push_back(line_no);
     }
+    if (!readable) unreadable.push_back(line_no);
   }
   machine::write_file_atomically(path, kept);
   return unreadable;
 }
+
+/// metrics.jsonl, open for appending whole lines (unbuffered: a line is on disk, or in the page
+/// cache, when append returns).
+class MetricsFile {
+ public:
+  MetricsFile(fs::path path, fs::path checkpoint_dir) : path_(std::move(path)), checkpoint_dir_(std::move(checkpoint_dir)) {
+    fd_ = io::retry_on_eintr([&] { return ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC); });
+    if (fd_ < 0) throw IOError("cannot open " + path_.string() + " for appending: " + std::strerror(errno));
+  }
+  MetricsFile(const MetricsFile&) = delete;
+  MetricsFile& operator=(const MetricsFile&) = delete;
+  ~MetricsFile() { ::close(fd_); }
+
+  /// Append one step's line. A write that fails (a full disk, the file-size limit) stops the run:
+  /// a record with steps missing, or half a line, is not written on. The part of the line that
+  /// was written is cut off again, so that the file stays whole lines.
+  void append(const std::string& line) {
+    const off_t before = ::lseek(fd_, 0, SEEK_END);
+    size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = io::retry_on_eintr([&] { return ::write(fd_, line.data() + done, line.size() - done); });
+      if (n <= 0) {
+        const int error = n < 0 ? errno : ENOSPC;
+        if (before >= 0) (void)::ftruncate(fd_, before);
+        throw IOError("cannot append to " + path_.string() + ": " + std::strerror(error) + ": the run stopped; the checkpoints in " +
+                      checkpoint_dir_.string() + " are as they were and `--resume` continues from the newest");
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  fs::path path_, checkpoint_dir_;
+  int fd_ = -1;
+};
 
 /// "3, 9 and 12"
 std::string list_text(const std::vector<int64_t>& v) {
@@ -299,6 +371,19 @@ void refuse_existing_run(const fs::path& out, const CheckpointManager& checkpoin
   TALLY_CHECK(!has_metrics && !has_summary, "run directory ", out.string(), " already holds a run (",
               has_metrics && has_summary ? "metrics.jsonl, summary.json" : has_metrics ? "metrics.jsonl" : "summary.json",
               ") but no checkpoint to resume it from: choose another --out, or remove those files to start over");
+  // A config.json that reads as a tally config is a run's own, left by one killed before its first
+  // step; anything else there is the user's.
+  const fs::path config_path = out / "config.json";
+  if (!fs::exists(fs::symlink_status(config_path, ec))) return;
+  bool ours = true;
+  try {
+    TrainConfig c;
+    overlay_json_file(c, config_path.string());
+  } catch (const Error&) {
+    ours = false;
+  }
+  TALLY_CHECK(ours, "run directory ", out.string(), " holds a config.json that is not a tally training config: a new run writes its own there, ",
+              "and tally does not write over it; move it (pass it as --config if it is one), or choose another --out");
 }
 
 /// What a stop before saving says about the checkpoints: none was written or rotated out.
@@ -358,6 +443,11 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   // Nothing is written until every check has passed (Note [Refuse before writing]).
   const fs::path out = config.out;
   const CheckpointManager checkpoints(out / "checkpoints", config.keep);
+  // One process at a time in a run directory, locked before anything in it is read, so that what
+  // the checks below read stays so (a directory not made yet is locked once made).
+  std::optional<io::DirLock> lock;
+  std::error_code ec;
+  if (fs::is_directory(out, ec)) lock.emplace(out, "tally train");
   std::optional<ResumePoint> from;
   if (resume) {
     from = read_resume_point(checkpoints, out, config, note);
@@ -380,9 +470,13 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     TALLY_CHECK(tokens->size() > config.context_length, "data file ", tokens->path(), " has ", tokens->size(),
                 " tokens: too few for context_length ", config.context_length);
   };
+  std::string corpus;  // the built-in corpus's file, when the config names no data
   if (!config.data.empty()) {
     tokens = open_data_file(config);
     check_data();
+  } else {
+    corpus = builtin_corpus_file_bytes(config);
+    refuse_foreign_corpus(out, corpus);
   }
 
   Generator init(static_cast<uint64_t>(config.seed));
@@ -392,13 +486,16 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   optim::AdamW optimizer = make_optimizer(model, config);
   optim::WarmupCosineLR schedule = make_schedule(optimizer, config);
 
-  std::error_code ec;
   fs::create_directories(out, ec);
   TALLY_CHECK_TYPE(IOError, !ec, "cannot create run directory ", out.string(), ": ", ec.message());
+  if (!lock) {  // made just now: another run may have made it too, and started in it
+    lock.emplace(out, "tally train");
+    refuse_existing_run(out, checkpoints);
+  }
   if (const int64_t n = checkpoints.remove_stale_temporaries(); n > 0)
     note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
   if (!tokens) {
-    tokens = write_builtin_corpus(config, out);
+    tokens = write_builtin_corpus(out, corpus);
     check_data();
   }
   data::TokenLoader loader(*tokens, {.batch_size = config.batch_size,
@@ -435,8 +532,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   } else {
     machine::write_file_atomically(metrics_path, "");
   }
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> metrics(std::fopen(metrics_path.c_str(), "a"), &std::fclose);
-  TALLY_CHECK_TYPE(IOError, metrics != nullptr, "cannot open ", metrics_path.string(), " for appending");
+  MetricsFile metrics(metrics_path, checkpoints.dir());
 
   auto save = [&](int64_t at) {
     StateDict all;
@@ -504,8 +600,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     if (step == profiled) profile->finish();
     const StepReport r{step, config.steps, loss_value, lr, grad_norm, tokens_seen, step_s, tokens_per_step / step_s,
                        step_flops / step_s / promised, seconds_since(run_start), loss_scale, !stepped};
-    std::fputs((r.to_json().dump() + "\n").c_str(), metrics.get());
-    std::fflush(metrics.get());
+    metrics.append(r.to_json().dump() + "\n");
     if (hooks.on_step) hooks.on_step(r);
     interrupted = hooks.stop && hooks.stop->load();
     if (step % config.checkpoint_interval == 0 || step == config.steps || interrupted) save(step);

@@ -54,4 +54,10 @@ TEST(Device, WithoutAGpuCudaTensorsRaiseAClearError) {
     EXPECT_TRUE(msg.find("CUDA") != std::string::npos) << msg;
   }
   EXPECT_THROW(zeros({3}, kCUDA), DeviceError);
+  try {  // the driver's own words were "CUDA driver version is insufficient for CUDA runtime version"
+    ones({2}).pin_memory();
+    FAIL() << "pinned memory was made without a GPU";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("pin_memory: no CUDA GPU is available on this machine"), std::string::npos) << e.what();
+  }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz the safetensors reader for a bounded time: builds tests/io/fuzz_safetensors.cpp with clang's
 # libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer from the reader and the file opening
-# under it (tally/io/safetensors_reader.cpp, mapped_file.cpp and regular_file.cpp, which need
+# under it (tally/io/safetensors_reader.cpp and regular_file.cpp, which need
 # nothing else of the library), seeds it with valid files
 # written by numpy (interop.py) and the malformed catalogue (make_malformed.py), and runs it.
 # Exits non-zero on a finding (crash, sanitizer report, uncaught exception, leak, timeout); the
@@ -19,7 +19,7 @@ python=${PYTHON:-/usr/bin/python3}
 
 "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
   -Wall -Wextra -Wpedantic -Wno-unused-parameter -Wno-unknown-warning-option -Werror \
-  -I"$root" "$root/tally/io/safetensors_reader.cpp" "$root/tally/io/mapped_file.cpp" "$root/tally/io/regular_file.cpp" \
+  -I"$root" "$root/tally/io/safetensors_reader.cpp" "$root/tally/io/regular_file.cpp" \
   "$root/tests/io/fuzz_safetensors.cpp" -o "$out/fuzz_safetensors"
 
 rm -rf "$out/seeds"

@@ -150,7 +150,7 @@ TEST(AtomicFile, AFileWrittenOverKeepsItsPermissions) {
   EXPECT_EQ(read_file(path), pattern(20, 2));
 }
 
-TEST(MappedFile, AFifoIsRefusedWithoutWaitingForAWriter) {
+TEST(ReadOnlyFile, AFifoIsRefusedWithoutWaitingForAWriter) {
   // Opening a FIFO for reading waited for a writer forever (tally inspect hung on one).
   TempDir dir;
   const fs::path path = dir.file("pipe.safetensors");

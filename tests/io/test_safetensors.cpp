@@ -1,6 +1,8 @@
 // safetensors round trips and the reader's API: every dtype, non-contiguous inputs, 0-d and empty
 // tensors, metadata, the writer's layout, and the errors of writing what cannot be written.
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "tally/tally.h"
@@ -180,6 +182,21 @@ TEST(Safetensors, OverwritesAnExistingFile) {
   save_safetensors(dir.file("c.safetensors"), d);
   EXPECT_TRUE(equal(SafetensorsReader::open(dir.file("c.safetensors")).load("x"), full({2}, 2.0)));
   EXPECT_EQ(dir.listing(), std::vector<std::string>{"c.safetensors"});
+}
+
+TEST(Safetensors, AFileCutShorterAfterOpeningIsAnIOErrorNotASignal) {
+  // The reader mapped the file, and a load after the file was cut shorter died of SIGBUS.
+  TempDir dir;
+  StateDict d("tensor");
+  d.insert("a", arange(1024, TensorOptions(kFloat32)));
+  d.insert("b", arange(4096, TensorOptions(kFloat32)));
+  const fs::path path = dir.file("cut.safetensors");
+  save_safetensors(path, d);
+  const SafetensorsReader reader = SafetensorsReader::open(path);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(reader.file_bytes() - 1000)), 0) << std::strerror(errno);
+  EXPECT_TRUE(equal(reader.load("a"), d.at("a")));  // what is still there reads back
+  expect_error<IOError>([&] { reader.load("b"); }, {"cut.safetensors", "cut shorter while in use"});
+  expect_error<IOError>([&] { reader.load_all(); }, {"cut shorter while in use"});
 }
 
 TEST(Safetensors, AcceptsWhatTheFormatAllows) {

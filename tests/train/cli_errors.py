@@ -85,6 +85,28 @@ if r.returncode != 0 or "resumed from" not in r.stdout or "step 4" not in r.stdo
 elif len(read_tensors(os.path.join(run_dir, "checkpoints", "step-000000008.safetensors"))) == 0:
     failures.append("disk-full: the final checkpoint is empty")
 
+# A full disk under metrics.jsonl: the run stops at the first line it cannot append, with an error
+# naming the file, and leaves whole lines of the steps before it (the run went on without a word,
+# and left half a line).
+tokens = write("metrics-full.u16", struct.pack("<4096H", *(i * 7 % 251 for i in range(4096))))
+run_dir = os.path.join(work, "metrics-full")
+limit = 6000
+
+
+def limit_metrics_size():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+r = run(tally, ["train", "--out", run_dir, "--data", tokens, "--data-dtype", "uint16", "--steps", "200",
+                "--checkpoint-interval", "1000"] + TINY, preexec_fn=limit_metrics_size)
+print("%-22s exit %d: %s" % ("metrics-full", r.returncode, r.stderr.strip()))
+kept = open(os.path.join(run_dir, "metrics.jsonl")).read()
+steps = [json.loads(line)["step"] for line in kept.splitlines()]
+if r.returncode == 0 or "cannot append to %s" % os.path.join(run_dir, "metrics.jsonl") not in r.stderr or "File too large" not in r.stderr:
+    failures.append("metrics-full: expected an error naming metrics.jsonl, got %d %r" % (r.returncode, r.stderr))
+if not kept.endswith("\n") or steps != list(range(1, len(steps) + 1)) or not 10 < len(steps) < 200:
+    failures.append("metrics-full: expected whole lines of steps 1..k, got %r" % kept[-300:])
+
 # Resuming that run in another precision is refused, naming the field.
 r = run(tally, args + ["--steps", "10", "--resume", "--precision", "bf16"])
 if r.returncode == 0 or 'precision: checkpoint "fp32", config "bf16"' not in r.stderr:
@@ -192,6 +214,25 @@ r = run(tally, ["train", "--out", own, "--config", own_config])
 print("%-22s exit %d: %s" % ("own-config", r.returncode, r.stderr.strip()))
 if r.returncode == 0 or "is the run directory's own config.json" not in r.stderr or open(own_config).read() != json.dumps({"steps": 2, "warmup_steps": 1}):
     failures.append("own-config: expected a refusal and the file untouched, got %d %r" % (r.returncode, r.stderr))
+
+# A user's own report.html or corpus.u16 in the run directory is never written over: the run is
+# refused before it writes anything, and `tally report` refuses the default path.
+for name, content in (("report.html", "<html><body>my notes</body></html>"), ("corpus.u16", "my tokens")):
+    folder = os.path.join(work, "users-" + name)
+    os.makedirs(folder)
+    mine = write("users-%s/%s" % (name, name), content)
+    r = run(tally, ["train", "--out", folder, "--steps", "2"] + TINY)
+    print("%-22s exit %d: %s" % ("users-" + name, r.returncode, r.stderr.strip()))
+    if r.returncode == 0 or "tally does not write over it" not in r.stderr or open(mine).read() != content or os.listdir(folder) != [name]:
+        failures.append("users-%s: expected a refusal with the folder untouched, got %d %r %r" % (name, r.returncode, r.stderr, os.listdir(folder)))
+finished = os.path.join(work, "users-report-after")
+r = run(tally, ["train", "--out", finished, "--steps", "2"] + TINY)
+assert r.returncode == 0, r.stderr
+mine = write("users-report-after/report.html", "my page")
+r = run(tally, ["report", finished])
+print("%-22s exit %d: %s" % ("users-report-redraw", r.returncode, r.stderr.strip()))
+if r.returncode == 0 or "is not a report tally wrote" not in r.stderr or open(mine).read() != "my page":
+    failures.append("users-report-redraw: expected a refusal with the page untouched, got %d %r" % (r.returncode, r.stderr))
 
 # A misspelt command is named; a device with nothing to time is refused.
 for args, needle in ((["trian"], "unknown command 'trian' (commands: info, bench, estimate, inspect, report, train"),

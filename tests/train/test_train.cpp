@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tally/error/error.h"
+#include "tally/io/dir_lock.h"
 #include "tally/io/safetensors.h"
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/machine/reference_peak.h"
@@ -679,6 +680,74 @@ TEST(Train, ResumeKeepsTheMetricsLinesAroundAnUnparsableOne) {
   for (const json& m : metrics(dir.path())) steps.push_back(m["step"].get<int64_t>());
   EXPECT_EQ(steps, (std::vector<int64_t>{1, 3, 4, 5, 6}));
   EXPECT_NE(std::find(notes.begin(), notes.end(), "metrics.jsonl: dropped 1 line(s) that do not parse (line 2), kept the rest"), notes.end());
+}
+
+// A step that is not a whole number from 1 (a hand-edited or damaged line) is dropped on resume,
+// as an unparsable line is; it was kept when it did not fit in int64 or was 3.7 or -1.
+TEST(Train, ResumeDropsMetricsLinesWhoseStepIsNotAStep) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.steps = 4;
+  train(c, false);
+  std::vector<json> lines = metrics(dir.path());
+  ASSERT_EQ(lines.size(), 4u);
+  {
+    std::ofstream out(dir.path() / "metrics.jsonl", std::ios::trunc);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::string line = lines[i].dump();
+      if (i == 0) line.replace(line.find("\"step\":1"), 8, "\"step\":99999999999999999999999");
+      if (i == 1) lines[i]["step"] = 3.7, line = lines[i].dump();
+      if (i == 2) lines[i]["step"] = -1, line = lines[i].dump();
+      out << line << "\n";
+    }
+  }
+  c.steps = 5;
+  std::vector<std::string> notes;
+  TrainHooks hooks;
+  hooks.note = [&](const std::string& n) { notes.push_back(n); };
+  train(c, true, hooks);
+  std::vector<int64_t> steps;
+  for (const json& m : metrics(dir.path())) steps.push_back(m["step"].get<int64_t>());
+  EXPECT_EQ(steps, (std::vector<int64_t>{4, 5}));
+  EXPECT_NE(std::find(notes.begin(), notes.end(), "metrics.jsonl: dropped 3 line(s) that do not parse (line 1, 2 and 3), kept the rest"),
+            notes.end());
+}
+
+// Two runs in one directory interleaved their metrics and rotated each other's checkpoints: the
+// second is refused while the first holds the directory's lock, and reads or writes nothing.
+TEST(Train, ARunDirectoryInUseIsRefused) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.steps = 4;
+  {
+    const io::DirLock held(dir.path(), "a test");
+    expect_error<IOError>([&] { train(c, false); }, {dir.path().string(), "is in use: another process", "holds its lock"});
+    EXPECT_FALSE(fs::exists(dir.path() / "config.json"));
+  }
+  train(c, false);  // the lock goes with its holder
+  const io::DirLock held(dir.path(), "a test");
+  c.steps = 5;
+  expect_error<IOError>([&] { train(c, true); }, {"is in use"});
+  EXPECT_EQ(metrics(dir.path()).size(), 4u);
+}
+
+// A new run wrote its config over the user's config.json; one that reads as a tally config (a run
+// killed before its first step) is still the run's own.
+TEST(Train, AUsersConfigJsonIsNotWrittenOver) {
+  TempDir dir;
+  fs::create_directories(dir.path());
+  {
+    std::ofstream(dir.path() / "config.json") << "{\"my\": \"notes\"}\n";
+  }
+  TrainConfig c = tiny(dir.path());
+  c.steps = 4;
+  expect_error<ValueError>([&] { train(c, false); }, {"holds a config.json that is not a tally training config", "does not write over it"});
+  std::ifstream in(dir.path() / "config.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"my\": \"notes\"}\n");
+  {
+    std::ofstream(dir.path() / "config.json") << to_json(c).dump(2);
+  }
+  EXPECT_NO_THROW(train(c, false));
 }
 
 }  // namespace

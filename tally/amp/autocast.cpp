@@ -80,9 +80,12 @@ Tensor AutocastGuard::cast(const Tensor& t, Dtype dtype) {
   auto [it, fresh] = cache_.try_emplace(&t.impl());
   const uint64_t version = ops::detail::version_of(t);
   const bool grad_mode = GradMode::is_enabled();
-  const bool stale = !fresh && (it->second.version != version || (grad_mode && !it->second.with_grad));
+  const Cached& c = it->second;
+  const bool moved = c.storage != t.storage().get() || c.storage_offset != t.storage_offset() || IntArrayRef(c.sizes) != t.sizes() ||
+                     IntArrayRef(c.strides) != t.strides();
+  const bool stale = !fresh && (c.version != version || moved || (grad_mode && !c.with_grad));
   if (fresh || stale) {
-    it->second = {t, t.to(dtype), version, grad_mode};
+    it->second = {t, t.to(dtype), version, grad_mode, t.storage().get(), t.storage_offset(), DimVector(t.sizes()), DimVector(t.strides())};
     if (it->second.cast.storage()) accounting::set_memory_category(it->second.cast, MemoryCategory::WorkingCopies);
   }
   return it->second.cast;

@@ -76,6 +76,9 @@ class AutocastGuard final : public ops::AutocastHook {
     Tensor cast;
     uint64_t version = 0;    ///< the source's storage version when cast
     bool with_grad = false;  ///< made in gradient mode, so the copy carries the weight's history
+    const StorageImpl* storage = nullptr;  ///< and its storage and layout: set_data swaps them, keeping the version
+    int64_t storage_offset = 0;
+    DimVector sizes, strides;
   };
   std::unordered_map<const void*, Cached> cache_;
 };

@@ -2,9 +2,10 @@
 // FP8 linear layers, as NVIDIA Transformer Engine trains them: in y = x·Wᵀ + b the input and the
 // weight are cast to E4M3 and, in backward, the output's gradient to E5M2, each with its own
 // per-tensor scale from delayed scaling (fp8_scaling.h); the products multiply the FP8 values and
-// apply the inverse scales to the result (scaled_mm). On a CPU the FP8 operands are widened to
-// bfloat16 exactly (every E4M3 and E5M2 value is a bfloat16) and multiplied on the CPU's fastest
-// bfloat16 path. The float32 weight stays the master copy; its gradient comes back in float32.
+// apply the inverse scales to the result (scaled_mm). On a CPU the FP8 operands are widened
+// exactly (every E4M3 and E5M2 value is a bfloat16) and multiplied on the CPU's fastest bfloat16
+// path where the result is bfloat16 (under autocast), in float32 where it is float32. The float32
+// weight stays the master copy; its gradient comes back in float32.
 //
 //   amp::convert_to_fp8(model);            // every nn::Linear in the model computes in FP8
 //   model.loss(x, y).backward();           // scales follow the amaxes from step to step

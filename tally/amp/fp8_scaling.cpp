@@ -42,12 +42,22 @@ void DelayedScaling::update() {
 }
 
 Tensor DelayedScaling::quantize(const Tensor& x) {
-  {
+  if (x.numel() > 0) {  // nothing to cast records nothing (the amax of no element is 0)
     // A meta run makes the same temporaries, so that it counts them, but has no value to record.
-    const Tensor amax = x.abs().amax().to(kFloat64);
-    if (!x.device().is_meta()) record_amax(amax.item<double>());
+    const Tensor magnitude = x.abs();
+    const Tensor amax = magnitude.amax().to(kFloat64);
+    if (!x.device().is_meta()) {
+      double a = amax.item<double>();
+      // Transformer Engine's amax skips NaN elements (fmaxf): a NaN in one tensor must not hold
+      // the scale for the whole history. An inf is kept, and keeps the scale, as TE's does.
+      if (std::isnan(a)) a = where(eq(x, x), magnitude, zeros({}, magnitude.options())).amax().to(kFloat64).item<double>();
+      record_amax(a);
+    }
   }
-  return clamp(x * scale_, -fp8_max_, fp8_max_).to(dtype_);
+  // Scaled in float32 at least, as TE does, so that the cast rounds once: a bfloat16 product
+  // rounded to bfloat16 first can land on a tie that the cast then rounds the wrong way.
+  const Tensor wide = x.dtype() == kBFloat16 || x.dtype() == kFloat16 ? x.to(kFloat32) : x;
+  return clamp(wide * scale_, -fp8_max_, fp8_max_).to(dtype_);
 }
 
 StateDict DelayedScaling::state_dict() const {

@@ -47,8 +47,8 @@ class DelayedScaling {
   /// The history, newest slot first.
   const std::vector<double>& amax_history() const { return history_; }
 
-  /// Cast `x` to FP8 with the current scale, saturating, and record its amax (ledger ops: abs-max,
-  /// scale, clamp, cast).
+  /// Cast `x` to FP8 with the current scale, saturating, and record its amax, NaN elements
+  /// skipped as TE's are (ledger ops: abs-max, scale in float32, clamp, cast).
   Tensor quantize(const Tensor& x);
 
   /// "scale" (float64 0-d) and "amax_history" (float64 [len]): what a checkpoint stores.

@@ -40,7 +40,8 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(st
 
 Tensor GradScaler::scale(const Tensor& loss) const {
   if (!options_.enabled) return loss;
-  return loss * static_cast<double>(scale_);
+  const bool narrow = loss.dtype() == kFloat16 || loss.dtype() == kBFloat16;
+  return (narrow ? loss.to(kFloat32) : loss) * static_cast<double>(scale_);
 }
 
 void GradScaler::unscale_(optim::Optimizer& optimizer) {
@@ -54,7 +55,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   accounting::OptimizerPhaseGuard phase;
   ops::detail::OpScope row{Device(kCPU)};
   ops::Cost cost;
-  bool found = false;
+  bool found = false, checked = false;
   for (optim::OptimizerParamGroup& group : optimizer.param_groups()) {
     for (Tensor& p : group.params()) {
       Tensor g = p.grad();
@@ -63,16 +64,20 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       TALLY_CHECK_TYPE(TypeError, g.dtype() == kFloat32 || g.dtype() == kFloat64,
                        "GradScaler: gradients must be float32 or float64 (master weights), got ", dtype_name(g.dtype()));
       TALLY_CHECK_TYPE(NotImplementedError, g.device().is_cpu(), "GradScaler: gradients on ", g.device(), " are not supported yet");
-      TALLY_CHECK(g.is_contiguous(), "GradScaler: a gradient of shape ", g.sizes(), " is not contiguous");
-      if (g.dtype() == kFloat32) found = check_and_unscale(g.data_ptr<float>(), g.numel(), inv_scale) || found;
-      else found = check_and_unscale(g.data_ptr<double>(), g.numel(), inv_scale) || found;
+      // A gradient laid out otherwise (a view set by hand) is unscaled in a dense copy written back.
+      Tensor dense = g.is_contiguous() ? g : g.contiguous();
+      if (g.dtype() == kFloat32) found = check_and_unscale(dense.data_ptr<float>(), dense.numel(), inv_scale) || found;
+      else found = check_and_unscale(dense.data_ptr<double>(), dense.numel(), inv_scale) || found;
+      if (!dense.is_same(g)) g.copy_(dense);
       if (g.storage()) g.storage()->bump_version();
+      checked = true;
       // Per element: the finiteness check and the multiply; each gradient read and written once.
       cost += ops::Cost{2 * g.numel(), g.nbytes(), g.nbytes()};
     }
   }
   row.report("amp_unscale", cost);
   state.found_inf = found;
+  state.checked = checked;
   state.stage = Stage::Unscaled;
 }
 
@@ -84,6 +89,7 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   PerOptimizer& state = per_optimizer_[&optimizer];
   TALLY_CHECK(state.stage != Stage::Stepped, "step() has already been called since the last update().");
   if (state.stage == Stage::Ready) unscale_(optimizer);  // fills `state` (std::map references stay put)
+  TALLY_CHECK(state.checked, "No inf checks were recorded for this optimizer.");
   const bool take = !state.found_inf;
   if (take) optimizer.step();
   state.stage = Stage::Stepped;
@@ -94,7 +100,7 @@ void GradScaler::update() {
   if (!options_.enabled) return;
   bool any_unscaled = false, found_inf = false;
   for (const auto& [opt, s] : per_optimizer_) {
-    if (s.stage == Stage::Ready) continue;
+    if (s.stage == Stage::Ready || !s.checked) continue;
     any_unscaled = true;
     found_inf = found_inf || s.found_inf;
   }
@@ -110,6 +116,14 @@ void GradScaler::update() {
   } else {
     ++growth_tracker_;
   }
+  per_optimizer_.clear();
+}
+
+void GradScaler::update(double new_scale) {
+  if (!options_.enabled) return;
+  const auto scale = static_cast<float>(new_scale);
+  TALLY_CHECK(std::isfinite(scale) && scale > 0, "GradScaler.update: new_scale must be positive and finite (in float32), got ", new_scale);
+  scale_ = scale;
   per_optimizer_.clear();
 }
 

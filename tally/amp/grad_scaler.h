@@ -37,7 +37,8 @@ class GradScaler {
   /// or a scale that is not positive and finite.
   explicit GradScaler(GradScalerOptions options = {});
 
-  /// loss × scale (a ledger op), to call backward() on.
+  /// loss × scale (a ledger op), to call backward() on. A float16 or bfloat16 loss is scaled in
+  /// float32, as PyTorch's float32 scale tensor promotes it: 65536 × a float16 loss of 1 would be inf.
   Tensor scale(const Tensor& loss) const;
   /// Divide the gradients of `optimizer`'s parameters by the scale in place, and record whether
   /// any of them holds an inf or a NaN. ValueError when called twice for one optimizer before
@@ -46,13 +47,17 @@ class GradScaler {
   /// unscale_ (unless done), then optimizer.step() unless a gradient was not finite. Returns
   /// whether the step was taken (a skipped step advances neither the optimizer's step counts nor,
   /// if the caller follows the return value, the schedule). ValueError when called twice for one
-  /// optimizer before update().
+  /// optimizer before update(), or when none of its parameters has a gradient (PyTorch's "No inf
+  /// checks were recorded for this optimizer.").
   bool step(optim::Optimizer& optimizer);
   /// The new scale from this iteration's checks: backoff_factor × scale if any optimizer saw an
   /// inf or NaN (and the run of good steps restarts), else growth_factor × scale once
   /// growth_interval good steps have run (kept only if finite). ValueError when no optimizer was
-  /// unscaled since the last update.
+  /// unscaled since the last update, or none had a gradient to check.
   void update();
+  /// Set the scale to `new_scale` instead (PyTorch's update(new_scale)); the growth tracker is
+  /// kept. ValueError unless it is positive and finite.
+  void update(double new_scale);
 
   /// The current scale (1 when disabled).
   double get_scale() const;
@@ -71,6 +76,7 @@ class GradScaler {
   struct PerOptimizer {
     Stage stage = Stage::Ready;
     bool found_inf = false;
+    bool checked = false;  ///< at least one gradient was checked
   };
 
   GradScalerOptions options_;

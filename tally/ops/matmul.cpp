@@ -258,11 +258,14 @@ struct ScaledMm {
   static void compute(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype) {
     const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
     if (!out.is_cuda()) {
-      // Every E4M3 and E5M2 value is a bfloat16, so the operands widen exactly and the product runs on
-      // the CPU's fastest bfloat16 path (AMX, AVX512_BF16, or float32 widening; tally info says which);
-      // the product is rounded to bfloat16 before the scales apply (their product in float32, as
-      // a number would be). Ops throughout, no item(): this runs on meta tensors as well.
-      Tensor(out).copy_(matmul(a.to(kBFloat16), b.to(kBFloat16)).to(kFloat32) * (scale_a * scale_b).reshape({}));
+      // Every E4M3 and E5M2 value is a bfloat16, so the operands widen exactly. A bfloat16 result
+      // runs on the CPU's fastest bfloat16 path (AMX, AVX512_BF16, or float32 widening; tally info
+      // says which), rounded to bfloat16 before the scales apply (their product in float32, as a
+      // number would be). A float32 or float16 result is accumulated and scaled in float32, as
+      // cuBLASLt's is: a bfloat16 product would cost it half its digits. Ops throughout, no item():
+      // this runs on meta tensors as well.
+      const Dtype wide = out_dtype == kBFloat16 ? kBFloat16 : kFloat32;
+      Tensor(out).copy_(matmul(a.to(wide), b.to(wide)).to(kFloat32) * (scale_a * scale_b).reshape({}));
       return;
     }
     Tensor x = a.stride(1) == 1 ? a : a.contiguous();

@@ -23,8 +23,9 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 /// (a · b) · scale_a · scale_b in `out_dtype`, for float8 a (M×K) and b (K×N) with float32
 /// one-element scales (torch._scaled_mm): the FP8 matmul of FP8 training. On the GPU it runs on
 /// the FP8 tensor cores (cuBLASLt wants b column-major: pass b as `w.t()` of a row-major N×K `w`,
-/// as PyTorch does); on the CPU the operands widen exactly to bfloat16 and multiply on its fastest
-/// bfloat16 path, the product rounded to bfloat16 before the scales apply.
+/// as PyTorch does); on the CPU the operands widen exactly, for a bfloat16 result to bfloat16 on
+/// its fastest bfloat16 path (the product rounded to bfloat16 before the scales apply), for a
+/// float32 or float16 one to float32 (accumulated and scaled in float32, as cuBLASLt's).
 Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b, Dtype out_dtype = kBFloat16);
 
 }  // namespace tally

@@ -75,6 +75,22 @@ TEST(Autocast, AWeightIsCastOncePerGuardAndCountsAsAWorkingCopy) {
   EXPECT_EQ(layer.weight.grad().dtype(), kFloat32);
 }
 
+// set_data swaps a weight's storage (Module::to does) and keeps its version: the cast cached for
+// the old values was handed out again, even for a new shape.
+TEST(Autocast, AWeightGivenNewDataIsCastAgain) {
+  Tensor w = ones({4, 8}).requires_grad_();
+  const Tensor x = ones({2, 4});
+  AutocastGuard autocast(kBFloat16);
+  EXPECT_EQ(matmul(x, w).sum().item<float>(), 2 * 8 * 4);
+  {
+    NoGradGuard no_grad;
+    w.set_data(full({4, 3}, 2.0));
+  }
+  const Tensor y = matmul(x, w);
+  EXPECT_EQ(y.sizes(), IntArrayRef({2, 3}));
+  EXPECT_EQ(y.sum().item<float>(), 2 * 3 * 4 * 2);
+}
+
 TEST(Autocast, GradientsReachTheMasterWeightsAsThroughExplicitCasts) {
   Generator gen(4);
   const Tensor w0 = randn({32, 16}, {}, &gen), x = randn({8, 32}, {}, &gen), t = randn({8, 16}, {}, &gen);

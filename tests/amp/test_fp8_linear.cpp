@@ -59,6 +59,18 @@ TEST(Fp8Linear, ForwardAndGradientsAreTheRecipesProducts) {
   }
 }
 
+// A float32 result is accumulated in float32, as cuBLASLt's (torch._scaled_mm) is: tally rounded
+// it to bfloat16 first, an error of one bfloat16 step (0.03 at 4) in the forward and both gradients.
+TEST(Fp8Linear, AFloat32ProductIsAccumulatedInFloat32) {
+  Generator gen(2);
+  const Tensor a = (randn({32, 256}, {}, &gen) * 4).to(kFloat8_e4m3fn), b = (randn({256, 48}, {}, &gen) * 4).to(kFloat8_e4m3fn);
+  const Tensor exact = matmul(a.to(kFloat64), b.to(kFloat64)) * 0.25 * 0.5;
+  const Tensor y = scaled_mm(a, b, scale_tensor(0.25), scale_tensor(0.5), kFloat32);
+  EXPECT_LT((y.to(kFloat64) - exact).abs().amax().item<double>() / exact.abs().amax().item<double>(), 1e-6);
+  const Tensor y16 = scaled_mm(a, b, scale_tensor(0.25), scale_tensor(0.5), kBFloat16);  // the bfloat16 path rounds to bfloat16
+  EXPECT_GT((y16.to(kFloat64) - exact).abs().amax().item<double>() / exact.abs().amax().item<double>(), 1e-4);
+}
+
 TEST(Fp8Linear, UnderAutocastTheProductIsBfloat16AndTheNodeKeepsFp8Copies) {
   Generator gen(2);
   Tensor w = randn({64, 64}, {}, &gen).requires_grad_();

@@ -73,6 +73,29 @@ TEST(DelayedScaling, QuantizeSaturatesAndRecordsTheAmax) {
   EXPECT_THROW((DelayedScaling{kFloat8_e4m3fn, {.amax_history_len = 0}}), ValueError);
 }
 
+// Transformer Engine scales in float32 and casts once, and its amax skips NaN elements (fmaxf).
+// tally rounded a bfloat16 input's product to bfloat16 first (1 × 1.0634765625 became the tie
+// 1.0625, then E4M3 1.0 where TE gives 1.125), and a NaN held the scale for the whole history.
+TEST(DelayedScaling, QuantizeRoundsOnceSkipsNaNAndTakesAnEmptyTensor) {
+  DelayedScaling s(kFloat8_e4m3fn, {.amax_history_len = 4});
+  StateDict state = s.state_dict();
+  state.at("scale") = scalar_tensor(1.0634765625, TensorOptions(kFloat64));  // 1 + 2^-4 + 2^-10
+  s.load_state_dict(state);
+  for (Dtype dt : {kFloat32, kBFloat16, kFloat16})
+    EXPECT_EQ(s.quantize(tensor({1.0, 3.0}).to(dt)).to(kFloat32).contiguous().data_ptr<float>()[0], 1.125f) << dtype_name(dt);
+  s.update();
+  s.quantize(tensor({1.0, NAN, -6.0}));
+  EXPECT_EQ(s.amax_history()[0], 6.0);
+  s.update();
+  EXPECT_DOUBLE_EQ(s.scale(), 448.0 / 6.0);
+  s.quantize(tensor({1.0, INFINITY}));  // an inf is an overflow: it keeps the scale, as in TE
+  s.update();
+  EXPECT_DOUBLE_EQ(s.scale(), 448.0 / 6.0);
+  const Tensor none = s.quantize(zeros({0, 16}));
+  EXPECT_EQ(none.sizes(), IntArrayRef({0, 16}));
+  EXPECT_EQ(s.amax_history()[0], 0.0);
+}
+
 TEST(DelayedScaling, StateRoundTripsExactly) {
   DelayedScaling a(kFloat8_e4m3fn, {.amax_history_len = 3});
   for (double amax : {3.0, 5.0, 0.5}) {

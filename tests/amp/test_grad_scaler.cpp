@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "tally/amp/grad_scaler.h"
 #include "tally/tally.h"
 #include "temp_dir.h"
@@ -169,6 +170,40 @@ TEST(GradScaler, ErrorsFollowPyTorch) {
   EXPECT_THROW(scaler.unscale_(opt16), ValueError);  // "Attempting to unscale FP16 gradients."
   EXPECT_THROW(GradScaler({.growth_factor = 1.0}), ValueError);
   EXPECT_THROW(GradScaler({.backoff_factor = 1.0}), ValueError);
+}
+
+// torch.cuda.amp.GradScaler multiplies by its float32 scale tensor, which promotes a float16 or
+// bfloat16 loss: tensor(1.5, float16) * full((1,), 65536.) is float32 98304. tally scaled in the
+// loss's dtype, and a float16 loss of 1 or more became inf at the default scale.
+TEST(GradScaler, LowPrecisionLossesAreScaledInFloat32AsTorchs) {
+  GradScaler scaler;
+  for (Dtype dt : {kFloat16, kBFloat16}) {
+    const Tensor scaled = scaler.scale(scalar_tensor(1.5, TensorOptions(dt)));
+    EXPECT_EQ(scaled.dtype(), kFloat32) << dtype_name(dt);
+    EXPECT_EQ(scaled.item<float>(), 98304.0f) << dtype_name(dt);
+  }
+  EXPECT_EQ(scaler.scale(scalar_tensor(1.5, TensorOptions(kFloat64))).dtype(), kFloat64);
+}
+
+// torch 1.13: step() on an optimizer with no gradient raises "No inf checks were recorded for this
+// optimizer." (and update() its own), update(new_scale) sets the scale, and a gradient that is not
+// contiguous is unscaled in place like any other.
+TEST(GradScaler, NoGradientsNewScaleAndStridedGradientsAsTorchs) {
+  Tensor w = floats(std::vector<float>{1, 2, 3, 4, 5, 6}).view({3, 2}).requires_grad_();
+  optim::SGD opt({w}, optim::SGDOptions(0.1));
+  GradScaler scaler({.init_scale = 4.0});
+  tally::test::expect_error<ValueError>([&] { scaler.step(opt); }, {"No inf checks were recorded for this optimizer."});
+  tally::test::expect_error<ValueError>([&] { scaler.update(); }, {"No inf checks were recorded prior to update()."});
+  scaler.update(1024.0);
+  EXPECT_EQ(scaler.get_scale(), 1024.0);
+  EXPECT_EQ(scaler.growth_tracker(), 0);
+  tally::test::expect_error<ValueError>([&] { scaler.update(0.0); }, {"new_scale must be positive and finite", "got 0"});
+  const Tensor g = floats(std::vector<float>{1024, 2048, 3072, 4096, 5120, 6144}).view({2, 3});
+  w.set_grad(g.t().clone().t().t());  // a [3, 2] gradient laid out column-major
+  ASSERT_FALSE(w.grad().is_contiguous());
+  EXPECT_TRUE(scaler.step(opt));
+  EXPECT_TRUE(equal(w.detach(), floats(std::vector<float>{1, 2, 3, 4, 5, 6}).view({3, 2}) - 0.1 * (g.t() / 1024.0)));
+  scaler.update();
 }
 
 TEST(GradScaler, StateDictRoundTripsAndDisabledPassesThrough) {

@@ -362,11 +362,12 @@ struct AllDef {
 /// Which dims are reduced: `dims` wrapped and deduplicated, all of them when empty.
 std::vector<bool> reduced_mask(const Tensor& x, IntArrayRef dims, std::string_view op) {
   std::vector<bool> mask(static_cast<size_t>(x.dim()), dims.empty());
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)));  // a 0-d tensor's dim 0 (or -1) too
   for (int64_t d : dims) {
     const int64_t w = maybe_wrap_dim(d, x.dim());
-    if (x.dim() == 0) continue;
-    TALLY_CHECK(!mask[w], "dim ", w, " appears multiple times in the list of dims");
-    mask[w] = true;
+    TALLY_CHECK(!seen[w], "dim ", w, " appears multiple times in the list of dims");
+    seen[w] = true;
+    if (x.dim() > 0) mask[w] = true;
   }
   return mask;
 }

@@ -169,6 +169,8 @@ struct Expand : ViewCost {
       }
       const int64_t have = x.sizes()[j];
       if (want == -1) want = have;
+      TALLY_CHECK(want >= 0, "expand: the expanded size of the tensor (", want, ") at dimension ", i,
+                  " must be non-negative, or -1 to keep the existing size (", have, ").  Target sizes: ", sizes);
       TALLY_CHECK(have == want || have == 1, "The expanded size of the tensor (", want,
                   ") must match the existing size (", have, ") at non-singleton dimension ", i,
                   ".  Target sizes: ", sizes, ".  Tensor sizes: ", x.sizes());
@@ -272,9 +274,9 @@ Tensor Tensor::reshape(IntArrayRef sizes) const {
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
-  start_dim = maybe_wrap_dim(start_dim, dim());
+  start_dim = maybe_wrap_dim(start_dim, dim());  // a 0-d tensor has dims 0 and -1, as torch's
   end_dim = maybe_wrap_dim(end_dim, dim());
+  if (dim() == 0) return reshape({1});
   TALLY_CHECK(start_dim <= end_dim, "flatten() has invalid args: start_dim cannot come after end_dim");
   DimVector shape(sizes().begin(), sizes().begin() + start_dim);
   int64_t merged = 1;
@@ -326,7 +328,7 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   const int64_t n = sizes()[d];
   TALLY_CHECK_INDEX(start >= -n && start <= n, "start out of range (expected to be in range of [", -n, ", ", n, "], but got ", start, ")");
   if (start < 0) start += n;
-  TALLY_CHECK(length >= 0 && start + length <= n, "start (", start, ") + length (", length, ") exceeds dimension size (", n, ").");
+  TALLY_CHECK(length >= 0 && start <= n - length, "start (", start, ") + length (", length, ") exceeds dimension size (", n, ").");
   return slice(d, start, start + length, 1);
 }
 

@@ -393,3 +393,21 @@ TEST(TorchEdgeCases, AllcloseBroadcastsBothSidesAndTellsLargeIntegersApart) {
   expect_error<ValueError>([] { allclose(tensor({1.0}), tensor({1.0}), 0.0, -1.0); }, {"atol must be greater than or equal to zero"});
   EXPECT_TRUE(allclose(tensor({1.0, NAN}), tensor({1.0, NAN}), 1e-5, 1e-8, true));
 }
+
+// Shapes torch refuses and tally let through: expand to a negative size built a tensor of -6
+// elements; narrow's bound overflowed for a length near 2^63; flatten and a reduction of a 0-d
+// tensor ignored a dim out of range or given twice.
+TEST(TorchEdgeCases, NegativeExpandsOverflowingNarrowsAndZeroDimDimsAreRefused) {
+  expect_error<ValueError>([] { ones({3, 1}).expand({3, -2}); }, {"expanded size of the tensor (-2) at dimension 1 must be non-negative"});
+  expect_error<ValueError>([] { ones({1}).expand({-5}); }, {"(-5)", "must be non-negative"});
+  EXPECT_EQ(ones({3, 1}).expand({-1, 4}).sizes(), IntArrayRef({3, 4}));
+  expect_error<ValueError>([] { tensor({1.0, 2, 3, 4}).narrow(0, 2, std::numeric_limits<int64_t>::max()); },
+                           {"start (2) + length (9223372036854775807) exceeds dimension size (4)."});
+  EXPECT_EQ(tensor({1.0, 2, 3, 4}).narrow(0, 2, 2).sizes(), IntArrayRef({2}));
+  expect_error<IndexError>([] { scalar_tensor(1.0).flatten(1); }, {"Dimension out of range (expected to be in range of [-1, 0], but got 1)"});
+  expect_error<IndexError>([] { scalar_tensor(1.0).flatten(-2); }, {"but got -2"});
+  EXPECT_EQ(scalar_tensor(1.0).flatten(-1, 0).sizes(), IntArrayRef({1}));
+  expect_error<ValueError>([] { sum(scalar_tensor(3.5), {0, 0}); }, {"dim 0 appears multiple times in the list of dims"});
+  expect_error<ValueError>([] { sum(scalar_tensor(3.5), {0, -1}); }, {"dim 0 appears multiple times"});
+  EXPECT_EQ(sum(scalar_tensor(3.5), {-1}).item<double>(), 3.5);
+}

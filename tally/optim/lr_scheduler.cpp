@@ -1,5 +1,6 @@
 #include "tally/optim/lr_scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -71,6 +72,90 @@ double ConstantLR::chained_lr(double lr, double base_lr, int64_t step) const {
   if (step != total_iters_) return lr;
   return factor_ == 0 ? base_lr : lr * (1.0 / factor_);  // torch divides by zero there; the lr alone is base_lr
 }
+
+StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma) : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
+  TALLY_CHECK(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
+  start();
+}
+
+double StepLR::lr_at(double base_lr, int64_t step) const {
+  return base_lr * std::pow(gamma_, static_cast<double>(step / step_size_));
+}
+
+double StepLR::chained_lr(double lr, double, int64_t step) const {
+  return step == 0 || step % step_size_ != 0 ? lr : lr * gamma_;
+}
+
+MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
+    : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
+  std::sort(milestones_.begin(), milestones_.end());
+  start();
+}
+
+double MultiStepLR::lr_at(double base_lr, int64_t step) const {
+  const auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), step) - milestones_.begin();
+  return base_lr * std::pow(gamma_, static_cast<double>(passed));
+}
+
+double MultiStepLR::chained_lr(double lr, double, int64_t step) const {
+  const auto [first, last] = std::equal_range(milestones_.begin(), milestones_.end(), step);
+  return first == last ? lr : lr * std::pow(gamma_, static_cast<double>(last - first));
+}
+
+ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) { start(); }
+
+double ExponentialLR::lr_at(double base_lr, int64_t step) const { return base_lr * std::pow(gamma_, static_cast<double>(step)); }
+
+double ExponentialLR::chained_lr(double lr, double, int64_t step) const { return step == 0 ? lr : lr * gamma_; }
+
+LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
+    : LRScheduler(optimizer), start_factor_(start_factor), end_factor_(end_factor), total_iters_(total_iters) {
+  TALLY_CHECK(start_factor > 0 && start_factor <= 1, "LinearLR: start_factor must be in (0, 1], got ", start_factor);
+  TALLY_CHECK(end_factor >= 0 && end_factor <= 1, "LinearLR: end_factor must be in [0, 1], got ", end_factor);
+  TALLY_CHECK(total_iters > 0, "LinearLR: total_iters must be positive, got ", total_iters);
+  start();
+}
+
+double LinearLR::lr_at(double base_lr, int64_t step) const {
+  const double done = static_cast<double>(std::min(total_iters_, step));
+  return base_lr * (start_factor_ + (end_factor_ - start_factor_) * done / static_cast<double>(total_iters_));
+}
+
+double LinearLR::chained_lr(double lr, double, int64_t step) const {
+  if (step == 0) return lr * start_factor_;
+  if (step > total_iters_) return lr;
+  // The factor of step t over that of step t − 1, as torch computes it.
+  const double span = end_factor_ - start_factor_;
+  return lr * (1.0 + span / (static_cast<double>(total_iters_) * start_factor_ + static_cast<double>(step - 1) * span));
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
+    : LRScheduler(optimizer), T_max_(T_max), eta_min_(eta_min) {
+  TALLY_CHECK(T_max > 0, "CosineAnnealingLR: T_max must be positive, got ", T_max);
+  start();
+}
+
+double CosineAnnealingLR::lr_at(double base_lr, int64_t step) const {
+  return eta_min_ + (base_lr - eta_min_) * (1 + std::cos(std::numbers::pi * static_cast<double>(step) / static_cast<double>(T_max_))) / 2;
+}
+
+double CosineAnnealingLR::chained_lr(double lr, double base_lr, int64_t step) const {
+  if (step == 0) return lr;
+  const double T = static_cast<double>(T_max_);
+  const int64_t period = 2 * T_max_;
+  if (((step - 1 - T_max_) % period + period) % period == 0)  // at the trough the ratio below is 0/0 (Python's %)
+    return lr + (base_lr - eta_min_) * (1 - std::cos(std::numbers::pi / T)) / 2;
+  const double ratio = (1 + std::cos(std::numbers::pi * static_cast<double>(step) / T)) / (1 + std::cos(std::numbers::pi * static_cast<double>(step - 1) / T));
+  return ratio * (lr - eta_min_) + eta_min_;
+}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> lr_lambda)
+    : LRScheduler(optimizer), lr_lambda_(std::move(lr_lambda)) {
+  TALLY_CHECK(static_cast<bool>(lr_lambda_), "LambdaLR: lr_lambda is empty");
+  start();
+}
+
+double LambdaLR::lr_at(double base_lr, int64_t step) const { return base_lr * lr_lambda_(step); }
 
 WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_steps, int64_t total_steps, double min_lr)
     : LRScheduler(optimizer), warmup_steps_(warmup_steps), total_steps_(total_steps), min_lr_(min_lr) {

@@ -2,11 +2,12 @@
 // Learning-rate schedules, as torch.optim.lr_scheduler: each group's base lr is its lr before any
 // schedule changed it (initial_lr, which the first schedule records), and a step counter drives
 // the rest. A schedule whose lr is a closed form of the step (WarmupCosineLR, as LambdaLR) sets
-// it outright; ConstantLR, chainable as torch's, scales the lr it finds, so that two schedules on
-// one optimizer compose and an lr set by hand is kept. A schedule's whole state is its counter
+// it outright; the others, chainable as torch's, scale the lr they find, so that two schedules on
+// one optimizer compose and an lr set by hand is kept (a load sets each one's closed form). A schedule's whole state is its counter
 // and base lrs.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "tally/core/ordered_dict.h"
@@ -72,6 +73,96 @@ class ConstantLR : public LRScheduler {
  private:
   double factor_;
   int64_t total_iters_;
+};
+
+/// torch.optim.lr_scheduler.StepLR: the lr times `gamma` every `step_size` steps
+/// (alone: base_lr · gamma^⌊step / step_size⌋).
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+
+ protected:
+  double lr_at(double base_lr, int64_t step) const override;
+  double chained_lr(double lr, double base_lr, int64_t step) const override;
+
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+/// torch.optim.lr_scheduler.MultiStepLR: the lr times `gamma` at each milestone (a milestone
+/// given twice multiplies twice; alone: base_lr · gamma^(milestones at or below step)).
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1);
+
+ protected:
+  double lr_at(double base_lr, int64_t step) const override;
+  double chained_lr(double lr, double base_lr, int64_t step) const override;
+
+ private:
+  std::vector<int64_t> milestones_;  // sorted
+  double gamma_;
+};
+
+/// torch.optim.lr_scheduler.ExponentialLR: the lr times `gamma` every step (alone: base_lr · gamma^step).
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, double gamma);
+
+ protected:
+  double lr_at(double base_lr, int64_t step) const override;
+  double chained_lr(double lr, double base_lr, int64_t step) const override;
+
+ private:
+  double gamma_;
+};
+
+/// torch.optim.lr_scheduler.LinearLR: the factor on the lr goes linearly from `start_factor` at
+/// step 0 to `end_factor` at step `total_iters`, then stays (alone: base_lr · (start_factor +
+/// (end_factor − start_factor) · min(step, total_iters) / total_iters)).
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
+
+ protected:
+  double lr_at(double base_lr, int64_t step) const override;
+  double chained_lr(double lr, double base_lr, int64_t step) const override;
+
+ private:
+  double start_factor_;
+  double end_factor_;
+  int64_t total_iters_;
+};
+
+/// torch.optim.lr_scheduler.CosineAnnealingLR: the lr follows half a cosine from base_lr down to
+/// `eta_min` over `T_max` steps and back up over the next T_max (alone: eta_min + ½(base_lr −
+/// eta_min)(1 + cos(π step / T_max))). Chained, it is torch's recursive form, which keeps an lr
+/// changed by hand or by another schedule.
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);
+
+ protected:
+  double lr_at(double base_lr, int64_t step) const override;
+  double chained_lr(double lr, double base_lr, int64_t step) const override;
+
+ private:
+  int64_t T_max_;
+  double eta_min_;
+};
+
+/// torch.optim.lr_scheduler.LambdaLR: base_lr · lr_lambda(step), the same function for every
+/// group (torch's one-function form). The function is not part of the state.
+class LambdaLR : public LRScheduler {
+ public:
+  LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> lr_lambda);
+
+ protected:
+  double lr_at(double base_lr, int64_t step) const override;
+
+ private:
+  std::function<double(int64_t)> lr_lambda_;
 };
 
 /// Linear warm-up then cosine decay (the lecture course's schedule): base_lr · t / warmup_steps

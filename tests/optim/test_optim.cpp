@@ -315,6 +315,84 @@ TEST(OptimSchedule, ConstantLRChainsAsTorchs) {
   EXPECT_EQ(never.param_groups()[0].options().get_lr(), 0.05);
 }
 
+// Each schedule against torch.optim.lr_scheduler of PyTorch 1.13: two SGD groups (lr 0.1 and 0.5),
+// twelve steps, the lrs each step sees. The expected values are torch's, printed by
+//   opt = torch.optim.SGD([{"params": [w], "lr": 0.1}, {"params": [v], "lr": 0.5}])
+//   for t in range(12): record [g["lr"] for g in opt.param_groups]; opt.step(); scheduler.step()
+// with the scheduler named in each case (torch's arguments are the C++ ones, by name).
+TEST(OptimSchedule, EachScheduleMatchesTorchs) {
+  auto lrs_of = [](auto&& make) {
+    Tensor w = zeros({2}).requires_grad_(), v = zeros({2}).requires_grad_();
+    SGD opt({w}, SGDOptions(0.1));
+    opt.add_param_group(OptimizerParamGroup({v}, std::make_unique<SGDOptions>(SGDOptions(0.5))));
+    return make(opt);
+  };
+  using Lrs = std::vector<std::vector<double>>;
+  auto record = [](Optimizer& opt, auto step) {
+    Lrs seen;
+    for (int t = 0; t < 12; ++t) {
+      seen.push_back({opt.param_groups()[0].options().get_lr(), opt.param_groups()[1].options().get_lr()});
+      step();
+    }
+    return seen;
+  };
+  auto expect_lrs = [](const std::string& name, const Lrs& got, const Lrs& torch) {
+    ASSERT_EQ(got.size(), torch.size()) << name;
+    for (size_t t = 0; t < got.size(); ++t)
+      for (size_t g = 0; g < 2; ++g) EXPECT_DOUBLE_EQ(got[t][g], torch[t][g]) << name << " step " << t << " group " << g;
+  };
+  expect_lrs("step", lrs_of([&](SGD& opt) {
+    StepLR s(opt, 3, 0.5);
+    return record(opt, [&] { s.step(); });
+  }), Lrs{{0.1, 0.5}, {0.1, 0.5}, {0.1, 0.5}, {0.05, 0.25}, {0.05, 0.25}, {0.05, 0.25}, {0.025, 0.125}, {0.025, 0.125}, {0.025, 0.125}, {0.0125, 0.0625}, {0.0125, 0.0625}, {0.0125, 0.0625}});
+  expect_lrs("multistep", lrs_of([&](SGD& opt) {
+    MultiStepLR s(opt, {5, 2, 8, 5}, 0.1);
+    return record(opt, [&] { s.step(); });
+  }), Lrs{{0.1, 0.5}, {0.1, 0.5}, {0.010000000000000002, 0.05}, {0.010000000000000002, 0.05}, {0.010000000000000002, 0.05}, {0.00010000000000000005, 0.0005000000000000001}, {0.00010000000000000005, 0.0005000000000000001}, {0.00010000000000000005, 0.0005000000000000001}, {1.0000000000000006e-05, 5.0000000000000016e-05}, {1.0000000000000006e-05, 5.0000000000000016e-05}, {1.0000000000000006e-05, 5.0000000000000016e-05}, {1.0000000000000006e-05, 5.0000000000000016e-05}});
+  expect_lrs("exponential", lrs_of([&](SGD& opt) {
+    ExponentialLR s(opt, 0.9);
+    return record(opt, [&] { s.step(); });
+  }), Lrs{{0.1, 0.5}, {0.09000000000000001, 0.45}, {0.08100000000000002, 0.405}, {0.07290000000000002, 0.36450000000000005}, {0.06561000000000002, 0.32805000000000006}, {0.05904900000000002, 0.2952450000000001}, {0.05314410000000002, 0.2657205000000001}, {0.04782969000000002, 0.23914845000000007}, {0.043046721000000024, 0.21523360500000008}, {0.03874204890000002, 0.19371024450000007}, {0.03486784401000002, 0.17433922005000008}, {0.03138105960900001, 0.15690529804500009}});
+  expect_lrs("linear", lrs_of([&](SGD& opt) {
+    LinearLR s(opt, 0.25, 1.0, 4);
+    return record(opt, [&] { s.step(); });
+  }), Lrs{{0.025, 0.125}, {0.043750000000000004, 0.21875}, {0.06250000000000001, 0.3125}, {0.08125000000000002, 0.40625}, {0.10000000000000002, 0.5}, {0.10000000000000002, 0.5}, {0.10000000000000002, 0.5}, {0.10000000000000002, 0.5}, {0.10000000000000002, 0.5}, {0.10000000000000002, 0.5}, {0.10000000000000002, 0.5}, {0.10000000000000002, 0.5}});
+  expect_lrs("linear_down", lrs_of([&](SGD& opt) {
+    LinearLR s(opt, 1.0, 0.1, 5);
+    return record(opt, [&] { s.step(); });
+  }), Lrs{{0.1, 0.5}, {0.08200000000000002, 0.41000000000000003}, {0.06400000000000002, 0.32000000000000006}, {0.04600000000000001, 0.23000000000000004}, {0.02800000000000001, 0.14000000000000004}, {0.010000000000000002, 0.05000000000000001}, {0.010000000000000002, 0.05000000000000001}, {0.010000000000000002, 0.05000000000000001}, {0.010000000000000002, 0.05000000000000001}, {0.010000000000000002, 0.05000000000000001}, {0.010000000000000002, 0.05000000000000001}, {0.010000000000000002, 0.05000000000000001}});
+  expect_lrs("cosine", lrs_of([&](SGD& opt) {
+    CosineAnnealingLR s(opt, 4, 0.01);
+    return record(opt, [&] { s.step(); });
+  }), Lrs{{0.1, 0.5}, {0.08681980515339464, 0.4282411613907041}, {0.05500000000000001, 0.255}, {0.023180194846605363, 0.08175883860929586}, {0.01, 0.01}, {0.023180194846605363, 0.08175883860929584}, {0.05500000000000002, 0.255}, {0.08681980515339469, 0.42824116139070423}, {0.10000000000000006, 0.5000000000000001}, {0.0868198051533947, 0.4282411613907043}, {0.05500000000000005, 0.2550000000000001}, {0.023180194846605412, 0.08175883860929607}});
+  expect_lrs("lambda", lrs_of([&](SGD& opt) {
+    LambdaLR s(opt, [](int64_t e) { return 1.0 / static_cast<double>(e + 1); });
+    return record(opt, [&] { s.step(); });
+  }), Lrs{{0.1, 0.5}, {0.05, 0.25}, {0.03333333333333333, 0.16666666666666666}, {0.025, 0.125}, {0.020000000000000004, 0.1}, {0.016666666666666666, 0.08333333333333333}, {0.014285714285714285, 0.07142857142857142}, {0.0125, 0.0625}, {0.011111111111111112, 0.05555555555555555}, {0.010000000000000002, 0.05}, {0.009090909090909092, 0.045454545454545456}, {0.008333333333333333, 0.041666666666666664}});
+  expect_lrs("linear_then_exp", lrs_of([&](SGD& opt) {
+    LinearLR s(opt, 0.5, 1.0, 3);
+    ExponentialLR s2(opt, 0.9);
+    return record(opt, [&] { s.step(); s2.step(); });
+  }), Lrs{{0.05, 0.25}, {0.06, 0.3}, {0.0675, 0.3375}, {0.0729, 0.36450000000000005}, {0.06561, 0.32805000000000006}, {0.059049000000000004, 0.2952450000000001}, {0.05314410000000001, 0.2657205000000001}, {0.04782969000000001, 0.23914845000000007}, {0.04304672100000001, 0.21523360500000008}, {0.03874204890000001, 0.19371024450000007}, {0.03486784401000001, 0.17433922005000008}, {0.03138105960900001, 0.15690529804500009}});
+}
+
+// A schedule's state loaded into a new one sets the closed form of its step (torch's
+// _get_closed_form_lr), which equals where the chain got to; bad arguments are named.
+TEST(OptimSchedule, LoadedSchedulesSetTheirClosedFormAndBadArgumentsAreNamed) {
+  Tensor w = zeros({2}).requires_grad_();
+  SGD a({w}, SGDOptions(0.1)), b({w}, SGDOptions(0.1));
+  CosineAnnealingLR chained(a, 4, 0.01), loaded(b, 4, 0.01);
+  for (int t = 0; t < 7; ++t) chained.step();
+  loaded.load_state_dict(chained.state_dict());
+  EXPECT_NEAR(b.param_groups()[0].options().get_lr(), a.param_groups()[0].options().get_lr(), 1e-15);
+  EXPECT_NEAR(b.param_groups()[0].options().get_lr(), 0.01 + 0.09 * (1 + std::cos(M_PI * 7 / 4)) / 2, 1e-15);
+  expect_error<ValueError>([&] { StepLR(a, 0); }, {"StepLR: step_size must be positive, got 0"});
+  expect_error<ValueError>([&] { LinearLR(a, 0.0); }, {"LinearLR: start_factor must be in (0, 1], got 0"});
+  expect_error<ValueError>([&] { LinearLR(a, 0.5, 1.5); }, {"LinearLR: end_factor must be in [0, 1], got 1.5"});
+  expect_error<ValueError>([&] { CosineAnnealingLR(a, 0); }, {"CosineAnnealingLR: T_max must be positive, got 0"});
+  expect_error<ValueError>([&] { LambdaLR(a, nullptr); }, {"LambdaLR: lr_lambda is empty"});
+}
+
 TEST(OptimSchedule, WarmupCosine) {
   Tensor w = zeros({2}).requires_grad_(), v = zeros({3}).requires_grad_();
   AdamW opt({w});

@@ -26,6 +26,7 @@
 #include "tally/ops/normalization.h"
 #include "tally/ops/random.h"
 #include "tally/ops/reduce.h"
+#include "tally/ops/split.h"
 #include "tally/ops/softmax.h"
 #include "tally/data/data.h"
 #include "tally/einops/einops.h"

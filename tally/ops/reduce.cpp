@@ -576,6 +576,25 @@ Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
   return half ? v.to(kFloat16) : v;
 }
 
+Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) { return sqrt(var(x, dims, correction, keepdim)); }
+
+Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  const Tensor f = x.is_floating_point() ? x : x.to(kFloat32);
+  // The shift is a constant to autograd: d/dx [log Σ exp(x − m) + m] is softmax(x) for any m. An
+  // infinite max shifts by 0 instead, so that a slice of −inf gives −inf, not NaN.
+  const Tensor m = amax(f, dims, true).detach();
+  const Tensor shift = where(eq(abs(m), scalar_tensor(INFINITY, m.options())), zeros({}, m.options()), m);
+  Tensor out = log(sum(exp(f - shift), dims, true)) + shift;
+  if (keepdim) return out;
+  if (dims.empty()) return out.reshape({});
+  std::vector<bool> reduced(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)));
+  for (int64_t d : dims) reduced[static_cast<size_t>(maybe_wrap_dim(d, x.dim()))] = true;
+  DimVector shape;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!reduced[static_cast<size_t>(d)]) shape.push_back(x.size(d));
+  return out.view(shape);
+}
+
 Tensor sum_to_size(const Tensor& x, IntArrayRef sizes) {
   if (x.sizes() == sizes) return x;
   const int64_t lead = x.dim() - static_cast<int64_t>(sizes.size());

@@ -37,5 +37,10 @@ Tensor all(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 Tensor sum_to_size(const Tensor& x, IntArrayRef sizes);
 /// Variance over `dims` (all when empty) with Bessel's `correction` (1 = unbiased).
 Tensor var(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
+/// Standard deviation: sqrt(var(x, dims, correction, keepdim)).
+Tensor std(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
+/// log Σ exp(x) over `dims` (all when empty), shifted by the max for range (torch.logsumexp): a
+/// slice of all −inf gives −inf, one holding +inf gives +inf. Integers are promoted to float32.
+Tensor logsumexp(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 
 }  // namespace tally

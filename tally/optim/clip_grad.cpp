@@ -61,4 +61,13 @@ double clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_typ
   return clip_grad_norm_(std::vector<Tensor>{parameter}, max_norm, norm_type, error_if_nonfinite);
 }
 
+void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) {
+  NoGradGuard no_grad;
+  accounting::OptimizerPhaseGuard phase;
+  for (const Tensor& p : parameters) {
+    Tensor g = p.grad();
+    if (g.defined()) g.clamp_(-clip_value, clip_value);
+  }
+}
+
 }  // namespace tally::nn::utils

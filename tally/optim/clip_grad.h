@@ -1,6 +1,7 @@
 #pragma once
-// Gradient clipping by total norm, libtorch's torch::nn::utils::clip_grad_norm_ (PyTorch 1.13's
-// rule). It lives with the optimizers because it runs between backward() and step().
+// Gradient clipping by total norm (libtorch's torch::nn::utils::clip_grad_norm_, PyTorch 1.13's
+// rule) and by value (clip_grad_value_). It lives with the optimizers because it runs between
+// backward() and step().
 
 #include <vector>
 
@@ -18,5 +19,10 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
                        bool error_if_nonfinite = false);
 /// The same for one parameter.
 double clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type = 2.0, bool error_if_nonfinite = false);
+
+/// Clamp every gradient of `parameters` to [−clip_value, clip_value] in place
+/// (torch.nn.utils.clip_grad_value_); parameters without a gradient are skipped. Ledger rows of
+/// the optimizer phase.
+void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);
 
 }  // namespace tally::nn::utils

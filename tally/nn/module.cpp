@@ -1,6 +1,7 @@
 #include "tally/nn/module.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_set>
 
 #include "tally/accounting/memory_tracker.h"
@@ -79,14 +80,29 @@ OrderedDict<Tensor> Module::named_buffers(bool recurse) const {
 
 std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(recurse).values(); }
 
-std::vector<std::shared_ptr<Module>> Module::children() const { return children_.values(); }
-OrderedDict<std::shared_ptr<Module>> Module::named_children() const { return children_; }
+// A module registered twice (one Linear in two places of a Sequential) is listed once, under its
+// first name, as torch's children() and named_modules() list it; its parameters are listed once
+// too (named_parameters), while state_dict() keeps a key for each place, as torch's does.
+
+std::vector<std::shared_ptr<Module>> Module::children() const { return named_children().values(); }
+
+OrderedDict<std::shared_ptr<Module>> Module::named_children() const {
+  OrderedDict<std::shared_ptr<Module>> out("submodule");
+  std::unordered_set<const Module*> seen;
+  for (const auto& [key, child] : children_)
+    if (seen.insert(child.get()).second) out.insert(key, child);
+  return out;
+}
 
 OrderedDict<Module*> Module::named_modules(const std::string& prefix) {
   OrderedDict<Module*> out("module");
-  out.insert(prefix, this);
-  for (const auto& [key, child] : children_)
-    for (const auto& [name, m] : child->named_modules(join(prefix, key))) out.insert(name, m);
+  std::unordered_set<const Module*> seen;
+  const std::function<void(const std::string&, Module&)> walk = [&](const std::string& name, Module& m) {
+    if (!seen.insert(&m).second) return;
+    out.insert(name, &m);
+    for (const auto& [key, child] : m.children_) walk(join(name, key), *child);
+  };
+  walk(prefix, *this);
   return out;
 }
 

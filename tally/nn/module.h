@@ -61,11 +61,12 @@ class Module {
   OrderedDict<Tensor> named_parameters(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
   OrderedDict<Tensor> named_buffers(bool recurse = true) const;
-  /// Direct children.
+  /// Direct children (a child registered under two names once, under the first, as torch's).
   std::vector<std::shared_ptr<Module>> children() const;
   OrderedDict<std::shared_ptr<Module>> named_children() const;
-  /// This module (named `prefix`, "" by default) and every descendant, depth first; the
-  /// pointers are owned by the tree (a root may live on the stack).
+  /// This module (named `prefix`, "" by default) and every descendant, depth first, each module
+  /// once (under its first name, as torch's); the pointers are owned by the tree (a root may live
+  /// on the stack).
   OrderedDict<Module*> named_modules(const std::string& prefix = "");
   /// Elements of all parameters (each shared tensor once).
   int64_t num_parameters() const;

@@ -206,3 +206,23 @@ TEST(Init, FansAndBoundsFollowPyTorch) {
 
 }  // namespace
 }  // namespace tally
+
+namespace tally::nn {
+namespace {
+
+// One Linear in two places of a Sequential: torch 1.13 lists it once in named_modules() and
+// children() (remove_duplicate), its parameters once, and keeps a state_dict key for each place.
+TEST(Module, ASharedSubmoduleIsListedOnceAsTorchs) {
+  auto lin = std::make_shared<Linear>(2, 2);
+  Sequential s({lin, lin});
+  std::vector<std::string> names;
+  for (const auto& [name, m] : s.named_modules()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"", "0"}));
+  EXPECT_EQ(s.children().size(), 1u);
+  EXPECT_EQ(s.named_children().keys(), (std::vector<std::string>{"0"}));
+  EXPECT_EQ(s.named_parameters().keys(), (std::vector<std::string>{"0.weight", "0.bias"}));
+  EXPECT_EQ(s.state_dict().keys(), (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias"}));
+}
+
+}  // namespace
+}  // namespace tally::nn

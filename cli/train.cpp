@@ -199,10 +199,16 @@ void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<std::map<std::string, std::string>>();
   cmd->add_option("--config", *config_file, "JSON file of settings (the keys below, without --; unknown keys are refused)");
   cmd->add_flag("--resume", *resume, "continue from the newest readable checkpoint in --out");
+  const json defaults = train::to_json(train::TrainConfig{});
   for (const auto& f : train::config_fields()) {
     std::string flag = "--" + f.name;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    cmd->add_option_function<std::string>(flag, [flags, name = f.name](const std::string& v) { (*flags)[name] = v; }, f.help);
+    const json& d = defaults.at(f.name);
+    const std::string shown = d.is_string() ? (d.get<std::string>().empty() ? "none" : d.get<std::string>()) : d.dump();
+    static constexpr const char* kTypeNames[] = {"INT", "NUMBER", "TEXT", "BOOL"};
+    cmd->add_option_function<std::string>(flag, [flags, name = f.name](const std::string& v) { (*flags)[name] = v; },
+                                          f.help + " (default: " + shown + ")")
+        ->type_name(kTypeNames[f.kind]);
   }
   cmd->callback([=] {
     json overrides = json::object();
@@ -228,6 +234,11 @@ void add_train_command(CLI::App& app) {
     const train::TrainResult result = train::train(config, *resume, hooks);
     if (result.nothing_to_do) {  // exit 0, as a finished loop does: the run is where it was asked to end
       fmt::print("{}\n", nothing_to_do_text(config, result.last_step));
+      std::error_code ec;
+      if (!std::filesystem::exists(std::filesystem::path(config.out) / "summary.json", ec))
+        fmt::print("its summary.json is missing (the run was stopped after its last checkpoint, before its books were written): "
+                   "metrics.jsonl and the checkpoints are whole, and `tally report {}` draws the run without the books\n",
+                   config.out);
       return;
     }
     if (result.interrupted) fmt::print("\nstopped at step {} by a signal; `tally train --resume --out {}` continues\n", result.last_step, config.out);

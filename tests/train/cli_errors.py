@@ -167,6 +167,16 @@ for extra, says in (([], "is already at step 4 of 4: nothing to do; raise --step
         failures.append("resume-finished %s: expected exit 0 and %r, got %d %r %r" % (extra, says, r.returncode, r.stdout, r.stderr))
     expect_untouched("resume-finished %s" % extra, done, before)
 
+# A run killed after its last checkpoint but before its books: the resume says what is missing.
+summary_bytes = open(os.path.join(done, "summary.json"), "rb").read()
+os.remove(os.path.join(done, "summary.json"))
+r = run(tally, ["train", "--resume", "--out", done])
+print("%-22s exit %d: %s" % ("resume-no-summary", r.returncode, r.stdout.strip().splitlines()[-1]))
+if r.returncode != 0 or "its summary.json is missing" not in r.stdout:
+    failures.append("resume-no-summary: expected exit 0 and the missing summary named, got %d %r" % (r.returncode, r.stdout))
+with open(os.path.join(done, "summary.json"), "wb") as f:
+    f.write(summary_bytes)
+
 shutil.rmtree(os.path.join(done, "checkpoints"))
 before = snapshot(done)
 for args, needle in ((["--resume", "--steps", "8"], "cannot resume %s: it has no checkpoints folder" % done),

@@ -654,6 +654,23 @@ TEST(Train, ACheckpointWhoseMetadataStepIsAlteredIsRefusedAndNothingIsWritten) {
   expect_error<ValueError>([&] { train(c, true); }, {"has no 'tally.generators' in its metadata"});  // it said "map::at"
 }
 
+/// Rewrite the run's metrics.jsonl as `lines`, resume it to `steps`: the steps metrics.jsonl then
+/// holds, and the notes the resume gave.
+std::pair<std::vector<int64_t>, std::vector<std::string>> resume_over(TrainConfig c, const std::vector<std::string>& lines, int64_t steps) {
+  {
+    std::ofstream out(fs::path(c.out) / "metrics.jsonl", std::ios::trunc);
+    for (const auto& line : lines) out << line << "\n";
+  }
+  c.steps = steps;
+  std::vector<std::string> notes;
+  TrainHooks hooks;
+  hooks.note = [&](const std::string& n) { notes.push_back(n); };
+  train(c, true, hooks);
+  std::vector<int64_t> kept;
+  for (const json& m : metrics(c.out)) kept.push_back(m["step"].get<int64_t>());
+  return {kept, notes};
+}
+
 // One damaged line of metrics.jsonl costs that line alone on resume, said in a note.
 TEST(Train, ResumeKeepsTheMetricsLinesAroundAnUnparsableOne) {
   TempDir dir;
@@ -667,17 +684,7 @@ TEST(Train, ResumeKeepsTheMetricsLinesAroundAnUnparsableOne) {
   }
   ASSERT_EQ(lines.size(), 4u);
   lines[1] = lines[1].substr(0, lines[1].size() / 2);  // step 2 cut short
-  {
-    std::ofstream out(dir.path() / "metrics.jsonl", std::ios::trunc);
-    for (const auto& line : lines) out << line << "\n";
-  }
-  c.steps = 6;
-  std::vector<std::string> notes;
-  TrainHooks hooks;
-  hooks.note = [&](const std::string& n) { notes.push_back(n); };
-  train(c, true, hooks);
-  std::vector<int64_t> steps;
-  for (const json& m : metrics(dir.path())) steps.push_back(m["step"].get<int64_t>());
+  const auto [steps, notes] = resume_over(c, lines, 6);
   EXPECT_EQ(steps, (std::vector<int64_t>{1, 3, 4, 5, 6}));
   EXPECT_NE(std::find(notes.begin(), notes.end(), "metrics.jsonl: dropped 1 line(s) that do not parse (line 2), kept the rest"), notes.end());
 }
@@ -689,25 +696,14 @@ TEST(Train, ResumeDropsMetricsLinesWhoseStepIsNotAStep) {
   TrainConfig c = tiny(dir.path());
   c.steps = 4;
   train(c, false);
-  std::vector<json> lines = metrics(dir.path());
-  ASSERT_EQ(lines.size(), 4u);
-  {
-    std::ofstream out(dir.path() / "metrics.jsonl", std::ios::trunc);
-    for (size_t i = 0; i < lines.size(); ++i) {
-      std::string line = lines[i].dump();
-      if (i == 0) line.replace(line.find("\"step\":1"), 8, "\"step\":99999999999999999999999");
-      if (i == 1) lines[i]["step"] = 3.7, line = lines[i].dump();
-      if (i == 2) lines[i]["step"] = -1, line = lines[i].dump();
-      out << line << "\n";
-    }
-  }
-  c.steps = 5;
-  std::vector<std::string> notes;
-  TrainHooks hooks;
-  hooks.note = [&](const std::string& n) { notes.push_back(n); };
-  train(c, true, hooks);
-  std::vector<int64_t> steps;
-  for (const json& m : metrics(dir.path())) steps.push_back(m["step"].get<int64_t>());
+  std::vector<json> records = metrics(dir.path());
+  ASSERT_EQ(records.size(), 4u);
+  records[1]["step"] = 3.7;
+  records[2]["step"] = -1;
+  std::vector<std::string> lines;
+  for (const json& r : records) lines.push_back(r.dump());
+  lines[0].replace(lines[0].find("\"step\":1"), 8, "\"step\":99999999999999999999999");
+  const auto [steps, notes] = resume_over(c, lines, 5);
   EXPECT_EQ(steps, (std::vector<int64_t>{4, 5}));
   EXPECT_NE(std::find(notes.begin(), notes.end(), "metrics.jsonl: dropped 3 line(s) that do not parse (line 1, 2 and 3), kept the rest"),
             notes.end());

@@ -243,7 +243,8 @@ void add_train_command(CLI::App& app) {
     }
     if (result.interrupted) fmt::print("\nstopped at step {} by a signal; `tally train --resume --out {}` continues\n", result.last_step, config.out);
     print_summary(result.summary);
-    fmt::print("\nrun directory   {}  (config.json, metrics.jsonl, summary.json, checkpoints/{})\n", config.out, config.data.empty() ? ", corpus.u16" : "");
+    fmt::print("\nrun directory   {}  (config.json, metrics.jsonl, summary.json, checkpoints/{})\n", config.out,
+               config.data.empty() ? ", corpus.u16" : "");
     fmt::print("report          {}  (open it in a browser; `tally report {}` redraws it)\n", write_report(config.out).string(), config.out);
   });
 }

@@ -20,7 +20,8 @@ DirLock::DirLock(const std::filesystem::path& dir, const std::string& what) {
   ::close(fd_);
   fd_ = -1;
   if (error == EWOULDBLOCK)
-    throw IOError(dir.string() + " is in use: another process (" + what + " of the same directory) holds its lock; wait for it to end, or choose another directory");
+    throw IOError(dir.string() + " is in use: another process (" + what + " of the same directory) holds its lock; " +
+                  "wait for it to end, or choose another directory");
   throw IOError("cannot lock directory " + dir.string() + ": " + std::strerror(error));
 }
 

@@ -145,7 +145,9 @@ double CosineAnnealingLR::chained_lr(double lr, double base_lr, int64_t step) co
   const int64_t period = 2 * T_max_;
   if (((step - 1 - T_max_) % period + period) % period == 0)  // at the trough the ratio below is 0/0 (Python's %)
     return lr + (base_lr - eta_min_) * (1 - std::cos(std::numbers::pi / T)) / 2;
-  const double ratio = (1 + std::cos(std::numbers::pi * static_cast<double>(step) / T)) / (1 + std::cos(std::numbers::pi * static_cast<double>(step - 1) / T));
+  const double now = 1 + std::cos(std::numbers::pi * static_cast<double>(step) / T);
+  const double before = 1 + std::cos(std::numbers::pi * static_cast<double>(step - 1) / T);
+  const double ratio = now / before;
   return ratio * (lr - eta_min_) + eta_min_;
 }
 

@@ -19,9 +19,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -104,8 +104,9 @@ bool file_holds(const fs::path& path, const std::string& bytes) {
 void refuse_foreign_corpus(const fs::path& out, const std::string& corpus) {
   const fs::path path = out / "corpus.u16";
   std::error_code ec;
-  TALLY_CHECK(!fs::exists(fs::symlink_status(path, ec)) || file_holds(path, corpus), "run directory ", out.string(), " holds a corpus.u16 that is not the built-in corpus of ",
-              corpus.size() / 2, " tokens this run writes there: tally does not write over it; move it, pass it as --data (with --data-dtype uint16), or choose another --out");
+  TALLY_CHECK(!fs::exists(fs::symlink_status(path, ec)) || file_holds(path, corpus), "run directory ", out.string(),
+              " holds a corpus.u16 that is not the built-in corpus of ", corpus.size() / 2, " tokens this run writes there: ",
+              "tally does not write over it; move it, pass it as --data (with --data-dtype uint16), or choose another --out");
 }
 
 /// The built-in corpus, written into the run directory (unless it is there already).
@@ -382,8 +383,8 @@ void refuse_existing_run(const fs::path& out, const CheckpointManager& checkpoin
   } catch (const Error&) {
     ours = false;
   }
-  TALLY_CHECK(ours, "run directory ", out.string(), " holds a config.json that is not a tally training config: a new run writes its own there, ",
-              "and tally does not write over it; move it (pass it as --config if it is one), or choose another --out");
+  TALLY_CHECK(ours, "run directory ", out.string(), " holds a config.json that is not a tally training config: a new run writes ",
+              "its own there, and tally does not write over it; move it (pass it as --config if it is one), or choose another --out");
 }
 
 /// What a stop before saving says about the checkpoints: none was written or rotated out.

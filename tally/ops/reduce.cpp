@@ -576,15 +576,29 @@ Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
   return half ? v.to(kFloat16) : v;
 }
 
-Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) { return sqrt(var(x, dims, correction, keepdim)); }
+Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  const Tensor v = var(x, dims, correction, keepdim);
+  // torch's std_backward gives 0 where the result is 0 (a constant slice), where sqrt's own rule
+  // would give 0·∞ = NaN: those elements take a constant 0, and the square root sees 1 there.
+  const Tensor constant = eq(v, zeros({}, v.options()));
+  return where(constant, zeros({}, v.options()), sqrt(where(constant, ones({}, v.options()), v)));
+}
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   const Tensor f = x.is_floating_point() ? x : x.to(kFloat32);
+  bool empty_slices = dims.empty() && x.numel() == 0;
+  for (int64_t d : dims) empty_slices = empty_slices || (x.dim() > 0 && x.size(maybe_wrap_dim(d, x.dim())) == 0);
   // The shift is a constant to autograd: d/dx [log Σ exp(x − m) + m] is softmax(x) for any m. An
-  // infinite max shifts by 0 instead, so that a slice of −inf gives −inf, not NaN.
-  const Tensor m = amax(f, dims, true).detach();
-  const Tensor shift = where(eq(abs(m), scalar_tensor(INFINITY, m.options())), zeros({}, m.options()), m);
-  Tensor out = log(sum(exp(f - shift), dims, true)) + shift;
+  // infinite max shifts by 0 instead, so that a slice of −inf gives −inf, not NaN; so does a slice
+  // of no element, whose sum is 0 and whose log is −inf, as torch's.
+  Tensor out;
+  if (empty_slices) {
+    out = log(sum(exp(f), dims, true));
+  } else {
+    const Tensor m = amax(f, dims, true).detach();
+    const Tensor shift = where(eq(abs(m), scalar_tensor(INFINITY, m.options())), zeros({}, m.options()), m);
+    out = log(sum(exp(f - shift), dims, true)) + shift;
+  }
   if (keepdim) return out;
   if (dims.empty()) return out.reshape({});
   std::vector<bool> reduced(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)));

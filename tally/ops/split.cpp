@@ -60,6 +60,7 @@ TensorList unbind(const Tensor& x, int64_t dim) {
 }
 
 Tensor unflatten(const Tensor& x, int64_t dim, IntArrayRef sizes) {
+  TALLY_CHECK_INDEX(x.dim() > 0, "Dimension specified as ", dim, " but tensor has no dimensions");
   const int64_t d = maybe_wrap_dim(dim, x.dim());
   TALLY_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
   int64_t known = 1, inferred = -1;
@@ -72,7 +73,7 @@ Tensor unflatten(const Tensor& x, int64_t dim, IntArrayRef sizes) {
       known *= sizes[i];
     }
   }
-  const int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  const int64_t n = x.size(d);
   DimVector piece(sizes);
   if (inferred >= 0 && known > 0 && n % known == 0) piece[static_cast<size_t>(inferred)] = n / known;
   int64_t product = 1;
@@ -81,7 +82,7 @@ Tensor unflatten(const Tensor& x, int64_t dim, IntArrayRef sizes) {
               " (", n, ") in the input tensor");
   DimVector shape(x.sizes().begin(), x.sizes().begin() + d);
   shape.insert(shape.end(), piece.begin(), piece.end());
-  if (x.dim() > 0) shape.insert(shape.end(), x.sizes().begin() + d + 1, x.sizes().end());
+  shape.insert(shape.end(), x.sizes().begin() + d + 1, x.sizes().end());
   return x.view(shape);
 }
 

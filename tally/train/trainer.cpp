@@ -98,15 +98,22 @@ bool file_holds(const fs::path& path, const std::string& bytes) {
   return true;
 }
 
-/// The run directory's corpus.u16 is the run's own when it holds the built-in corpus this config
-/// generates; anything else there is the user's, and a run does not write over it (Note [Refuse
-/// before writing]).
+/// The run directory's corpus.u16 is the run's own when it holds a built-in corpus: this config's,
+/// or one of another size left by a run killed before its first step; anything else there is the
+/// user's, and a run does not write over it (Note [Refuse before writing]).
 void refuse_foreign_corpus(const fs::path& out, const std::string& corpus) {
   const fs::path path = out / "corpus.u16";
   std::error_code ec;
-  TALLY_CHECK(!fs::exists(fs::symlink_status(path, ec)) || file_holds(path, corpus), "run directory ", out.string(),
-              " holds a corpus.u16 that is not the built-in corpus of ", corpus.size() / 2, " tokens this run writes there: ",
-              "tally does not write over it; move it, pass it as --data (with --data-dtype uint16), or choose another --out");
+  if (!fs::exists(fs::symlink_status(path, ec)) || file_holds(path, corpus)) return;
+  const auto held = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
+  if (!ec && held > 0 && held % 2 == 0 && held / 2 <= 1'000'000'000) {
+    TrainConfig other;
+    other.corpus_bytes = static_cast<int64_t>(held / 2);
+    if (file_holds(path, builtin_corpus_file_bytes(other))) return;
+  }
+  throw ValueError(detail::str_cat("run directory ", out.string(), " holds a corpus.u16 that is not a built-in corpus (this run writes one of ",
+                                   corpus.size() / 2, " tokens there): tally does not write over it; move it, pass it as --data ",
+                                   "(with --data-dtype uint16), or choose another --out"));
 }
 
 /// The built-in corpus, written into the run directory (unless it is there already).

@@ -92,6 +92,21 @@ TEST(Reduce, StdAndLogsumexpAreTorchs) {
                 1e-10);
 }
 
+// torch.logsumexp over an empty slice is -inf (tally's shift raised amax's error), torch.std's
+// gradient is 0 where the result is 0 (sqrt's rule gave NaN), and unflatten of a 0-d tensor raises.
+TEST(Reduce, EdgesOfStdLogsumexpAndUnflattenAreTorchs) {
+  expect_values(logsumexp(zeros({0}), {0}), {-INFINITY});
+  expect_values(logsumexp(zeros({2, 0}), {1}), {-INFINITY, -INFINITY});
+  EXPECT_EQ(logsumexp(zeros({0, 3}), {1}).sizes(), IntArrayRef({0}));
+  Tensor x = tensor({3.0, 3.0, 1.0, 2.0}).to(kFloat64).view({2, 2}).requires_grad_();
+  const Tensor s = tally::std(x, {1});
+  expect_values(s.detach(), {0.0, 0.7071067811865476});
+  s.sum().backward();
+  expect_values(x.grad(), {0.0, 0.0, -0.7071067811865476, 0.7071067811865476});
+  EXPECT_TRUE(std::isnan(tally::std(tensor({1.0}).to(kFloat64)).item<double>()));  // one element, correction 1: nan, as torch
+  expect_error<IndexError>([] { unflatten(scalar_tensor(5.0), 0, {1, 1}); }, {"Dimension specified as 0 but tensor has no dimensions"});
+}
+
 TEST(ClipGradValue, ClampsEachGradientAndSkipsTheMissing) {
   Tensor w = zeros({4}).requires_grad_(), unused = zeros({2}).requires_grad_();
   w.set_grad(tensor({-3.0f, -0.5f, 0.25f, 7.0f}));

@@ -727,6 +727,23 @@ TEST(Train, ARunDirectoryInUseIsRefused) {
   EXPECT_EQ(metrics(dir.path()).size(), 4u);
 }
 
+// A run killed before its first step leaves its corpus.u16; a new run with another corpus size
+// takes the directory over, as it takes over that run's config.json (the corpus is a built-in one).
+TEST(Train, ABuiltInCorpusOfAnotherSizeIsARunsOwn) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path());
+  c.steps = 4;
+  c.corpus_bytes = 1 << 15;
+  train(c, false);
+  fs::remove_all(dir.path() / "checkpoints");
+  fs::remove(dir.path() / "summary.json");
+  std::ofstream(dir.path() / "metrics.jsonl", std::ios::trunc).close();  // as a run killed before step 1 leaves it
+  c.corpus_bytes = 1 << 16;
+  train(c, false);
+  EXPECT_EQ(fs::file_size(dir.path() / "corpus.u16"), uintmax_t{2} << 16);
+  EXPECT_EQ(metrics(dir.path()).size(), 4u);
+}
+
 // A new run wrote its config over the user's config.json; one that reads as a tally config (a run
 // killed before its first step) is still the run's own.
 TEST(Train, AUsersConfigJsonIsNotWrittenOver) {

@@ -56,8 +56,7 @@ Tensor DelayedScaling::quantize(const Tensor& x) {
   }
   // Scaled in float32 at least, as TE does, so that the cast rounds once: a bfloat16 product
   // rounded to bfloat16 first can land on a tie that the cast then rounds the wrong way.
-  const Tensor wide = x.dtype() == kBFloat16 || x.dtype() == kFloat16 ? x.to(kFloat32) : x;
-  return clamp(wide * scale_, -fp8_max_, fp8_max_).to(dtype_);
+  return clamp(x.to(promote_types(x.dtype(), kFloat32)) * scale_, -fp8_max_, fp8_max_).to(dtype_);
 }
 
 StateDict DelayedScaling::state_dict() const {

@@ -40,8 +40,9 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(st
 
 Tensor GradScaler::scale(const Tensor& loss) const {
   if (!options_.enabled) return loss;
-  const bool narrow = loss.dtype() == kFloat16 || loss.dtype() == kBFloat16;
-  return (narrow ? loss.to(kFloat32) : loss) * static_cast<double>(scale_);
+  // In the dtype the loss meets a float32 tensor in: PyTorch's scale is one, so float16 and
+  // bfloat16 losses are promoted (float32 and float64 ones stay as they are).
+  return loss.to(promote_types(loss.dtype(), kFloat32)) * static_cast<double>(scale_);
 }
 
 void GradScaler::unscale_(optim::Optimizer& optimizer) {

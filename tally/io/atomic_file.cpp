@@ -11,6 +11,7 @@
 
 #include "tally/error/error.h"
 #include "tally/io/retry.h"
+#include "tally/io/write_all.h"
 
 namespace tally::io {
 
@@ -78,22 +79,15 @@ void AtomicFile::abandon() noexcept {
 
 void AtomicFile::fail(const std::string& what, int error) {
   abandon();
-  throw IOError(detail::str_cat("cannot write '", path_.string(), "': ", what, ": ", std::strerror(error),
-                                error == EFBIG ? " (the file-size limit, ulimit -f, or the file system's largest file)" : ""));
+  throw IOError(detail::str_cat("cannot write '", path_.string(), "': ", what, ": ", write_error_text(error)));
 }
 
 void AtomicFile::write(std::span<const uint8_t> bytes) {
   if (fd_ < 0) throw IOError(detail::str_cat("cannot write '", path_.string(), "': the file was already committed or abandoned"));
-  const uint8_t* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = retry_on_eintr([&] { return ::write(fd_, p, left); });
-    if (n < 0) fail(detail::str_cat("write failed after ", written_bytes_, " bytes"), errno);
-    if (n == 0) fail(detail::str_cat("write made no progress after ", written_bytes_, " bytes"), EIO);
-    p += n;
-    left -= static_cast<size_t>(n);
-    written_bytes_ += static_cast<uint64_t>(n);
-  }
+  uint64_t written = 0;
+  const int error = write_all(fd_, bytes, written);
+  written_bytes_ += written;
+  if (error != 0) fail(detail::str_cat("write failed after ", written_bytes_, " bytes"), error);
 }
 
 void AtomicFile::commit() {

@@ -361,14 +361,14 @@ struct AllDef {
 
 /// Which dims are reduced: `dims` wrapped and deduplicated, all of them when empty.
 std::vector<bool> reduced_mask(const Tensor& x, IntArrayRef dims, std::string_view op) {
-  std::vector<bool> mask(static_cast<size_t>(x.dim()), dims.empty());
-  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)));  // a 0-d tensor's dim 0 (or -1) too
+  if (dims.empty()) return std::vector<bool>(static_cast<size_t>(x.dim()), true);
+  std::vector<bool> mask(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)));  // a 0-d tensor's dim 0 (or -1) is checked too
   for (int64_t d : dims) {
     const int64_t w = maybe_wrap_dim(d, x.dim());
-    TALLY_CHECK(!seen[w], "dim ", w, " appears multiple times in the list of dims");
-    seen[w] = true;
-    if (x.dim() > 0) mask[w] = true;
+    TALLY_CHECK(!mask[w], "dim ", w, " appears multiple times in the list of dims");
+    mask[w] = true;
   }
+  mask.resize(static_cast<size_t>(x.dim()));
   return mask;
 }
 
@@ -585,28 +585,15 @@ Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  const ReducePlan plan(x, dims, keepdim, "logsumexp");
   const Tensor f = x.is_floating_point() ? x : x.to(kFloat32);
-  bool empty_slices = dims.empty() && x.numel() == 0;
-  for (int64_t d : dims) empty_slices = empty_slices || (x.dim() > 0 && x.size(maybe_wrap_dim(d, x.dim())) == 0);
   // The shift is a constant to autograd: d/dx [log Σ exp(x − m) + m] is softmax(x) for any m. An
   // infinite max shifts by 0 instead, so that a slice of −inf gives −inf, not NaN; so does a slice
-  // of no element, whose sum is 0 and whose log is −inf, as torch's.
-  Tensor out;
-  if (empty_slices) {
-    out = log(sum(exp(f), dims, true));
-  } else {
-    const Tensor m = amax(f, dims, true).detach();
-    const Tensor shift = where(eq(abs(m), scalar_tensor(INFINITY, m.options())), zeros({}, m.options()), m);
-    out = log(sum(exp(f - shift), dims, true)) + shift;
-  }
-  if (keepdim) return out;
-  if (dims.empty()) return out.reshape({});
-  std::vector<bool> reduced(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)));
-  for (int64_t d : dims) reduced[static_cast<size_t>(maybe_wrap_dim(d, x.dim()))] = true;
-  DimVector shape;
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (!reduced[static_cast<size_t>(d)]) shape.push_back(x.size(d));
-  return out.view(shape);
+  // of no element (no max to shift by), whose sum is 0 and whose log is −inf, as torch's.
+  if (plan.inner == 0) return log(sum(exp(f), dims, keepdim));
+  const Tensor m = amax(f, dims, true).detach();
+  const Tensor shift = where(eq(abs(m), scalar_tensor(INFINITY, m.options())), zeros({}, m.options()), m);
+  return (log(sum(exp(f - shift), dims, true)) + shift).view(plan.out_sizes);
 }
 
 Tensor sum_to_size(const Tensor& x, IntArrayRef sizes) {

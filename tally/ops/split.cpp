@@ -19,10 +19,9 @@ TensorList split(const Tensor& x, int64_t split_size, int64_t dim) {
   const int64_t n = x.size(d);
   TALLY_CHECK(split_size >= 0, "split expects split_size be non-negative, but got split_size=", split_size);
   TALLY_CHECK(split_size > 0 || n == 0, "split_size can only be 0 if dimension size is 0, but got dimension size of ", n);
-  if (n == 0) return {x.narrow(d, 0, 0)};
-  TensorList pieces;
-  for (int64_t start = 0; start < n; start += split_size) pieces.push_back(x.narrow(d, start, std::min(split_size, n - start)));
-  return pieces;
+  DimVector sizes;  // pieces of split_size, the last one what is left; an empty dim is one empty piece
+  for (int64_t start = 0; start < n || sizes.empty(); start += split_size) sizes.push_back(std::min(split_size, n - start));
+  return split_with_sizes(x, sizes, d);
 }
 
 TensorList split_with_sizes(const Tensor& x, IntArrayRef split_sizes, int64_t dim) {

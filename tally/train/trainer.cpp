@@ -35,6 +35,7 @@
 #include "tally/error/error.h"
 #include "tally/io/dir_lock.h"
 #include "tally/io/retry.h"
+#include "tally/io/write_all.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/kernels/cpu/parallel.h"
@@ -77,9 +78,10 @@ data::TokenFile open_data_file(const TrainConfig& c) {
   return data::TokenFile::open_raw(c.data, data::token_dtype_from_name(c.data_dtype));
 }
 
-/// The built-in corpus as the bytes of its file: little-endian uint16 tokens, one per byte of text.
-std::string builtin_corpus_file_bytes(const TrainConfig& c) {
-  const std::string text = builtin_corpus(c.corpus_bytes);
+/// The built-in corpus of `corpus_bytes` as the bytes of its file: little-endian uint16 tokens, one
+/// per byte of text.
+std::string builtin_corpus_file_bytes(int64_t corpus_bytes) {
+  const std::string text = builtin_corpus(corpus_bytes);
   std::string bytes(text.size() * 2, '\0');
   for (size_t i = 0; i < text.size(); ++i) bytes[2 * i] = text[i];
   return bytes;
@@ -98,28 +100,27 @@ bool file_holds(const fs::path& path, const std::string& bytes) {
   return true;
 }
 
-/// The run directory's corpus.u16 is the run's own when it holds a built-in corpus: this config's,
-/// or one of another size left by a run killed before its first step; anything else there is the
-/// user's, and a run does not write over it (Note [Refuse before writing]).
-void refuse_foreign_corpus(const fs::path& out, const std::string& corpus) {
+/// Whether the run directory's corpus.u16 already holds `corpus`, this config's built-in corpus.
+/// A built-in corpus of another size (left by a run killed before its first step) is the run's own
+/// to write over; anything else there is the user's, and a ValueError (Note [Refuse before writing]).
+bool corpus_in_place(const fs::path& out, const std::string& corpus) {
   const fs::path path = out / "corpus.u16";
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(path, ec)) || file_holds(path, corpus)) return;
+  if (!fs::exists(fs::symlink_status(path, ec))) return false;
+  if (file_holds(path, corpus)) return true;
   const auto held = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
-  if (!ec && held > 0 && held % 2 == 0 && held / 2 <= 1'000'000'000) {
-    TrainConfig other;
-    other.corpus_bytes = static_cast<int64_t>(held / 2);
-    if (file_holds(path, builtin_corpus_file_bytes(other))) return;
-  }
+  if (!ec && held > 0 && held % 2 == 0 && held / 2 <= 1'000'000'000 &&
+      file_holds(path, builtin_corpus_file_bytes(static_cast<int64_t>(held / 2))))
+    return false;
   throw ValueError(detail::str_cat("run directory ", out.string(), " holds a corpus.u16 that is not a built-in corpus (this run writes one of ",
                                    corpus.size() / 2, " tokens there): tally does not write over it; move it, pass it as --data ",
                                    "(with --data-dtype uint16), or choose another --out"));
 }
 
-/// The built-in corpus, written into the run directory (unless it is there already).
-data::TokenFile write_builtin_corpus(const fs::path& out, const std::string& corpus) {
+/// The built-in corpus in the run directory, written there unless corpus_in_place found it.
+data::TokenFile write_builtin_corpus(const fs::path& out, const std::string& corpus, bool in_place) {
   const fs::path path = out / "corpus.u16";
-  if (!file_holds(path, corpus)) machine::write_file_atomically(path, corpus);
+  if (!in_place) machine::write_file_atomically(path, corpus);
   return data::TokenFile::open_raw(path.string(), data::TokenDtype::UInt16);
 }
 
@@ -197,17 +198,12 @@ class MetricsFile {
   /// was written is cut off again, so that the file stays whole lines.
   void append(const std::string& line) {
     const off_t before = ::lseek(fd_, 0, SEEK_END);
-    size_t done = 0;
-    while (done < line.size()) {
-      const ssize_t n = io::retry_on_eintr([&] { return ::write(fd_, line.data() + done, line.size() - done); });
-      if (n <= 0) {
-        const int error = n < 0 ? errno : ENOSPC;
-        if (before >= 0) (void)::ftruncate(fd_, before);
-        throw IOError("cannot append to " + path_.string() + ": " + std::strerror(error) + ": the run stopped; the checkpoints in " +
-                      checkpoint_dir_.string() + " are as they were and `--resume` continues from the newest");
-      }
-      done += static_cast<size_t>(n);
-    }
+    uint64_t written = 0;
+    const int error = io::write_all(fd_, std::span(reinterpret_cast<const uint8_t*>(line.data()), line.size()), written);
+    if (error == 0) return;
+    if (before >= 0) (void)::ftruncate(fd_, before);
+    throw IOError("cannot append to " + path_.string() + ": " + io::write_error_text(error) + ": the run stopped; the checkpoints in " +
+                  checkpoint_dir_.string() + " are as they were and `--resume` continues from the newest");
   }
 
  private:
@@ -479,12 +475,13 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
                 " tokens: too few for context_length ", config.context_length);
   };
   std::string corpus;  // the built-in corpus's file, when the config names no data
+  bool corpus_there = false;
   if (!config.data.empty()) {
     tokens = open_data_file(config);
     check_data();
   } else {
-    corpus = builtin_corpus_file_bytes(config);
-    refuse_foreign_corpus(out, corpus);
+    corpus = builtin_corpus_file_bytes(config.corpus_bytes);
+    corpus_there = corpus_in_place(out, corpus);
   }
 
   Generator init(static_cast<uint64_t>(config.seed));
@@ -503,7 +500,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   if (const int64_t n = checkpoints.remove_stale_temporaries(); n > 0)
     note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
   if (!tokens) {
-    tokens = write_builtin_corpus(out, corpus);
+    tokens = write_builtin_corpus(out, corpus, corpus_there);
     check_data();
   }
   data::TokenLoader loader(*tokens, {.batch_size = config.batch_size,

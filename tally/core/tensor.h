@@ -259,6 +259,18 @@ class Tensor {
   Tensor sigmoid() const;
   Tensor relu() const;
   Tensor square() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor expm1() const;
+  Tensor log1p() const;
+  Tensor log2() const;
+  Tensor log10() const;
+  Tensor reciprocal() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor trunc() const;
+  Tensor sign() const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor masked_fill(const Tensor& mask, Scalar value) const;
   Tensor eq(const Tensor& other) const;
@@ -291,6 +303,13 @@ class Tensor {
   Tensor log_softmax(int64_t dim) const;
   Tensor matmul(const Tensor& other) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, Scalar value) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, Scalar value);
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
   Tensor triu(int64_t diagonal = 0) const;
   Tensor tril(int64_t diagonal = 0) const;
   /// Whether sizes, dtype and every value are equal (torch.equal).

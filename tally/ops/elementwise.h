@@ -52,6 +52,17 @@ Tensor square(const Tensor& x);   ///< x²
 Tensor erf(const Tensor& x);      ///< the error function
 Tensor softplus(const Tensor& x); ///< log(1 + eˣ) (torch.nn.functional.softplus, beta 1, threshold 20)
 Tensor log1p(const Tensor& x);    ///< ln(1 + x), accurate near 0
+Tensor expm1(const Tensor& x);    ///< eˣ − 1, accurate near 0
+Tensor log2(const Tensor& x);     ///< log₂ x
+Tensor log10(const Tensor& x);    ///< log₁₀ x
+Tensor reciprocal(const Tensor& x);  ///< 1/x (integers in float32)
+Tensor sin(const Tensor& x);      ///< sin x
+Tensor cos(const Tensor& x);      ///< cos x
+Tensor floor(const Tensor& x);    ///< ⌊x⌋ (integers as they are; bool refused)
+Tensor ceil(const Tensor& x);     ///< ⌈x⌉
+Tensor round(const Tensor& x);    ///< the nearest whole number, halves to even
+Tensor trunc(const Tensor& x);    ///< towards zero
+Tensor sign(const Tensor& x);     ///< −1, 0 or 1 (0 for NaN, as PyTorch's); bool as it is
 /// GELU: "none" is x·Φ(x) with erf, "tanh" the tanh approximation (torch.nn.functional.gelu).
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 /// Upper triangle (elements with col - row >= diagonal), zeros elsewhere, over the last two dims.

@@ -193,6 +193,121 @@ struct Log1pDef {
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x + 1); }
 };
+struct SinDef {
+  static constexpr std::string_view name = "sin";
+  static constexpr std::string_view reference = "torch.sin";
+  static constexpr std::string_view domain = "normal";
+  static constexpr int64_t flops = 1;
+  static constexpr InputRule input = InputRule::IntToFloat;
+  template <class C> static C f(C x) { return std::sin(x); }
+  static constexpr UnaryReads reads{.x = true, .out = false};
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * cos(x); }
+};
+struct CosDef {
+  static constexpr std::string_view name = "cos";
+  static constexpr std::string_view reference = "torch.cos";
+  static constexpr std::string_view domain = "normal";
+  static constexpr int64_t flops = 1;
+  static constexpr InputRule input = InputRule::IntToFloat;
+  template <class C> static C f(C x) { return std::cos(x); }
+  static constexpr UnaryReads reads{.x = true, .out = false};
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return -(g * sin(x)); }
+};
+struct Expm1Def {
+  static constexpr std::string_view name = "expm1";
+  static constexpr std::string_view reference = "torch.expm1";
+  static constexpr std::string_view domain = "normal";
+  static constexpr int64_t flops = 2;  // exp, −1 (one call, counted as its two steps, as log1p)
+  static constexpr InputRule input = InputRule::IntToFloat;
+  template <class C> static C f(C x) { return std::expm1(x); }
+  // d (eˣ − 1) = eˣ = out + 1
+  static constexpr UnaryReads reads{.x = false, .out = true};
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (out + 1); }
+};
+/// log2 and log10: ln x scaled, so each counts two steps, as log1p.
+struct Log2Def {
+  static constexpr std::string_view name = "log2";
+  static constexpr std::string_view reference = "torch.log2";
+  static constexpr std::string_view domain = "positive";
+  static constexpr int64_t flops = 2;
+  static constexpr InputRule input = InputRule::IntToFloat;
+  template <class C> static C f(C x) { return std::log2(x); }
+  static constexpr UnaryReads reads{.x = true, .out = false};
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * M_LN2); }
+};
+struct Log10Def {
+  static constexpr std::string_view name = "log10";
+  static constexpr std::string_view reference = "torch.log10";
+  static constexpr std::string_view domain = "positive";
+  static constexpr int64_t flops = 2;
+  static constexpr InputRule input = InputRule::IntToFloat;
+  template <class C> static C f(C x) { return std::log10(x); }
+  static constexpr UnaryReads reads{.x = true, .out = false};
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * M_LN10); }
+};
+struct ReciprocalDef {
+  static constexpr std::string_view name = "reciprocal";
+  static constexpr std::string_view reference = "torch.reciprocal";
+  static constexpr std::string_view domain = "positive";
+  static constexpr int64_t flops = 1;
+  static constexpr InputRule input = InputRule::IntToFloat;
+  template <class C> static C f(C x) { return C(1) / x; }
+  // d x⁻¹ = −x⁻² = −out²
+  static constexpr UnaryReads reads{.x = false, .out = true};
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return -(g * out * out); }
+};
+
+/// Rounding to a whole number: integers are whole already and come back as they are (PyTorch
+/// takes every dtype but bool), and the gradient is zero wherever it exists, as PyTorch's.
+template <class Rule>
+struct WholeNumberDef {
+  static constexpr std::string_view name = Rule::name;
+  static constexpr std::string_view reference = Rule::reference;
+  static constexpr std::string_view domain = "normal";
+  static constexpr int64_t flops = 1;
+  static constexpr InputRule input = InputRule::NoBool;
+  template <class C> static C f(C x) {
+    if constexpr (std::is_floating_point_v<C>) return Rule::whole(x);
+    else return x;
+  }
+  static constexpr UnaryReads reads{.x = false, .out = false};
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); }
+};
+struct FloorRule {
+  static constexpr std::string_view name = "floor", reference = "torch.floor";
+  template <class C> static C whole(C x) { return std::floor(x); }
+};
+struct CeilRule {
+  static constexpr std::string_view name = "ceil", reference = "torch.ceil";
+  template <class C> static C whole(C x) { return std::ceil(x); }
+};
+struct RoundRule {  // halves to even, as torch.round (nearbyint in the default rounding mode)
+  static constexpr std::string_view name = "round", reference = "torch.round";
+  template <class C> static C whole(C x) { return std::nearbyint(x); }
+};
+struct TruncRule {
+  static constexpr std::string_view name = "trunc", reference = "torch.trunc";
+  template <class C> static C whole(C x) { return std::trunc(x); }
+};
+using FloorDef = WholeNumberDef<FloorRule>;
+using CeilDef = WholeNumberDef<CeilRule>;
+using RoundDef = WholeNumberDef<RoundRule>;
+using TruncDef = WholeNumberDef<TruncRule>;
+
+struct SignDef {
+  static constexpr std::string_view name = "sign";
+  static constexpr std::string_view reference = "torch.sign";
+  static constexpr std::string_view domain = "normal";
+  static constexpr int64_t flops = 1;
+  static constexpr InputRule input = InputRule::Any;
+  // (0 < x) − (x < 0), as PyTorch's: 0 for ±0 and for NaN; a bool is its own sign.
+  template <class C> static C f(C x) {
+    if constexpr (std::is_same_v<C, bool>) return x;
+    else return static_cast<C>(static_cast<int>(C(0) < x) - static_cast<int>(x < C(0)));
+  }
+  static constexpr UnaryReads reads{.x = false, .out = false};
+  static Tensor grad(const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); }
+};
 struct ReluDef {
   static constexpr std::string_view name = "relu";
   static constexpr std::string_view reference = "torch.relu";
@@ -591,6 +706,17 @@ Tensor square(const Tensor& x) { return ops::apply<Unary<SquareDef>>(x); }
 Tensor erf(const Tensor& x) { return ops::apply<Unary<ErfDef>>(x); }
 Tensor softplus(const Tensor& x) { return ops::apply<Unary<SoftplusDef>>(x); }
 Tensor log1p(const Tensor& x) { return ops::apply<Unary<Log1pDef>>(x); }
+Tensor sin(const Tensor& x) { return ops::apply<Unary<SinDef>>(x); }
+Tensor cos(const Tensor& x) { return ops::apply<Unary<CosDef>>(x); }
+Tensor expm1(const Tensor& x) { return ops::apply<Unary<Expm1Def>>(x); }
+Tensor log2(const Tensor& x) { return ops::apply<Unary<Log2Def>>(x); }
+Tensor log10(const Tensor& x) { return ops::apply<Unary<Log10Def>>(x); }
+Tensor reciprocal(const Tensor& x) { return ops::apply<Unary<ReciprocalDef>>(x); }
+Tensor floor(const Tensor& x) { return ops::apply<Unary<FloorDef>>(x); }
+Tensor ceil(const Tensor& x) { return ops::apply<Unary<CeilDef>>(x); }
+Tensor round(const Tensor& x) { return ops::apply<Unary<RoundDef>>(x); }
+Tensor trunc(const Tensor& x) { return ops::apply<Unary<TruncDef>>(x); }
+Tensor sign(const Tensor& x) { return ops::apply<Unary<SignDef>>(x); }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   if (approximate == "none") return ops::apply<Unary<GeluErfDef>>(x);
   TALLY_CHECK(approximate == "tanh", "approximate argument must be either none or tanh, got '", approximate, "'");
@@ -626,6 +752,9 @@ const std::vector<ops::UnaryOpInfo>& ops::unary_ops() {
       info<NegDef>(neg),         info<AbsDef>(abs),   info<SqrtDef>(sqrt), info<RsqrtDef>(rsqrt), info<ExpDef>(exp),
       info<LogDef>(log),         info<TanhDef>(tanh), info<SigmoidDef>(sigmoid), info<SiluDef>(silu), info<ErfDef>(erf),
       info<ReluDef>(relu),       info<SquareDef>(square), info<SoftplusDef>(softplus), info<Log1pDef>(log1p),
+      info<SinDef>(sin),         info<CosDef>(cos),   info<Expm1Def>(expm1), info<Log2Def>(log2), info<Log10Def>(log10),
+      info<ReciprocalDef>(reciprocal), info<FloorDef>(floor), info<CeilDef>(ceil), info<RoundDef>(round), info<TruncDef>(trunc),
+      info<SignDef>(sign),
   };
   return table;
 }
@@ -664,6 +793,18 @@ Tensor Tensor::pow(Scalar exponent) const { return tally::pow(*this, exponent); 
 Tensor Tensor::sqrt() const { return tally::sqrt(*this); }
 Tensor Tensor::rsqrt() const { return tally::rsqrt(*this); }
 Tensor Tensor::exp() const { return tally::exp(*this); }
+Tensor Tensor::sin() const { return tally::sin(*this); }
+Tensor Tensor::cos() const { return tally::cos(*this); }
+Tensor Tensor::expm1() const { return tally::expm1(*this); }
+Tensor Tensor::log1p() const { return tally::log1p(*this); }
+Tensor Tensor::log2() const { return tally::log2(*this); }
+Tensor Tensor::log10() const { return tally::log10(*this); }
+Tensor Tensor::reciprocal() const { return tally::reciprocal(*this); }
+Tensor Tensor::floor() const { return tally::floor(*this); }
+Tensor Tensor::ceil() const { return tally::ceil(*this); }
+Tensor Tensor::round() const { return tally::round(*this); }
+Tensor Tensor::trunc() const { return tally::trunc(*this); }
+Tensor Tensor::sign() const { return tally::sign(*this); }
 Tensor Tensor::log() const { return tally::log(*this); }
 Tensor Tensor::neg() const { return tally::neg(*this); }
 Tensor Tensor::abs() const { return tally::abs(*this); }
@@ -727,4 +868,7 @@ TALLY_CPU_KERNELS(unary, &Unary<NegDef>::kernel, &Unary<AbsDef>::kernel, &Unary<
                   &Unary<ExpDef>::kernel, &Unary<LogDef>::kernel, &Unary<TanhDef>::kernel, &Unary<SigmoidDef>::kernel,
                   &Unary<SiluDef>::kernel, &Unary<ErfDef>::kernel, &Unary<SoftplusDef>::kernel, &Unary<Log1pDef>::kernel,
                   &Unary<ReluDef>::kernel, &Unary<SquareDef>::kernel, &Unary<GeluErfDef>::kernel, &Unary<GeluTanhDef>::kernel,
-                  &GeluBackward::kernel, &PowScalar::kernel, &Clamp::kernel, &Where::kernel)
+                  &Unary<SinDef>::kernel, &Unary<CosDef>::kernel, &Unary<Expm1Def>::kernel, &Unary<Log2Def>::kernel,
+                  &Unary<Log10Def>::kernel, &Unary<ReciprocalDef>::kernel, &Unary<FloorDef>::kernel, &Unary<CeilDef>::kernel,
+                  &Unary<RoundDef>::kernel, &Unary<TruncDef>::kernel, &Unary<SignDef>::kernel, &GeluBackward::kernel,
+                  &PowScalar::kernel, &Clamp::kernel, &Where::kernel)

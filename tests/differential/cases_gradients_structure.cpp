@@ -170,6 +170,12 @@ void add_joins(std::vector<Case>& cases) {
                                                      in({3, 9, 4}, dt, "normal", Layout::Transposed)}, {{"dim", 1}}));
     cases.push_back(grad_case(kFamily, "index_add", {in({3, 4, 5}, dt, "normal", Layout::Sliced), in({7}, kInt64, "index:5"),
                                                      in({3, 4, 7}, dt)}, {{"dim", -1}}));
+    // gather's repeats add up in x's gradient; scatter_add passes self's through and gathers src's.
+    cases.push_back(grad_case(kFamily, "gather", {in({5, 6}, dt, "normal", Layout::Transposed), in({9, 4}, kInt64, "index:5")}, {{"dim", 0}}));
+    cases.push_back(grad_case(kFamily, "gather", {in({3, 4, 5}, dt, "normal", Layout::Sliced), in({2, 3, 8}, kInt64, "index:5")}, {{"dim", -1}}));
+    cases.push_back(grad_case(kFamily, "scatter_add", {in({5, 4}, dt, "normal", Layout::Transposed), in({9, 4}, kInt64, "index:5"),
+                                                       in({9, 4}, dt, "normal", Layout::Sliced)}, {{"dim", 0}}));
+    cases.push_back(grad_case(kFamily, "scatter_value", {in({4, 6}, dt), in({4, 3}, kInt64, "index:6")}, {{"dim", 1}, {"value", 2.5}}));
   }
 }
 

@@ -211,6 +211,11 @@ const std::map<std::string, OpFn>& table() {
       {"stack", [](auto& v, auto&, const Json& a) -> Outs { return {stack(v, a["dim"].get<int64_t>())}; }},
       {"index_select", [](auto& v, auto&, const Json& a) -> Outs { return {index_select(v[0], a["dim"].get<int64_t>(), v[1])}; }},
       {"index_add", [](auto& v, auto&, const Json& a) -> Outs { return {index_add(v[0], a["dim"].get<int64_t>(), v[1], v[2])}; }},
+      {"gather", [](auto& v, auto&, const Json& a) -> Outs { return {gather(v[0], a["dim"].get<int64_t>(), v[1])}; }},
+      {"scatter_add", [](auto& v, auto&, const Json& a) -> Outs { return {scatter_add(v[0], a["dim"].get<int64_t>(), v[1], v[2])}; }},
+      {"scatter_value", [](auto& v, auto&, const Json& a) -> Outs {
+         return {scatter(v[0], a["dim"].get<int64_t>(), v[1], Scalar(a["value"].get<double>()))};
+       }},
       {"matmul", [](auto& v, auto&, const Json&) -> Outs { return {matmul(v[0], v[1])}; }},
       {"addmm", [](auto& v, auto&, const Json& a) -> Outs {
          return {addmm(v[0], v[1], v[2], a.value("beta", 1.0), a.value("alpha", 1.0))};

@@ -13,7 +13,7 @@ namespace {
 
 // The table (Note in autocast.h). Names are those the ledger shows: ops, and the composites that
 // ask for themselves with ops::AutocastRegion.
-constexpr std::array<std::pair<std::string_view, CastPolicy>, 16> kTable{{
+constexpr std::array<std::pair<std::string_view, CastPolicy>, 19> kTable{{
     {"matmul", CastPolicy::LowerPrecision},   // mm, bmm
     {"addmm", CastPolicy::LowerPrecision},
     {"linear", CastPolicy::LowerPrecision},   // x·Wᵀ + b: the bias joins in the low precision
@@ -26,6 +26,9 @@ constexpr std::array<std::pair<std::string_view, CastPolicy>, 16> kTable{{
     {"rms_norm", CastPolicy::Float32},
     {"cross_entropy", CastPolicy::Float32},
     {"mse_loss", CastPolicy::Float32},
+    {"nll_loss", CastPolicy::Float32},
+    {"binary_cross_entropy", CastPolicy::Float32},
+    {"binary_cross_entropy_with_logits", CastPolicy::Float32},
     {"sum", CastPolicy::Float32},              // and mean, which is a sum scaled
     {"prod", CastPolicy::Float32},
     {"exp", CastPolicy::Float32},

@@ -19,6 +19,21 @@ Tensor SiLU::forward(const Tensor& x) {
   return silu(x);
 }
 
+Tensor ReLU::forward(const Tensor& x) {
+  auto s = scope();
+  return relu(x);
+}
+
+Tensor Tanh::forward(const Tensor& x) {
+  auto s = scope();
+  return tanh(x);
+}
+
+Tensor Sigmoid::forward(const Tensor& x) {
+  auto s = scope();
+  return sigmoid(x);
+}
+
 Dropout::Dropout(double p_, Generator* gen_) : Layer("Dropout"), p(p_), gen(gen_) {
   TALLY_CHECK(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
 }

@@ -23,6 +23,27 @@ class SiLU : public Layer {
   Tensor forward(const Tensor& x) override;
 };
 
+/// max(x, 0).
+class ReLU : public Layer {
+ public:
+  ReLU() : Layer("ReLU") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/// tanh x.
+class Tanh : public Layer {
+ public:
+  Tanh() : Layer("Tanh") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/// 1 / (1 + e⁻ˣ).
+class Sigmoid : public Layer {
+ public:
+  Sigmoid() : Layer("Sigmoid") {}
+  Tensor forward(const Tensor& x) override;
+};
+
 /// Zeroes each element with probability p in training (scaling the rest by 1/(1 − p)); the
 /// identity in eval mode. Draws from `gen` (the default generator when null).
 class Dropout : public Layer {

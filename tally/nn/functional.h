@@ -12,7 +12,10 @@ namespace tally::nn::functional {
 
 using ::tally::cross_entropy;
 using ::tally::CrossEntropyOptions;
+using ::tally::binary_cross_entropy;
+using ::tally::binary_cross_entropy_with_logits;
 using ::tally::mse_loss;
+using ::tally::nll_loss;
 using ::tally::Reduction;
 
 /// x·Wᵀ + b, with W [out, in] (PyTorch's layout) and b [out] or undefined.

@@ -3,9 +3,11 @@
 #include <cmath>
 
 #include "tally/amp/fp8_linear.h"
+#include "tally/core/autograd_meta.h"
 #include "tally/nn/functional.h"
 #include "tally/nn/init.h"
 #include "tally/ops/creation.h"
+#include "tally/ops/elementwise.h"
 #include "tally/ops/join.h"
 
 namespace tally::nn {
@@ -46,7 +48,21 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, TensorOption
 
 Tensor Embedding::forward(const Tensor& ids) {
   auto s = scope();
-  return embedding(weight, ids);
+  Tensor out = embedding(weight, ids);
+  if (!padding_idx || !GradMode::is_enabled() || !weight.requires_grad()) return out;
+  // Only the lookups of the padding id read its row: with their gradients held back (the same
+  // values, detached there), the row gets none, as torch's embedding_backward skips it. One
+  // select over the output, made only when a padding row is set.
+  return where(ids.eq(*padding_idx).unsqueeze(-1), out.detach(), out);
+}
+
+Embedding& Embedding::set_padding_idx(int64_t idx) {
+  const int64_t n = weight.size(0);
+  TALLY_CHECK(idx >= -n && idx < n, "Embedding: padding_idx must be within num_embeddings: got ", idx, " for ", n, " embeddings");
+  padding_idx = idx < 0 ? idx + n : idx;
+  NoGradGuard no_grad;
+  weight.select(0, *padding_idx).fill_(0);
+  return *this;
 }
 
 }  // namespace tally::nn

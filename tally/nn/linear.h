@@ -2,6 +2,7 @@
 // Linear and Embedding, with libtorch's layouts and initialisation.
 
 #include <memory>
+#include <optional>
 
 #include "tally/core/generator.h"
 #include "tally/core/tensor_options.h"
@@ -37,7 +38,11 @@ class Embedding : public Layer {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim, TensorOptions options = {}, Generator* gen = nullptr);
   Tensor forward(const Tensor& ids) override;
+  /// As torch's padding_idx (negative counts from the end): the row is zeroed now and gets no
+  /// gradient, so a padding token's embedding stays as it is set.
+  Embedding& set_padding_idx(int64_t idx);
   Tensor weight;
+  std::optional<int64_t> padding_idx;  ///< wrapped to [0, num_embeddings); set through set_padding_idx
 };
 
 }  // namespace tally::nn

@@ -1,6 +1,7 @@
 #pragma once
-// Loss functions (torch.nn.functional's): mean squared error, and cross-entropy fused from
-// log-softmax and negative log-likelihood so that the [N, C] log-probabilities are never stored.
+// Loss functions (torch.nn.functional's): mean squared error, cross-entropy fused from
+// log-softmax and negative log-likelihood so that the [N, C] log-probabilities are never stored,
+// and, composed of other ops (loss_composed.cpp), nll_loss and binary cross-entropy.
 
 #include <cstdint>
 
@@ -25,5 +26,18 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 
 /// Mean squared error (input - target)², reduced; the shapes broadcast as in PyTorch.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+
+/// Negative log-likelihood of class indices `target` under log-probabilities `input` (shapes as
+/// cross_entropy's): −input[i, target[i]], reduced; targets equal to ignore_index contribute 0
+/// and are not counted by Mean (torch.nn.functional.nll_loss without class weights).
+Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index = -100, Reduction reduction = Reduction::Mean);
+
+/// Binary cross-entropy of probabilities `input` in [0, 1] against `target` of its shape:
+/// −(t·log p + (1 − t)·log(1 − p)), each log clamped at −100 as PyTorch's.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+
+/// The same from logits, computed stably for any logit (PyTorch's log-sum-exp form):
+/// (1 − t)·x + m + log(e⁻ᵐ + e^(−x−m)) with m = max(−x, 0).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
 }  // namespace tally

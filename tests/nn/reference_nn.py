@@ -146,7 +146,7 @@ def build(case, a):
     if case == "linear":
         return nn.Linear(i("in"), i("out"), bias=a["bias"] == "1")
     if case == "embedding":
-        return nn.Embedding(i("n"), i("d"))
+        return nn.Embedding(i("n"), i("d"), padding_idx=i("padding_idx") if "padding_idx" in a else None)
     if case == "layer_norm":
         return nn.LayerNorm(i("d"))
     if case == "rms_norm":
@@ -155,6 +155,8 @@ def build(case, a):
         return nn.GELU(approximate=a["approximate"])
     if case == "silu":
         return nn.SiLU()
+    if case in ("relu", "tanh", "sigmoid"):
+        return {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}[case]()
     if case == "mlp":
         return MLP(i("d"), i("hidden"), a["kind"], a["bias"] == "1")
     if case == "attention":
@@ -169,14 +171,16 @@ def build(case, a):
 def run(d):
     case, a, t = read(d)
     out_grads = {}
-    if case in ("cross_entropy", "mse_loss"):
+    if case in ("cross_entropy", "mse_loss", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"):
         x = t["input"].requires_grad_()
         red = a["reduction"]
         if case == "cross_entropy":
             out = F.cross_entropy(x, t["target"], ignore_index=int(a["ignore_index"]), reduction=red,
                                   label_smoothing=float(a["label_smoothing"]))
+        elif case == "nll_loss":
+            out = F.nll_loss(x, t["target"], ignore_index=int(a["ignore_index"]), reduction=red)
         else:
-            out = F.mse_loss(x, t["target"], reduction=red)
+            out = getattr(F, case)(x, t["target"], reduction=red)
         (out * t["grad"]).sum().backward()
         out_grads["input"] = x.grad
     else:

@@ -131,7 +131,14 @@ TEST(LayersVsTorch, Embedding) {
   Generator gen(2);
   nn::Embedding layer(10, 4, {}, &gen);
   check_layer(batch, "embedding", "embedding n=10 d=4", layer, tensor({{1, 2, 2}, {9, 0, 1}}, TensorOptions(kInt64)));
+  // A padding row (given from the end, as torch allows): zeroed, and no gradient from its lookups.
+  nn::Embedding padded(10, 4, {}, &gen);
+  padded.set_padding_idx(-8);
+  EXPECT_EQ(padded.padding_idx, 2);
+  EXPECT_TRUE(padded.weight.select(0, 2).equal(zeros({4})));
+  check_layer(batch, "embedding_padded", "embedding n=10 d=4 padding_idx=2", padded, tensor({{1, 2, 2}, {9, 0, 2}}, TensorOptions(kInt64)));
   batch.run();
+  EXPECT_THROW(padded.set_padding_idx(10), ValueError);
 }
 
 TEST(LayersVsTorch, Norms) {
@@ -175,6 +182,12 @@ TEST(LayersVsTorch, Activations) {
   check_layer(batch, "gelu", "gelu approximate=none", exact, randn({4, 7}, {}, &gen) * 3.0);
   check_layer(batch, "gelu_tanh", "gelu approximate=tanh", approx, randn({4, 7}, {}, &gen) * 3.0);
   check_layer(batch, "silu", "silu", silu_layer, randn({4, 7}, {}, &gen) * 3.0);
+  nn::ReLU relu_layer;
+  nn::Tanh tanh_layer;
+  nn::Sigmoid sigmoid_layer;
+  check_layer(batch, "relu", "relu", relu_layer, randn({4, 7}, {}, &gen) * 3.0);
+  check_layer(batch, "tanh", "tanh", tanh_layer, randn({4, 7}, {}, &gen) * 3.0);
+  check_layer(batch, "sigmoid", "sigmoid", sigmoid_layer, randn({4, 7}, {}, &gen) * 3.0);
   batch.run();
 }
 
@@ -260,6 +273,22 @@ TEST(LossesVsTorch, CrossEntropyAndMse) {
     const Tensor t = randn({4, 3}, {}, &gen);
     check_loss(std::string("mse_loss reduction=") + name, randn({4, 3}, {}, &gen), t,
                [&, r = reduction](const Tensor& x) { return mse_loss(x, t, r); });
+    // nll_loss on [N, C] and on [N, C, d] with classes in dim 1, one target ignored.
+    const Tensor classes = tensor({0, 2, 3, 4, 3, 1}, TensorOptions(kInt64));
+    check_loss(std::string("nll_loss reduction=") + name + " ignore_index=3", randn({6, 5}, {}, &gen), classes,
+               [&, r = reduction](const Tensor& x) { return nll_loss(x, classes, 3, r); });
+    const Tensor spatial = tensor({{0, 2, 1}, {-100, 1, 1}}, TensorOptions(kInt64));
+    check_loss(std::string("nll_loss reduction=") + name + " ignore_index=-100", randn({2, 3, 3}, {}, &gen), spatial,
+               [&, r = reduction](const Tensor& x) { return nll_loss(x, spatial, -100, r); });
+    // Binary cross-entropy from probabilities inside (0, 1), and from logits with one exactly 0
+    // (where the gradient is sigmoid(0) − t).
+    const Tensor soft = rand({4, 3}, {}, &gen);
+    check_loss(std::string("binary_cross_entropy reduction=") + name, rand({4, 3}, {}, &gen) * 0.98 + 0.01, soft,
+               [&, r = reduction](const Tensor& x) { return binary_cross_entropy(x, soft, r); });
+    Tensor logits = randn({4, 3}, {}, &gen) * 4.0;
+    logits.select(0, 1).select(0, 1).fill_(0.0);
+    check_loss(std::string("binary_cross_entropy_with_logits reduction=") + name, logits, soft,
+               [&, r = reduction](const Tensor& x) { return binary_cross_entropy_with_logits(x, soft, r); });
   }
   batch.run();
 }

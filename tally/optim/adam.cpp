@@ -17,7 +17,7 @@ namespace tally::optim {
 namespace {
 
 /// The per-element update: PyTorch's AdamW p = (1 − lr·wd)·p, Adam g = g + wd·p;
-/// m = β1·m + (1 − β1)·g; v = β2·v + (1 − β2)·g²; AMSGrad v̂ = max(v̂, v);
+/// m = β1·m + (1 − β1)·g; v = β2·v + (1 − β2)·g²; AMSGrad v̂ = max(v̂, v) (NaN if either is);
 /// p = p − step_size·m / (√v̂ / √bc2 + eps).
 template <size_t kStates>
 void adam_kernel(const AdamScalars& h, const detail::FusedArrays& a) {
@@ -29,7 +29,8 @@ void adam_kernel(const AdamScalars& h, const detail::FusedArrays& a) {
           m = std::fma(g, c.one_minus_beta1, m * c.beta1);
           v = std::fma(c.one_minus_beta2 * g, g, v * c.beta2);
           T v_hat = v;
-          ((v_max = std::max(v_max, v), v_hat = v_max), ...);
+          // torch.maximum's NaN rule: a NaN v is kept (std::max would keep the old v̂ instead).
+          ((v_max = v != v ? v : std::max(v_max, v), v_hat = v_max), ...);
           p = p + (c.neg_step_size * m) / (std::sqrt(v_hat) / c.bias_correction2_sqrt + c.eps);
         };
       },

@@ -1,5 +1,6 @@
 #include "tally/optim/optimizer.h"
 
+#include <algorithm>
 #include <sstream>
 #include <unordered_set>
 
@@ -65,11 +66,14 @@ Optimizer::Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_
 void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
   OptimizerParamGroup group(param_group.params(), param_group.has_options() ? param_group.options().clone() : defaults_->clone());
   group.options().validate();
-  std::unordered_set<const TensorImpl*> seen;
+  std::unordered_set<const TensorImpl*> seen, in_group;
   for (const Tensor& p : parameters()) seen.insert(&p.impl());
   for (const Tensor& p : group.params()) {
     TALLY_CHECK(p.defined(), "optimizer can only optimize Tensors, but one of the params is undefined");
     TALLY_CHECK(p.is_leaf(), "can't optimize a non-leaf Tensor");
+    // torch 1.13 warns that this "will cause an error" and then steps the parameter twice.
+    TALLY_CHECK(in_group.insert(&p.impl()).second, "optimizer contains a parameter group with duplicate parameters (a tensor of shape ",
+                p.sizes(), " is listed twice)");
     TALLY_CHECK(seen.insert(&p.impl()).second, "some parameters appear in more than one parameter group");
   }
   param_groups_.push_back(std::move(group));
@@ -97,8 +101,16 @@ OptimizerParamState& Optimizer::state_for(const Tensor& param, const OptimizerOp
   const Dtype dtype = detail::state_dtype(param.dtype());
   state.created.clear();
   // What the options ask for: all of it on the first step; later, what an option turned on since
-  // asks for (momentum set on an SGD group after it stepped without).
-  for (const auto& [name, value] : state_init(options)) {
+  // asks for (momentum set on an SGD group after it stepped without). What an option turned off
+  // since no longer asks for is dropped, so that the memory tracker, state_dict() and
+  // load_state_dict() all see the state the step uses (torch keeps it, unread, and would resume
+  // with it were the option turned on again; here the state starts afresh then).
+  const std::vector<std::pair<std::string, double>> wanted = state_init(options);
+  StateDict kept("optimizer state");
+  for (const auto& [name, t] : state.tensors.items())
+    if (std::any_of(wanted.begin(), wanted.end(), [&](const auto& w) { return w.first == name; })) kept.insert(name, t);
+  state.tensors = std::move(kept);
+  for (const auto& [name, value] : wanted) {
     if (state.tensors.contains(name)) continue;
     // Contiguous whatever the parameter's strides: the fused update walks it as an array.
     Tensor t = full(param.sizes(), value, TensorOptions(dtype).device(param.device()));

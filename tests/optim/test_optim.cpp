@@ -177,7 +177,11 @@ TEST(OptimErrors, PyTorchMessages) {
 TEST(OptimErrors, Parameters) {
   expect_error<ValueError>([] { SGD(std::vector<Tensor>{}, SGDOptions(0.1)); }, {"optimizer got an empty parameter list"});
   Tensor w = zeros({2}).requires_grad_();
-  expect_error<ValueError>([&] { SGD({w, w}, SGDOptions(0.1)); }, {"some parameters appear in more than one parameter group"});
+  expect_error<ValueError>([&] { SGD({w, w}, SGDOptions(0.1)); }, {"a parameter group with duplicate parameters", "shape [2]"});
+  Tensor v = zeros({3}).requires_grad_();
+  SGD two_groups({w}, SGDOptions(0.1));
+  expect_error<ValueError>([&] { two_groups.add_param_group(OptimizerParamGroup({v, w})); },
+                           {"some parameters appear in more than one parameter group"});
   expect_error<ValueError>([&] { SGD({w * 2}, SGDOptions(0.1)); }, {"can't optimize a non-leaf Tensor"});
   // bfloat16 parameters train with stochastic rounding (tests/amp/test_bf16_params.cpp); float16 ones are refused.
   Tensor h = zeros({2}, TensorOptions(kFloat16)).requires_grad_();
@@ -501,6 +505,51 @@ TEST(Optim, MomentumTurnedOnAfterAStepStartsFromTheGradient) {
   EXPECT_TRUE(allclose(p.detach(), full({3}, 0.8)));
   opt.step();  // buf = 0.9·1 + 0.5·1 = 1.4: p = 0.8 - 0.14
   EXPECT_TRUE(allclose(p.detach(), full({3}, 0.66)));
+}
+
+TEST(Optim, StateAnOptionNoLongerUsesIsDroppedSoTheStateDictLoadsBack) {
+  // torch 1.13: SGD(lr 0.1, momentum 0.9) steps p = [1, 2] with g = [1, 1] to [0.9, 1.9]; with
+  // momentum then 0, to [0.8, 1.8]. Its state_dict loads into itself and into a fresh SGD.
+  Tensor p = tensor({1.0, 2.0}).requires_grad_();
+  SGD opt(std::vector<Tensor>{p}, SGDOptions(0.1).momentum(0.9));
+  p.set_grad(ones({2}));
+  opt.step();
+  EXPECT_EQ(opt.state(p)->tensors.size(), 1u);
+  static_cast<SGDOptions&>(opt.param_groups()[0].options()).momentum(0.0);
+  opt.step();
+  EXPECT_TRUE(allclose(p.detach(), tensor({0.8, 1.8})));
+  EXPECT_EQ(opt.state(p)->tensors.size(), 0u);  // no momentum buffer held (and tracked) for nothing
+  opt.load_state_dict(opt.state_dict());
+  SGD fresh(std::vector<Tensor>{p}, SGDOptions(0.1));
+  fresh.load_state_dict(opt.state_dict());
+  // The same for Adam with AMSGrad turned off: max_exp_avg_sq goes, the rest stays.
+  Tensor q = tensor({1.0, 2.0}).requires_grad_();
+  Adam adam(std::vector<Tensor>{q}, AdamOptions(0.1).amsgrad(true));
+  q.set_grad(ones({2}));
+  adam.step();
+  static_cast<AdamOptions&>(adam.param_groups()[0].options()).amsgrad(false);
+  adam.step();
+  EXPECT_FALSE(adam.state(q)->tensors.contains("max_exp_avg_sq"));
+  Adam adam_fresh(std::vector<Tensor>{q}, AdamOptions(0.1));
+  adam_fresh.load_state_dict(adam.state_dict());
+}
+
+TEST(Optim, AmsgradKeepsANaNAsTorchMaximumDoes) {
+  // torch 1.13, AdamW(lr 0.1, amsgrad, foreach=False) on float64 p = [1, 2]: g = [0.5, 0.5], then
+  // [0.5, nan] gives max_exp_avg_sq = [0.0004997500000000004, nan] (std::max kept 0.00025).
+  for (int64_t n : {2, 17}) {  // 17: the vector lanes too
+    Tensor p = full({n}, 1.0, TensorOptions(kFloat64)).requires_grad_();
+    AdamW opt(std::vector<Tensor>{p}, AdamWOptions(0.1).amsgrad(true));
+    p.set_grad(full({n}, 0.5, TensorOptions(kFloat64)));
+    opt.step();
+    Tensor g = full({n}, 0.5, TensorOptions(kFloat64));
+    g.select(0, 1).fill_(std::nan(""));
+    p.set_grad(g);
+    opt.step();
+    const Tensor vmax = opt.state(p)->tensors.at("max_exp_avg_sq");
+    EXPECT_NEAR(vmax.select(0, 0).item<double>(), 0.0004997500000000004, 1e-18) << n;
+    EXPECT_TRUE(std::isnan(vmax.select(0, 1).item<double>())) << n;
+  }
 }
 
 }  // namespace

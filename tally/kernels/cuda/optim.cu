@@ -51,7 +51,7 @@ adam_kernel(int64_t n, T* p, const T* g, T* m, T* v, T* v_max, optim::AdamConsta
     T v_hat = vi;
     if constexpr (kAmsgrad) {
       const T old = v_max[i];
-      v_hat = old < vi ? vi : old;  // std::max(old, vi)
+      v_hat = vi != vi || old < vi ? vi : old;  // torch.maximum(old, vi): a NaN vi is kept, as the CPU's update does
       v_max[i] = v_hat;
     }
     p[i] = R::add(pi, R::div(R::mul(c.neg_step_size, mi), R::add(R::div(R::sqrt(v_hat), c.bias_correction2_sqrt), c.eps)));

@@ -436,6 +436,36 @@ void check_state_finite(int64_t step, const StateDict& state, const fs::path& ch
     TALLY_CHECK(all_finite(t), "step ", step, ": ", name, " holds NaN or inf after the optimizer's update", nothing_saved(checkpoint_dir));
 }
 
+/// What Module::load_state_dict and Optimizer::load_state_dict take, as torch's do, a resume
+/// refuses: tally train writes every part of a run's state itself, so a key of no part, a model
+/// tensor of another dtype (which the model would convert) or some parameters' optimizer state
+/// missing (which the optimizer would restart) mean the file is not this run's checkpoint as it
+/// was written, and the run would not continue bit-exactly (Note [Bit-exact resume]).
+void check_checkpoint_whole(const Checkpoint& c, const nn::Module& model, const optim::Optimizer& optimizer) {
+  const std::string file = c.path.string();
+  for (const auto& [key, t] : c.tensors) {
+    const bool known = key.starts_with("model.") || key.starts_with("optimizer.") || key.starts_with("scheduler.") || key.starts_with("precision.");
+    TALLY_CHECK(known, "checkpoint ", file, " holds '", key, "', which is part of no run state (model., optimizer., scheduler. or precision.)");
+  }
+  for (const auto& [name, t] : model.state_dict()) {
+    const Tensor* saved = c.tensors.find("model." + name);
+    TALLY_CHECK_TYPE_ERROR(!saved || saved->dtype() == t.dtype(), "checkpoint ", file, ": 'model.", name, "' has dtype ",
+                           dtype_name(saved ? saved->dtype() : t.dtype()), " where the model's is ", dtype_name(t.dtype()),
+                           ": resuming would convert it");
+  }
+  // Every parameter has a gradient in every step, so each has optimizer state or none has (fp16
+  // steps all skipped so far).
+  int64_t params = 0, with_state = 0, missing = -1;
+  for (const optim::OptimizerParamGroup& group : optimizer.param_groups()) {
+    for (size_t k = 0; k < group.params().size(); ++k, ++params) {
+      if (c.tensors.contains("optimizer.state." + std::to_string(params) + ".step")) ++with_state;
+      else if (missing < 0) missing = params;
+    }
+  }
+  TALLY_CHECK(with_state == 0 || with_state == params, "checkpoint ", file, " holds the optimizer state of ", with_state, " of its ",
+              params, " parameters (parameter ", missing, "'s is missing): resuming would restart the missing ones");
+}
+
 }  // namespace
 
 TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hooks) {
@@ -512,6 +542,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   int64_t step = 0, tokens_seen = 0;
   if (from) {
     const Checkpoint& c = from->checkpoint;
+    check_checkpoint_whole(c, model, optimizer);
     model.load_state_dict(with_prefix_removed(c.tensors, "model."));
     optimizer.load_state_dict(with_prefix_removed(c.tensors, "optimizer."));
     schedule.load_state_dict(with_prefix_removed(c.tensors, "scheduler."));

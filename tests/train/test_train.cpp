@@ -654,6 +654,49 @@ TEST(Train, ACheckpointWhoseMetadataStepIsAlteredIsRefusedAndNothingIsWritten) {
   expect_error<ValueError>([&] { train(c, true); }, {"has no 'tally.generators' in its metadata"});  // it said "map::at"
 }
 
+// What the model and optimizer would load (converting a dtype, restarting a missing state, not
+// looking at a key of no part) a resume refuses, naming the tensor, with nothing written.
+TEST(Train, ACheckpointWithAConvertedTensorAMissingStateOrAStrayKeyIsRefused) {
+  struct Damage {
+    std::function<void(StateDict&)> edit;
+    std::vector<std::string> message;
+  };
+  const std::vector<Damage> damages = {
+      {[](StateDict& d) { d.insert_or_assign("model.norm_f.weight", d.at("model.norm_f.weight").to(kInt32)); },
+       {"'model.norm_f.weight' has dtype int32 where the model's is float32"}},
+      {[](StateDict& d) {
+         StateDict kept;
+         for (const auto& [k, t] : d)
+           if (!k.starts_with("optimizer.state.0.")) kept.insert(k, t);
+         d = kept;
+       },
+       {"holds the optimizer state of", "parameter 0's is missing"}},
+      {[](StateDict& d) { d.insert("junk", zeros({2})); }, {"holds 'junk', which is part of no run state"}},
+  };
+  for (const Damage& damage : damages) {
+    TempDir dir;
+    TrainConfig c = four_steps_keeping_one(dir.path());
+    const fs::path file = dir.path() / "checkpoints" / CheckpointManager::file_name(4);
+    {
+      const io::SafetensorsReader reader = io::SafetensorsReader::open(file);
+      StateDict tensors = reader.load_all();
+      damage.edit(tensors);
+      io::save_safetensors(file, tensors, reader.metadata());
+    }
+    const auto before = snapshot(dir.path());
+    c.steps = 6;
+    std::vector<std::string> parts = damage.message;
+    parts.push_back(CheckpointManager::file_name(4));
+    try {
+      train(c, true);
+      ADD_FAILURE() << "resumed from a damaged checkpoint: " << damage.message[0];
+    } catch (const Error& e) {
+      for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(snapshot(dir.path()), before) << damage.message[0];
+  }
+}
+
 /// Rewrite the run's metrics.jsonl as `lines`, resume it to `steps`: the steps metrics.jsonl then
 /// holds, and the notes the resume gave.
 std::pair<std::vector<int64_t>, std::vector<std::string>> resume_over(TrainConfig c, const std::vector<std::string>& lines, int64_t steps) {

@@ -21,12 +21,15 @@ struct Slice {
 struct EllipsisIndexType {};
 inline constexpr EllipsisIndexType Ellipsis{};
 
-/// One entry of an index list: an integer, a Slice, None (new axis) or Ellipsis.
+/// One entry of an index list: an integer, a Slice, None (new axis), Ellipsis, or a bool, which
+/// as in PyTorch adds an axis of size 1 (true) or 0 (false) where it stands: x[True] is x[None],
+/// not x[1].
 class TensorIndex {
  public:
-  enum class Kind : uint8_t { Integer, Slice, None, Ellipsis };
+  enum class Kind : uint8_t { Integer, Slice, None, Ellipsis, Boolean };
   TensorIndex(int64_t i) : kind_(Kind::Integer), integer_(i) {}  // NOLINT
   TensorIndex(int i) : kind_(Kind::Integer), integer_(i) {}      // NOLINT
+  TensorIndex(bool b) : kind_(Kind::Boolean), integer_(b) {}     // NOLINT
   TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}        // NOLINT
   TensorIndex(std::nullopt_t) : kind_(Kind::None) {}             // NOLINT
   TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}      // NOLINT

@@ -100,7 +100,7 @@ bool may_overlap(const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype) {
+void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype, bool aliased_ok) {
   TALLY_CHECK_TYPE_ERROR(!exact_dtype || spec.dtype == dst.dtype(), "Expected out tensor to have dtype ", dtype_name(spec.dtype),
                          ", but got ", dtype_name(dst.dtype()), " instead");
   TALLY_CHECK_TYPE_ERROR(can_cast(spec.dtype, dst.dtype()), "result type ", dtype_name(spec.dtype),
@@ -109,7 +109,7 @@ void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizab
     TALLY_CHECK(resizable, "output with shape ", dst.sizes(), " doesn't match the broadcast shape ", IntArrayRef(spec.sizes));
     resize_output(dst, spec.sizes);
   }
-  geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
+  if (!aliased_ok) geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
 }
 
 DimVector detail::output_strides(IntArrayRef sizes, std::span<const Tensor* const> inputs) {

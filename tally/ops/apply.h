@@ -548,12 +548,21 @@ void refuse_inplace_in_graph(std::string_view op, const Tensor& self, const Smal
 
 /// Raises unless a result of `spec` can be written into `dst` (Note [Forms]): its dtype must
 /// cast to dst's (be dst's, for an op with `exact_out_dtype`), and in place its shape must be
-/// dst's. For out=, resizes dst instead.
-void check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype);
+/// dst's. For out=, resizes dst instead. Unless `aliased_ok`, dst may not have elements that share
+/// memory (an expanded tensor).
+void check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype, bool aliased_ok = false);
 
 template <class Op>
 constexpr bool exact_out_dtype() {
   if constexpr (requires { Op::exact_out_dtype; }) return Op::exact_out_dtype;
+  else return false;
+}
+
+/// An op whose every element of the result is one value (fill_) may write a destination whose
+/// elements share memory, as PyTorch's fill_ and zero_ do: `static constexpr bool aliased_output_ok = true;`.
+template <class Op>
+constexpr bool aliased_output_ok() {
+  if constexpr (requires { Op::aliased_output_ok; }) return Op::aliased_output_ok;
   else return false;
 }
 
@@ -595,7 +604,7 @@ template <class Op, class... Args>
 Tensor& write_into(Tensor& dst, bool resizable, Device device, const Args&... args) {
   OpScope scope(device);
   const OutputSpec spec = Op::meta(args...);
-  check_result_fits(spec, dst, resizable, exact_out_dtype<Op>());
+  check_result_fits(spec, dst, resizable, exact_out_dtype<Op>(), aliased_output_ok<Op>());
   if ((!device.is_meta() || compute_on_meta<Op>()) && dst.numel() > 0) write_result<Op>(spec, dst, args...);
   // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
   // are the outer op's; only the user's own call moves the version.

@@ -75,6 +75,8 @@ struct SubDef {
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   static void check(const Tensor& a, const Tensor& b, Dtype) {
+    TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool || b.dtype() != kBool, "Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.");
     TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
   }
   template <class C> static C f(C a, C b) { return static_cast<C>(a - b); }

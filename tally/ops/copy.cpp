@@ -192,6 +192,7 @@ struct Fill {
   static constexpr std::string_view name = "fill_";
   static constexpr bool supports_cuda = true;
   static constexpr bool elementwise = true;
+  static constexpr bool aliased_output_ok = true;  // one value: zeros({1, 3}).expand({2, 3}).fill_(2) is torch's too
   static ops::OutputSpec meta(const Tensor& dst, Scalar value) {
     check_scalar_fits(value, dst.dtype(), name);
     return {DimVector(dst.sizes()), dst.dtype()};

@@ -30,8 +30,11 @@ struct AddcdivDef {
   static constexpr auto cuda_op = kernels::cuda::PointwiseOp::Addcdiv;
   static constexpr int64_t flops = 3;  // t1/t2, ·v, +self
   template <class C> static C f(C self, C t1, C t2, C v) { return self + v * (t1 / t2); }
-  static void check(Dtype dt) {
-    TALLY_CHECK_TYPE_ERROR(is_floating_point(dt), "Integer division with addcdiv is no longer supported, and in a future "
+  // PyTorch refuses integer tensor1 and tensor2 (bool counts) whatever self is: their quotient
+  // would once have been an integer division.
+  static void check(Dtype t1, Dtype t2) {
+    auto integral = [](Dtype d) { return is_integral(d) || d == kBool; };
+    TALLY_CHECK_TYPE_ERROR(!integral(t1) || !integral(t2), "Integer division with addcdiv is no longer supported, and in a future "
                            "release addcdiv will perform a true division of tensor1 and tensor2. Use a floating dtype.");
   }
   static Tensor grad_t1(const Tensor& g, const Tensor&, const Tensor& t2, Scalar v) { return g * v / t2; }
@@ -50,7 +53,7 @@ struct Pointwise {
     const Dtype dt = result_type({&self, &t1, &t2});
     check_arith(dt, Def::name);
     TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"", Def::name, "_cpu_out\" not implemented for 'Bool'");
-    if constexpr (requires { Def::check(dt); }) Def::check(dt);
+    if constexpr (requires { Def::check(t1.dtype(), t2.dtype()); }) Def::check(t1.dtype(), t2.dtype());
     check_scalar_fits(value, dt, Def::name);
     return {geometry::broadcast_shapes(geometry::broadcast_shapes(self.sizes(), t1.sizes()), t2.sizes()), dt};
   }

@@ -60,12 +60,15 @@ struct AsStrided : ViewCost {
     geometry::check_sizes(sizes, "as_strided");
     TALLY_CHECK(offset >= 0, "as_strided: negative storage offset ", offset);
     int64_t last = offset;
-    bool empty = false;
+    bool empty = false, overflow = false;
     for (size_t i = 0; i < sizes.size(); ++i) {
       TALLY_CHECK(strides[i] >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ", strides);
+      int64_t reach = 0;
       if (sizes[i] == 0) empty = true;
-      else last += (sizes[i] - 1) * strides[i];
+      else overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) || __builtin_add_overflow(last, reach, &last);
     }
+    // A wrapped `last` would pass the bound below and view memory far outside the storage.
+    TALLY_CHECK(empty || !overflow, "Storage size calculation overflowed with sizes=", sizes, " and strides=", strides);
     const int64_t available = x.storage()->nbytes() / x.element_size();
     TALLY_CHECK(empty || last < available, "setStorage: sizes ", sizes, ", strides ", strides, ", storage offset ",
                 offset, " require ", (last + 1) * x.element_size(), " bytes but the storage has only ",
@@ -196,8 +199,10 @@ struct Slice : ViewCost {
     s = std::clamp<int64_t>(s, 0, n);
     e = std::clamp<int64_t>(e, s, n);
     DimVector sizes = DimVector(x.sizes()), strides = DimVector(x.strides());
-    sizes[dim] = (e - s + step - 1) / step;
-    strides[dim] *= step;
+    // Written so that no step overflows (e − s + step − 1 did, for a step near INT64_MAX); a
+    // stride too large for int64 only arises for a dim of one element, where it is never used.
+    sizes[dim] = e > s ? (e - s - 1) / step + 1 : 0;
+    if (__builtin_mul_overflow(strides[dim], step, &strides[dim])) strides[dim] = x.strides()[dim];
     return make_view(x, std::move(sizes), std::move(strides), x.storage_offset() + s * x.strides()[dim]);
   }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& x, int64_t dim, std::optional<int64_t> start,
@@ -357,6 +362,7 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
         break;
       }
       case K::None: out = out.unsqueeze(d); ++d; break;
+      case K::Boolean: out = out.unsqueeze(d).slice(d, 0, i.integer(), 1); ++d; break;
       case K::Ellipsis: d += dim() - consumed; break;
     }
   }

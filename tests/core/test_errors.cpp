@@ -110,6 +110,8 @@ TEST(Errors, UnsupportedDtype) {
   msg = message_of<TypeError>([] { -ones({3}, kBool); });
   expect_contains(msg, "Negation, the `-` operator, on a bool tensor is not supported");
   msg = message_of<TypeError>([] { ones({2}, kBool) - ones({2}, kBool); });
+  expect_contains(msg, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator");
+  msg = message_of<TypeError>([] { ones({2}, kBool) - ones({2}); });
   expect_contains(msg, "Subtraction, the `-` operator, with a bool tensor is not supported");
   Tensor i = ones({2}, kInt64);
   msg = message_of<TypeError>([&] { i += ones({2}); });

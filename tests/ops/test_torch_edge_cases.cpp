@@ -411,3 +411,70 @@ TEST(TorchEdgeCases, NegativeExpandsOverflowingNarrowsAndZeroDimDimsAreRefused) 
   expect_error<ValueError>([] { sum(scalar_tensor(3.5), {0, -1}); }, {"dim 0 appears multiple times"});
   EXPECT_EQ(sum(scalar_tensor(3.5), {-1}).item<double>(), 3.5);
 }
+
+TEST(TorchEdgeCases, HalfVarianceOfManyElementsFillOfAnExpandedTensorAndAddcdivOfIntegers) {
+  // torch 1.13: var/std of 100000 float16 values of 0.1 are 0 (tally's float16 mean divided by a
+  // count that is inf in float16, and gave 0.01 and 0.1).
+  const Tensor h = full({100000}, 0.1, TensorOptions(kFloat16));
+  EXPECT_EQ(h.var().item<float>(), 0.0f);
+  EXPECT_EQ(tally::std(h).item<float>(), 0.0f);
+  EXPECT_EQ(full({2, 100000}, 0.1, TensorOptions(kBFloat16)).var({1}).dtype(), kBFloat16);
+  EXPECT_TRUE(full({2, 100000}, 0.1, TensorOptions(kFloat16)).var({1}).equal(zeros({2}, TensorOptions(kFloat16))));
+  // fill_ and zero_ write one value, so an expanded tensor takes them, as torch's does.
+  Tensor base = zeros({1, 3});
+  Tensor wide = base.expand({2, 3});
+  wide.fill_(2);
+  EXPECT_TRUE(base.equal(full({1, 3}, 2.0)));
+  wide.zero_();
+  EXPECT_TRUE(base.equal(zeros({1, 3})));
+  expect_error<ValueError>([&] { wide.add_(1); }, {"more than one element of the written-to tensor refers to a single memory location"});
+  // addcdiv refuses integer tensor1 and tensor2 whatever self is; one floating divisor is fine.
+  const Tensor one = tensor({1.0}), two = tensor({2}, TensorOptions(kInt64)), four = tensor({4}, TensorOptions(kInt64));
+  expect_error<TypeError>([&] { addcdiv(one, two, four); }, {"Integer division with addcdiv is no longer supported"});
+  expect_error<TypeError>([&] { addcdiv(one, tensor({true}), tensor({true})); }, {"Integer division with addcdiv"});
+  EXPECT_EQ(addcdiv(one, two, tensor({4.0})).item<float>(), 1.5f);
+  // bool − bool names ^ (torch's message); bool − float names ~.
+  expect_error<TypeError>([] { tensor({true}) - tensor({true}); }, {"with two bool tensors is not supported", "logical_xor()"});
+  expect_error<TypeError>([] { tensor({true}) - tensor({1.0}); }, {"with a bool tensor is not supported", "logical_not()"});
+}
+
+TEST(TorchEdgeCases, BoolIndicesAddAnAxisAndOverflowingViewsAreRefused) {
+  using namespace tally::indexing;
+  const Tensor x = arange(20, TensorOptions(kFloat64)).reshape({4, 5});
+  // torch: x[True] is [1, 4, 5] (all of x), x[False] [0, 4, 5], x[:, True] [4, 1, 5]; a bool was
+  // read as the integer 1 or 0 (a row).
+  EXPECT_EQ(x.index({true}).sizes(), IntArrayRef({1, 4, 5}));
+  EXPECT_TRUE(x.index({true}).select(0, 0).equal(x));
+  EXPECT_EQ(x.index({false}).sizes(), IntArrayRef({0, 4, 5}));
+  EXPECT_EQ(x.index({Slice(), true}).sizes(), IntArrayRef({4, 1, 5}));
+  EXPECT_EQ(x.index({1, true, Ellipsis}).sizes(), IntArrayRef({1, 5}));
+  // torch: "Storage size calculation overflowed with sizes=[3] and strides=[4611686018427387904]";
+  // the wrapped reach passed the bound and the view read element 0 three times.
+  expect_error<ValueError>([&] { x.as_strided({3}, {int64_t{1} << 62}); }, {"Storage size calculation overflowed with sizes=[3]"});
+  expect_error<ValueError>([&] { x.as_strided({3, 2}, {int64_t{1} << 62, 1}); }, {"Storage size calculation overflowed"});
+  // A step near INT64_MAX gave a size of -1; one element is what Python's list slice gives.
+  const Tensor one_row = x.index({Slice(1, None, std::numeric_limits<int64_t>::max() - 1)});
+  EXPECT_EQ(one_row.sizes(), IntArrayRef({1, 5}));
+  EXPECT_TRUE(one_row.select(0, 0).equal(x.select(0, 1)));
+  EXPECT_EQ(x.index({Slice(None, None, std::numeric_limits<int64_t>::max())}).sizes(), IntArrayRef({1, 5}));
+}
+
+TEST(TorchEdgeCases, BinaryCrossEntropyAtZeroAndOneAndEmptyGatherIndices) {
+  // torch 1.13: the gradient is (p − t) / max(p·(1 − p), 1e-12), finite at p = 0 and 1 (the
+  // clamped logs' own rule gave NaN there; float32's sigmoid reaches 1 from x ≈ 17).
+  Tensor p = tensor({0.0, 1.0, 0.3, 0.9, 1e-30}).requires_grad_();
+  const Tensor t = tensor({1.0, 0.0, 0.0, 1.0, 0.5});
+  const Tensor loss = binary_cross_entropy(p, t, Reduction::Sum);
+  EXPECT_NEAR(loss.item<float>(), 200.0 - std::log(0.7) - std::log(0.9) - 0.5 * std::log(1e-30), 5e-3);  // torch: 235.0008
+  loss.backward();
+  const std::vector<double> want = {-1e12, 1e12, 1.4285715, -1.1111112, -5e11};
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(p.grad().select(0, static_cast<int64_t>(i)).item<float>(), want[i], std::abs(want[i]) * 1e-6) << i;
+  // An empty index writes or reads nothing, and torch checks no shape then.
+  const Tensor x = arange(6, TensorOptions(kFloat32)).reshape({2, 3});
+  const Tensor none = zeros({0}, TensorOptions(kInt64));
+  EXPECT_TRUE(x.scatter(0, none, zeros({0})).equal(x));
+  EXPECT_TRUE(x.scatter_add(0, none, zeros({0})).equal(x));
+  EXPECT_TRUE(x.scatter(0, zeros({0, 9}, TensorOptions(kInt64)), 1.0).equal(x));
+  EXPECT_EQ(x.gather(0, none).sizes(), IntArrayRef({0}));
+}

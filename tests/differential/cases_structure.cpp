@@ -1,4 +1,4 @@
-// Structural families: cat/stack/index_select, matmul in all its ranks, triu/tril, reshape-style
+// Structural families: cat/stack/index_select/gather/scatter_add, matmul in all its ranks, triu/tril, reshape-style
 // copies of strided views, and dtype conversion between every pair of dtypes.
 
 #include "differential/catalog.h"
@@ -44,25 +44,25 @@ std::vector<Case> join_cases() {
   // along it for gather's repeats), from strided inputs; scatter of a value (repeats write the
   // same value, so their order cannot show).
   for (Dtype dt : kAllDtypes) {
-    cases.push_back(exact_case("Gather", "gather", {in({5, 6}, dt, "normal", Layout::Transposed), in({7, 4}, kInt64, "index:5")}, {{"dim", 0}}));
-    cases.push_back(exact_case("Gather", "gather", {in({3, 4, 5}, dt, "normal", Layout::Sliced), in({2, 4, 9}, kInt64, "index:5")}, {{"dim", -1}}));
-    cases.push_back(exact_case("Gather", "scatter_value", {in({4, 6}, dt, "normal", Layout::Transposed), in({3, 5}, kInt64, "index:6")},
+    cases.push_back(exact_case("Join", "gather", {in({5, 6}, dt, "normal", Layout::Transposed), in({7, 4}, kInt64, "index:5")}, {{"dim", 0}}));
+    cases.push_back(exact_case("Join", "gather", {in({3, 4, 5}, dt, "normal", Layout::Sliced), in({2, 4, 9}, kInt64, "index:5")}, {{"dim", -1}}));
+    cases.push_back(exact_case("Join", "scatter_value", {in({4, 6}, dt, "normal", Layout::Transposed), in({3, 5}, kInt64, "index:6")},
                                {{"dim", 1}, {"value", 1}}));
     if (dt != kBool) {  // bool sums are ORs in torch, a case of their own below
-      cases.push_back(exact_case("Gather", "scatter_add", {in({5, 4, 3}, dt), in({9, 2, 3}, kInt64, "index:5"),
+      cases.push_back(exact_case("Join", "scatter_add", {in({5, 4, 3}, dt), in({9, 2, 3}, kInt64, "index:5"),
                                                           in({9, 4, 3}, dt, "normal", Layout::Sliced)}, {{"dim", 0}}));
     }
   }
-  cases.push_back(exact_case("Gather", "scatter_add", {in({6}, kBool), in({8}, kInt64, "index:6"), in({8}, kBool)}, {{"dim", 0}}));
-  cases.push_back(exact_case("Gather", "gather", {in({5, 6}, kFloat32), in({0, 6}, kInt64, "index:5")}, {{"dim", 0}}));  // empty
-  cases.push_back(exact_case("Gather", "gather", {in({}, kFloat32), in({3}, kInt64, "index:1")}, {{"dim", 0}}));  // 0-d as [1]
+  cases.push_back(exact_case("Join", "scatter_add", {in({6}, kBool), in({8}, kInt64, "index:6"), in({8}, kBool)}, {{"dim", 0}}));
+  cases.push_back(exact_case("Join", "gather", {in({5, 6}, kFloat32), in({0, 6}, kInt64, "index:5")}, {{"dim", 0}}));  // empty
+  cases.push_back(exact_case("Join", "gather", {in({}, kFloat32), in({3}, kInt64, "index:1")}, {{"dim", 0}}));  // 0-d as [1]
   // Errors: out-of-range values, an index larger than x outside dim, of another rank or dtype.
-  cases.push_back(exact_case("Gather", "gather", {in({5, 6}, kFloat32), in({2, 6}, kInt64, "index:9")}, {{"dim", 0}}));
-  cases.push_back(exact_case("Gather", "gather", {in({5, 6}, kFloat32), in({2, 7}, kInt64, "index:5")}, {{"dim", 0}}));
-  cases.push_back(exact_case("Gather", "gather", {in({5, 6}, kFloat32), in({6}, kInt64, "index:5")}, {{"dim", 0}}));
-  cases.push_back(exact_case("Gather", "gather", {in({5, 6}, kFloat32), in({2, 6}, kInt32, "index:5")}, {{"dim", 0}}));
-  cases.push_back(exact_case("Gather", "scatter_add", {in({5, 6}, kFloat32), in({3, 6}, kInt64, "index:5"), in({2, 6}, kFloat32)}, {{"dim", 0}}));
-  cases.push_back(exact_case("Gather", "scatter_add", {in({5, 6}, kFloat32), in({3, 6}, kInt64, "index:5"), in({3, 6}, kFloat64)}, {{"dim", 0}}));
+  cases.push_back(exact_case("Join", "gather", {in({5, 6}, kFloat32), in({2, 6}, kInt64, "index:9")}, {{"dim", 0}}));
+  cases.push_back(exact_case("Join", "gather", {in({5, 6}, kFloat32), in({2, 7}, kInt64, "index:5")}, {{"dim", 0}}));
+  cases.push_back(exact_case("Join", "gather", {in({5, 6}, kFloat32), in({6}, kInt64, "index:5")}, {{"dim", 0}}));
+  cases.push_back(exact_case("Join", "gather", {in({5, 6}, kFloat32), in({2, 6}, kInt32, "index:5")}, {{"dim", 0}}));
+  cases.push_back(exact_case("Join", "scatter_add", {in({5, 6}, kFloat32), in({3, 6}, kInt64, "index:5"), in({2, 6}, kFloat32)}, {{"dim", 0}}));
+  cases.push_back(exact_case("Join", "scatter_add", {in({5, 6}, kFloat32), in({3, 6}, kInt64, "index:5"), in({3, 6}, kFloat64)}, {{"dim", 0}}));
   // Empty pieces and indices; shape mismatches and out-of-range indices are errors.
   cases.push_back(exact_case("Join", "cat", {in({0, 3}, kFloat32), in({2, 3}, kFloat32, "normal", Layout::Sliced)}, {{"dim", 0}}));
   cases.push_back(exact_case("Join", "stack", {in({0, 3}, kInt64), in({0, 3}, kInt64)}, {{"dim", 1}}));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tally/ops/apply.h"
+#include "tally/ops/checked_index.h"
 #include "tally/ops/creation.h"
 
 namespace tally {
@@ -23,34 +24,24 @@ void check_index_dtype(const Tensor& index, const char* op) {
   TALLY_CHECK_TYPE_ERROR(index.dtype() == kInt64, op, "(): Expected dtype int64 for index, but got ", dtype_name(index.dtype()));
 }
 
-/// The index's values, contiguous on the host, each checked to lie in [0, n) along `dim`.
-Tensor checked_values(const Tensor& index, int64_t n, int64_t dim) {
-  Tensor idx = index.to(kCPU).contiguous();
-  const int64_t* ids = idx.data_ptr<int64_t>();
-  for (int64_t i = 0; i < idx.numel(); ++i)
-    TALLY_CHECK_INDEX(ids[i] >= 0 && ids[i] < n, "index ", ids[i], " is out of bounds for dimension ", dim, " with size ", n);
-  return idx;
-}
-
-/// body(i, a, b) for each element i of the index (row-major), with a and b the element offsets
-/// it reaches in two tensors of strides `sa` and `sb`: along `dim` at the index's value `ids[i]`
-/// when the flag of that tensor is set, else at the index's own coordinate.
+/// body(a, b) for each element of `index` in row-major order, its value read from `ids` (the
+/// values flattened): a is the element offset it reaches in a tensor of strides `indexed`, whose
+/// coordinate along `dim` is the value, b the offset of its own position in one of strides `plain`.
 template <class Body>
-void each_position(const Tensor& idx, int64_t dim, const std::vector<int64_t>& sa, bool a_by_value, const std::vector<int64_t>& sb,
-                   bool b_by_value, Body body) {
-  const int64_t n = idx.numel(), nd = rank_of(idx);
-  const int64_t* ids = idx.data_ptr<int64_t>();
+void each_position(const Tensor& index, const int64_t* ids, int64_t dim, const std::vector<int64_t>& indexed,
+                   const std::vector<int64_t>& plain, Body body) {
+  const int64_t n = index.numel(), nd = rank_of(index);
   std::vector<int64_t> coord(static_cast<size_t>(nd), 0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t a = 0, b = 0;
     for (int64_t d = 0; d < nd; ++d) {
       const size_t u = static_cast<size_t>(d);
-      a += (d == dim && a_by_value ? ids[i] : coord[u]) * sa[u];
-      b += (d == dim && b_by_value ? ids[i] : coord[u]) * sb[u];
+      a += (d == dim ? ids[i] : coord[u]) * indexed[u];
+      b += coord[u] * plain[u];
     }
-    body(i, a, b);
+    body(a, b);
     for (int64_t d = nd - 1; d >= 0; --d) {
-      if (++coord[static_cast<size_t>(d)] < size_of(idx, d)) break;
+      if (++coord[static_cast<size_t>(d)] < size_of(index, d)) break;
       coord[static_cast<size_t>(d)] = 0;
     }
   }
@@ -92,12 +83,12 @@ struct Gather {
   }
   static void compute(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
     dim = maybe_wrap_dim(dim, x.dim());
-    const Tensor idx = checked_values(index, size_of(x, dim), dim);
+    const Tensor ids = ops::checked_index(index, size_of(x, dim), "index ", dim);
     const size_t bytes = static_cast<size_t>(x.element_size());
     const char* src = static_cast<const char*>(x.data_ptr());
     char* dst = static_cast<char*>(out.data_ptr());
-    each_position(idx, dim, strides_of(x), true, strides_of(out), false,
-                  [&](int64_t, int64_t a, int64_t b) { std::memcpy(dst + b * bytes, src + a * bytes, bytes); });
+    each_position(index, ids.data_ptr<int64_t>(), dim, strides_of(x), strides_of(out),
+                  [&](int64_t a, int64_t b) { std::memcpy(dst + b * bytes, src + a * bytes, bytes); });
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t, const Tensor& index) {
     return {0, out.nbytes() + index.nbytes(), out.nbytes()};
@@ -142,13 +133,14 @@ void check_scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 void scatter_into(const Tensor& out, int64_t dim, const Tensor& index, const void* src, const std::vector<int64_t>& ss, bool add,
                   std::string_view name) {
   dim = maybe_wrap_dim(dim, out.dim());
-  const Tensor idx = checked_values(index, size_of(out, dim), dim);
+  const Tensor checked = ops::checked_index(index, size_of(out, dim), "index ", dim);
+  const int64_t* ids = checked.data_ptr<int64_t>();
   const std::vector<int64_t> so = strides_of(out);
   if (!add) {
     const size_t bytes = static_cast<size_t>(out.element_size());
     const char* s = static_cast<const char*>(src);
     char* o = static_cast<char*>(out.data_ptr());
-    each_position(idx, dim, so, true, ss, false, [&](int64_t, int64_t a, int64_t b) { std::memcpy(o + a * bytes, s + b * bytes, bytes); });
+    each_position(index, ids, dim, so, ss, [&](int64_t a, int64_t b) { std::memcpy(o + a * bytes, s + b * bytes, bytes); });
     return;
   }
   // In index order, each sum rounded once like add_'s (index_add's rule).
@@ -156,8 +148,7 @@ void scatter_into(const Tensor& out, int64_t dim, const Tensor& index, const voi
     using C = compute_t<T>;
     T* o = static_cast<T*>(out.data_ptr());
     const T* s = static_cast<const T*>(src);
-    each_position(idx, dim, so, true, ss, false,
-                  [&](int64_t, int64_t a, int64_t b) { o[a] = cast_to<T>(static_cast<C>(o[a]) + static_cast<C>(s[b])); });
+    each_position(index, ids, dim, so, ss, [&](int64_t a, int64_t b) { o[a] = cast_to<T>(static_cast<C>(o[a]) + static_cast<C>(s[b])); });
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "tally/kernels/cuda/kernels.h"
 #include "tally/ops/apply.h"
+#include "tally/ops/checked_index.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 
@@ -90,18 +91,6 @@ std::pair<int64_t, int64_t> around(const Tensor& x, int64_t dim) {
   return {outer, inner};
 }
 
-/// The indices as contiguous int64 on the host, each checked to lie in [0, n) for a dim of size n
-/// (the message from `what`): the bounds are checked here, with the values, on either device (a
-/// GPU index is copied over to be read). A negative index is out of range, as in PyTorch's
-/// index_select, index_add and embedding, which do not count from the end as x[-1] does.
-Tensor checked_index(const Tensor& index, int64_t n, const char* what, int64_t dim) {
-  Tensor idx = index.to(kCPU).to(kInt64).contiguous().reshape({-1});
-  const int64_t* ids = idx.data_ptr<int64_t>();
-  for (int64_t i = 0; i < idx.numel(); ++i)
-    TALLY_CHECK_INDEX(ids[i] >= 0 && ids[i] < n, what, ids[i], " is out of bounds for dimension ", dim, " with size ", n);
-  return idx;
-}
-
 struct IndexSelect {
   static constexpr std::string_view name = "index_select";
   static constexpr bool supports_cuda = true;
@@ -118,7 +107,7 @@ struct IndexSelect {
   static void compute(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
     dim = maybe_wrap_dim(dim, x.dim());
     const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
-    const Tensor idx = checked_index(index, n, "index out of range in self: index ", dim);
+    const Tensor idx = ops::checked_index(index, n, "index out of range in self: index ", dim);
     if (x.dim() == 0) {
       Tensor(out).copy_(x);
       return;
@@ -179,7 +168,7 @@ struct IndexAdd {
   static void compute(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
     dim = maybe_wrap_dim(dim, x.dim());
     const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
-    const Tensor idx = checked_index(index, n, "index_add_(): index ", dim);
+    const Tensor idx = ops::checked_index(index, n, "index_add_(): index ", dim);
     if (!out.is_same(x)) Tensor(out).copy_(x);
     const int64_t k = idx.numel();
     // Row by row in index order, as index_select's gather in reverse (an embedding's backward:
@@ -224,6 +213,14 @@ struct IndexAdd {
 };
 
 }  // namespace
+
+Tensor ops::checked_index(const Tensor& index, int64_t n, const char* what, int64_t dim) {
+  Tensor idx = index.to(kCPU).to(kInt64).contiguous().reshape({-1});
+  const int64_t* ids = idx.data_ptr<int64_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    TALLY_CHECK_INDEX(ids[i] >= 0 && ids[i] < n, what, ids[i], " is out of bounds for dimension ", dim, " with size ", n);
+  return idx;
+}
 
 Tensor cat(const TensorList& tensors, int64_t dim) { return ops::apply<Cat>(tensors, dim); }
 

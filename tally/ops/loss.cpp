@@ -1,7 +1,6 @@
 // cross_entropy as one op over rows of logits, and its backward as another: each reads a row of
 // C logits once (max, then exp-sum, in cache) and never materialises log_softmax, so a language
 // model's [B·T, V] log-probabilities cost no memory (on the CPU; GpuRows says how the GPU does it).
-// mse_loss is a composite of existing ops.
 //
 // Per row with target t, log-sum-exp L = m + log Σ exp(x_c − m) and smoothing ε:
 //   loss = (1 − ε)·(L − x_t) + ε·(L − mean_c x_c)          (= −Σ_c q_c log p_c, q = (1 − ε)·onehot + ε/C)
@@ -322,18 +321,6 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     return options.reduction == Reduction::None ? loss.view(target.sizes()) : loss;
   }
   return ops::apply<CrossEntropy>(input, target, options.ignore_index, options.label_smoothing, options.reduction);
-}
-
-Tensor mse_loss(const Tensor& input_, const Tensor& target_, Reduction reduction) {
-  Tensor input = input_, target = target_;
-  const ops::AutocastRegion autocast("mse_loss", {&input, &target});
-  Tensor sq = square(input - target);
-  switch (reduction) {
-    case Reduction::None: return sq;
-    case Reduction::Sum: return sq.sum();
-    case Reduction::Mean: break;
-  }
-  return sq.mean();
 }
 
 #endif  // TALLY_PRIMARY_PASS

@@ -1,7 +1,7 @@
 #pragma once
-// Loss functions (torch.nn.functional's): mean squared error, cross-entropy fused from
-// log-softmax and negative log-likelihood so that the [N, C] log-probabilities are never stored,
-// and, composed of other ops (loss_composed.cpp), nll_loss and binary cross-entropy.
+// Loss functions (torch.nn.functional's): cross-entropy fused from log-softmax and negative
+// log-likelihood so that the [N, C] log-probabilities are never stored (loss.cpp), and, composed
+// of other ops (loss_composed.cpp), mean squared error, nll_loss and binary cross-entropy.
 
 #include <cstdint>
 

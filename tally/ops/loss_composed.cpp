@@ -1,6 +1,6 @@
-// Losses composed of other ops: nll_loss (a gather of each row's target log-probability) and
-// binary cross-entropy from probabilities or logits. Their costs, memory and gradients are those
-// of the ops they are made of; the checks and messages are PyTorch's.
+// Losses composed of other ops: mse_loss, nll_loss (a gather of each row's target
+// log-probability) and binary cross-entropy from probabilities or logits. Their costs, memory
+// and gradients are those of the ops they are made of; the checks and messages are PyTorch's.
 
 #include <limits>
 
@@ -30,6 +30,12 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target)
 }
 
 }  // namespace
+
+Tensor mse_loss(const Tensor& input_, const Tensor& target_, Reduction reduction) {
+  Tensor input = input_, target = target_;
+  const ops::AutocastRegion autocast("mse_loss", {&input, &target});
+  return reduce(square(input - target), reduction);
+}
 
 Tensor nll_loss(const Tensor& input_, const Tensor& target, int64_t ignore_index, Reduction reduction) {
   Tensor input = input_;

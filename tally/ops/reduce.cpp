@@ -38,6 +38,15 @@ kernels::Vec16f load_lanes(const T* p) {
   else return kernels::load_16bit<T>(reinterpret_cast<const uint16_t*>(p));
 }
 
+/// acc[j] += src[j] for j < n, 16 lanes at a time.
+template <class T>
+  requires kFloatLanes<T>
+void add_lanes(float* acc, const T* src, int64_t n) {
+  const int64_t vectors = n / 16 * 16;
+  for (int64_t j = 0; j < vectors; j += 16) kernels::store(acc + j, kernels::add(kernels::load(acc + j), load_lanes(src + j)));
+  for (int64_t j = vectors; j < n; ++j) acc[j] += static_cast<float>(src[j]);
+}
+
 template <class T>
 struct SumFold {
   using C = compute_t<T>;
@@ -86,21 +95,13 @@ struct SumFold {
     constexpr int64_t kBlockRows = 64, kBlocks = 16, kChunk = 1024;
     float partial[kChunk], blocks[kChunk];
     for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
-      const int64_t nj = std::min(kChunk, n - j0), vectors = nj / 16 * 16;
+      const int64_t nj = std::min(kChunk, n - j0);
       for (int64_t i0 = 0; i0 < rows; i0 += kBlockRows * kBlocks) {
         std::fill(blocks, blocks + nj, 0.0f);
         for (int64_t b0 = i0; b0 < std::min(rows, i0 + kBlockRows * kBlocks); b0 += kBlockRows) {
           std::fill(partial, partial + nj, 0.0f);
-          for (int64_t i = b0; i < std::min(rows, b0 + kBlockRows); ++i) {
-            const T* row = x + i * row_stride + j0;
-            for (int64_t j = 0; j < vectors; j += 16) {
-              kernels::store(partial + j, kernels::add(kernels::load(partial + j), load_lanes(row + j)));
-            }
-            for (int64_t j = vectors; j < nj; ++j) partial[j] += static_cast<float>(row[j]);
-          }
-          for (int64_t j = 0; j < vectors; j += 16)
-            kernels::store(blocks + j, kernels::add(kernels::load(blocks + j), kernels::load(partial + j)));
-          for (int64_t j = vectors; j < nj; ++j) blocks[j] += partial[j];
+          for (int64_t i = b0; i < std::min(rows, b0 + kBlockRows); ++i) add_lanes(partial, x + i * row_stride + j0, nj);
+          add_lanes(blocks, partial, nj);
         }
         for (int64_t j = 0; j < nj; ++j) acc(j0 + j, blocks[j]);
       }
@@ -577,12 +578,10 @@ Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
   // PyTorch accumulates them: in float16 a square or the sum passes 65504 long before the variance
   // does (1000 values of ±30 gave inf), and so does the mean's count (100000 values of 0.1 had a
   // mean of 0 and a variance of 0.01 where torch's is 0).
-  const bool narrow = x.dtype() == kFloat16 || x.dtype() == kBFloat16;
-  const Tensor wide = narrow ? x.to(kFloat32) : x;
+  const Tensor wide = x.to(promote_types(x.dtype(), kFloat32));
   Tensor ss = sum(square(wide - mean(wide, dims, true)), dims, keepdim);
   const int64_t n = x.numel() / std::max<int64_t>(ss.numel(), 1);
-  Tensor v = ss / static_cast<double>(std::max<int64_t>(n - correction, 0));
-  return narrow ? v.to(x.dtype()) : v;
+  return (ss / static_cast<double>(std::max<int64_t>(n - correction, 0))).to(x.dtype());
 }
 
 Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {

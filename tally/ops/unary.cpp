@@ -224,27 +224,30 @@ struct Expm1Def {
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (out + 1); }
 };
-/// log2 and log10: ln x scaled, so each counts two steps, as log1p.
-struct Log2Def {
-  static constexpr std::string_view name = "log2";
-  static constexpr std::string_view reference = "torch.log2";
+/// log2 and log10: ln x scaled, so each counts two steps, as log1p; d log_b x = 1 / (x · ln b).
+template <class Base>
+struct LogBaseDef {
+  static constexpr std::string_view name = Base::name;
+  static constexpr std::string_view reference = Base::reference;
   static constexpr std::string_view domain = "positive";
   static constexpr int64_t flops = 2;
   static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::log2(x); }
+  template <class C> static C f(C x) { return Base::log(x); }
   static constexpr UnaryReads reads{.x = true, .out = false};
-  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * M_LN2); }
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * Base::ln_base); }
 };
-struct Log10Def {
-  static constexpr std::string_view name = "log10";
-  static constexpr std::string_view reference = "torch.log10";
-  static constexpr std::string_view domain = "positive";
-  static constexpr int64_t flops = 2;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::log10(x); }
-  static constexpr UnaryReads reads{.x = true, .out = false};
-  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * M_LN10); }
+struct Base2 {
+  static constexpr std::string_view name = "log2", reference = "torch.log2";
+  static constexpr double ln_base = M_LN2;
+  template <class C> static C log(C x) { return std::log2(x); }
 };
+struct Base10 {
+  static constexpr std::string_view name = "log10", reference = "torch.log10";
+  static constexpr double ln_base = M_LN10;
+  template <class C> static C log(C x) { return std::log10(x); }
+};
+using Log2Def = LogBaseDef<Base2>;
+using Log10Def = LogBaseDef<Base10>;
 struct ReciprocalDef {
   static constexpr std::string_view name = "reciprocal";
   static constexpr std::string_view reference = "torch.reciprocal";

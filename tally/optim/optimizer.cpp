@@ -106,10 +106,16 @@ OptimizerParamState& Optimizer::state_for(const Tensor& param, const OptimizerOp
   // load_state_dict() all see the state the step uses (torch keeps it, unread, and would resume
   // with it were the option turned on again; here the state starts afresh then).
   const std::vector<std::pair<std::string, double>> wanted = state_init(options);
-  StateDict kept("optimizer state");
-  for (const auto& [name, t] : state.tensors.items())
-    if (std::any_of(wanted.begin(), wanted.end(), [&](const auto& w) { return w.first == name; })) kept.insert(name, t);
-  state.tensors = std::move(kept);
+  auto is_wanted = [&](const auto& item) {
+    return std::any_of(wanted.begin(), wanted.end(), [&](const auto& w) { return w.first == item.first; });
+  };
+  // Rebuilt only on the step after an option was turned off, not on every step.
+  if (!std::all_of(state.tensors.begin(), state.tensors.end(), is_wanted)) {
+    StateDict kept("optimizer state");
+    for (const auto& item : state.tensors)
+      if (is_wanted(item)) kept.insert(item.first, item.second);
+    state.tensors = std::move(kept);
+  }
   for (const auto& [name, value] : wanted) {
     if (state.tensors.contains(name)) continue;
     // Contiguous whatever the parameter's strides: the fused update walks it as an array.

@@ -1,6 +1,8 @@
 #include "tally/nn/init.h"
 
+#include <cctype>
 #include <cmath>
+#include <string>
 
 #include "tally/core/autograd_meta.h"
 
@@ -35,20 +37,29 @@ Tensor& constant_(Tensor& t, double value) {
 Tensor& zeros_(Tensor& t) { return constant_(t, 0.0); }
 Tensor& ones_(Tensor& t) { return constant_(t, 1.0); }
 
-Tensor& xavier_uniform_(Tensor& t, double gain, Generator* gen) {
+namespace {
+/// fan_in + fan_out, which Xavier's bounds divide by: torch divides by zero there.
+double xavier_fans(const Tensor& t, const char* op) {
   const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
-  const double a = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  TALLY_CHECK(fan_in + fan_out > 0, op, ": fan_in + fan_out is 0 for a tensor of shape ", t.sizes(), ", so there is no bound to draw within");
+  return static_cast<double>(fan_in + fan_out);
+}
+}  // namespace
+
+Tensor& xavier_uniform_(Tensor& t, double gain, Generator* gen) {
+  const double a = gain * std::sqrt(6.0 / xavier_fans(t, "xavier_uniform_"));
   return uniform_(t, -a, a, gen);
 }
 
 Tensor& xavier_normal_(Tensor& t, double gain, Generator* gen) {
-  const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
-  return normal_(t, 0.0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)), gen);
+  return normal_(t, 0.0, gain * std::sqrt(2.0 / xavier_fans(t, "xavier_normal_")), gen);
 }
 
 namespace {
-double kaiming_std(const Tensor& t, double a, std::string_view mode, std::string_view nonlinearity) {
-  TALLY_CHECK(mode == "fan_in" || mode == "fan_out", "Mode ", mode, " not supported, please use one of fan_in, fan_out");
+double kaiming_std(const Tensor& t, double a, std::string_view mode_name, std::string_view nonlinearity) {
+  std::string mode(mode_name);  // any case, as torch lowers it
+  for (char& c : mode) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  TALLY_CHECK(mode == "fan_in" || mode == "fan_out", "Mode ", mode_name, " not supported, please use one of fan_in, fan_out");
   const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
   const int64_t fan = mode == "fan_in" ? fan_in : fan_out;
   TALLY_CHECK(fan > 0, "Initializing zero-element tensors is a no-op");

@@ -14,7 +14,7 @@ Parameter::Parameter(Tensor data, bool requires_grad) : Tensor(std::move(data)) 
   TALLY_CHECK(defined(), "Parameter: the tensor is undefined");
   TALLY_CHECK(is_leaf(), "Parameter: a parameter must be a leaf tensor (detach() it first)");
   accounting::set_memory_category(*this, MemoryCategory::Parameters);
-  if (requires_grad) requires_grad_();
+  requires_grad_(requires_grad);  // off too: Parameter(t, false) of a t that requires grad does not, as torch's
 }
 
 Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
@@ -37,9 +37,27 @@ Tensor& Module::register_buffer(std::string name, Tensor tensor, bool persistent
   return buffers_.insert(std::move(name), std::move(tensor));
 }
 
+namespace {
+/// Whether `target` is `root` or lies below it.
+bool contains(const Module& root, const Module* target) {
+  std::unordered_set<const Module*> seen;
+  const std::function<bool(const Module&)> walk = [&](const Module& m) {
+    if (&m == target) return true;
+    if (!seen.insert(&m).second) return false;
+    for (const auto& child : m.children())
+      if (walk(*child)) return true;
+    return false;
+  };
+  return walk(root);
+}
+}  // namespace
+
 void Module::adopt(std::string name, std::shared_ptr<Module> module) {
   TALLY_CHECK(module != nullptr, type_name_, ": submodule '", name, "' is null");
   check_new_name(name);
+  // A cycle would make every walk over the modules endless (torch's state_dict recurses forever).
+  TALLY_CHECK(!contains(*module, this), type_name_, ": submodule '", name, "' (", module->type_name_,
+              ") contains this module; registering it would make a cycle");
   module->name_ = transparent_ && !name_.empty() ? name_ + "." + name : name;
   if (module->transparent_) {
     for (const auto& [key, child] : module->children_) child->name_ = module->name_ + "." + key;
@@ -71,9 +89,12 @@ OrderedDict<Tensor> Module::named_parameters(bool recurse) const {
 std::vector<Tensor> Module::parameters(bool recurse) const { return named_parameters(recurse).values(); }
 
 OrderedDict<Tensor> Module::named_buffers(bool recurse) const {
+  // Each tensor once, as named_parameters; an undefined buffer (torch's None) is not listed.
   OrderedDict<Tensor> out("buffer");
+  std::unordered_set<const TensorImpl*> seen;
   visit("", recurse, [&](const std::string& prefix, const Module& m) {
-    for (const auto& [key, b] : m.buffers_) out.insert(join(prefix, key), b);
+    for (const auto& [key, b] : m.buffers_)
+      if (b.defined() && seen.insert(&b.impl()).second) out.insert(join(prefix, key), b);
   });
   return out;
 }
@@ -124,34 +145,34 @@ StateDict Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+Module::IncompatibleKeys Module::load_state_dict(const StateDict& state, bool strict) {
   const StateDict own = state_dict();
-  std::vector<std::string> missing, unexpected;
+  IncompatibleKeys keys;
   for (const auto& [key, t] : own)
-    if (!state.contains(key)) missing.push_back(key);
+    if (!state.contains(key)) keys.missing_keys.push_back(key);
   for (const auto& [key, t] : state)
-    if (!own.contains(key)) unexpected.push_back(key);
+    if (!own.contains(key)) keys.unexpected_keys.push_back(key);
   auto list = [](const std::vector<std::string>& names) {
     std::string s;
     for (const std::string& n : names) s += (s.empty() ? "\"" : ", \"") + n + "\"";
     return s;
   };
-  if (strict && (!missing.empty() || !unexpected.empty())) {
-    std::string msg = "Error(s) in loading state_dict for " + type_name_ + ":";
-    if (!missing.empty()) msg += " Missing key(s) in state_dict: " + list(missing) + ".";
-    if (!unexpected.empty()) msg += " Unexpected key(s) in state_dict: " + list(unexpected) + ".";
-    throw ValueError(msg);
-  }
-  // Check every shape before copying anything, so a failed load leaves the module as it was.
+  // Every problem in one message, as torch's; nothing is copied unless there is none, so a
+  // refused load leaves the module as it was.
+  std::string problems;
+  if (strict && !keys.missing_keys.empty()) problems += " Missing key(s) in state_dict: " + list(keys.missing_keys) + ".";
+  if (strict && !keys.unexpected_keys.empty()) problems += " Unexpected key(s) in state_dict: " + list(keys.unexpected_keys) + ".";
   for (const auto& [key, dst] : own) {
     const Tensor* src = state.find(key);
-    TALLY_CHECK(src == nullptr || src->sizes() == dst.sizes(), "Error(s) in loading state_dict for ", type_name_,
-                ": size mismatch for ", key, ": copying a param with shape ", src->sizes(),
-                " from checkpoint, the shape in current model is ", dst.sizes(), ".");
+    if (src != nullptr && src->sizes() != dst.sizes())
+      problems += detail::str_cat(" size mismatch for ", key, ": copying a param with shape ", src->sizes(),
+                                  " from checkpoint, the shape in current model is ", dst.sizes(), ".");
   }
+  if (!problems.empty()) throw ValueError("Error(s) in loading state_dict for " + type_name_ + ":" + problems);
   NoGradGuard no_grad;
   for (const auto& [key, dst] : own)
     if (const Tensor* src = state.find(key)) Tensor(dst).copy_(*src);
+  return keys;
 }
 
 void Module::train(bool on) {

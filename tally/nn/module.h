@@ -75,11 +75,17 @@ class Module {
   /// Parameters and persistent buffers by dotted name, detached (they share storage with the
   /// module: save them, or copy before changing them).
   StateDict state_dict() const;
+  /// The names load_state_dict found missing from `state` and those in it that the module does
+  /// not have (torch's _IncompatibleKeys).
+  struct IncompatibleKeys {
+    std::vector<std::string> missing_keys;
+    std::vector<std::string> unexpected_keys;
+  };
   /// Copy `state` into the parameters and persistent buffers (no autograd history). With
-  /// `strict`, a name missing from `state` or not in the module is an error naming each one; a
-  /// shape mismatch is always an error naming the tensor and both shapes. Values are converted
-  /// to each tensor's dtype.
-  void load_state_dict(const StateDict& state, bool strict = true);
+  /// `strict`, a name missing from `state` or not in the module is an error; a shape mismatch is
+  /// always one. One error names every problem found, and a refused load changes nothing. Values
+  /// are converted to each tensor's dtype. Returns the names a non-strict load left out.
+  IncompatibleKeys load_state_dict(const StateDict& state, bool strict = true);
 
   // ---- mode, dtype, gradients ----
   /// Training mode for this module and its descendants (Dropout is active only in training).

@@ -17,44 +17,64 @@ LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
 
 void LRScheduler::step() {
   ++last_epoch_;
-  apply(false);
+  apply();
 }
 
-void LRScheduler::apply(bool closed_form) {
+void LRScheduler::apply() {
   std::vector<OptimizerParamGroup>& groups = optimizer_.param_groups();
   TALLY_CHECK(groups.size() == base_lrs_.size(), "lr scheduler: the optimizer has ", groups.size(),
               " param groups but the schedule was made for ", base_lrs_.size());
   last_lr_.clear();
   for (size_t g = 0; g < groups.size(); ++g) {
     const double lr = groups[g].options().get_lr();
-    last_lr_.push_back(closed_form ? lr_at(base_lrs_[g], last_epoch_) : chained_lr(lr, base_lrs_[g], last_epoch_));
+    last_lr_.push_back(chained_lr(lr, base_lrs_[g], last_epoch_));
     groups[g].options().set_lr(last_lr_.back());
   }
 }
 
+namespace {
+/// v as a float64 tensor of shape [v.size()].
+Tensor doubles(const std::vector<double>& v) {
+  Tensor t = empty({static_cast<int64_t>(v.size())}, TensorOptions(kFloat64));
+  std::copy(v.begin(), v.end(), t.data_ptr<double>());
+  return t;
+}
+}  // namespace
+
 StateDict LRScheduler::state_dict() const {
   StateDict out("lr scheduler state dict key");
   out.insert("last_epoch", scalar_tensor(last_epoch_, TensorOptions(kInt64)));
-  Tensor base = empty({static_cast<int64_t>(base_lrs_.size())}, TensorOptions(kFloat64));
-  for (size_t i = 0; i < base_lrs_.size(); ++i) base.data_ptr<double>()[i] = base_lrs_[i];
-  out.insert("base_lrs", base);
+  out.insert("base_lrs", doubles(base_lrs_));
+  out.insert("last_lr", doubles(last_lr_));
   return out;
 }
 
 void LRScheduler::load_state_dict(const StateDict& state_dict) {
   const int64_t groups = static_cast<int64_t>(base_lrs_.size());
   for (const auto& [key, value] : state_dict)
-    TALLY_CHECK(key == "last_epoch" || key == "base_lrs", "lr scheduler load_state_dict: unexpected key '", key, "'");
+    TALLY_CHECK(key == "last_epoch" || key == "base_lrs" || key == "last_lr", "lr scheduler load_state_dict: unexpected key '", key, "'");
   const Tensor* epoch = state_dict.find("last_epoch");
   const Tensor* base = state_dict.find("base_lrs");
+  const Tensor* last = state_dict.find("last_lr");  // absent from checkpoints of before it was kept
   TALLY_CHECK(epoch && epoch->dim() == 0 && epoch->dtype() == kInt64,
               "lr scheduler load_state_dict: expected 'last_epoch', an int64 0-d tensor");
-  TALLY_CHECK(base && base->dtype() == kFloat64 && base->sizes() == IntArrayRef{groups}, "lr scheduler load_state_dict: expected 'base_lrs', a float64 tensor of shape [",
-              groups, "]");
+  TALLY_CHECK(epoch->item<int64_t>() >= 0, "lr scheduler load_state_dict: 'last_epoch' must be a step count (>= 0), got ",
+              epoch->item<int64_t>());
+  for (const auto& [t, key] : {std::pair{base, "base_lrs"}, std::pair{last, "last_lr"}})
+    TALLY_CHECK((t == nullptr && t == last) || (t != nullptr && t->dtype() == kFloat64 && t->sizes() == IntArrayRef{groups}),
+                "lr scheduler load_state_dict: expected '", key, "', a float64 tensor of shape [", groups, "]");
   last_epoch_ = epoch->item<int64_t>();
   const Tensor b = base->contiguous();
-  for (int64_t i = 0; i < groups; ++i) base_lrs_[i] = b.data_ptr<double>()[i];
-  apply(true);
+  base_lrs_.assign(b.data_ptr<double>(), b.data_ptr<double>() + groups);
+  // The optimizer's lrs are its own state, loaded with it: a schedule's load leaves them, as
+  // torch's does, so that two chained schedules resume the lr they made together.
+  if (last) {
+    const Tensor l = last->contiguous();
+    last_lr_.assign(l.data_ptr<double>(), l.data_ptr<double>() + groups);
+  } else {
+    last_lr_.clear();
+    for (const OptimizerParamGroup& g : optimizer_.param_groups()) last_lr_.push_back(g.options().get_lr());
+  }
 }
 
 ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)

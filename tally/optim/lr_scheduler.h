@@ -3,8 +3,9 @@
 // schedule changed it (initial_lr, which the first schedule records), and a step counter drives
 // the rest. A schedule whose lr is a closed form of the step (WarmupCosineLR, as LambdaLR) sets
 // it outright; the others, chainable as torch's, scale the lr they find, so that two schedules on
-// one optimizer compose and an lr set by hand is kept (a load sets each one's closed form). A schedule's whole state is its counter
-// and base lrs.
+// one optimizer compose and an lr set by hand is kept. A schedule's whole state is its counter,
+// base lrs and last lrs; the lrs themselves are the optimizer's state, which a schedule's load
+// leaves as they are (as torch's), so chained schedules resume the lr they made together.
 
 #include <cstdint>
 #include <functional>
@@ -29,9 +30,11 @@ class LRScheduler {
   const std::vector<double>& get_last_lr() const { return last_lr_; }
   /// Steps taken since the schedule was made (PyTorch's last_epoch).
   int64_t last_epoch() const { return last_epoch_; }
-  /// `last_epoch` (int64 0-d) and `base_lrs` (float64, one per group).
+  /// `last_epoch` (int64 0-d), `base_lrs` and `last_lr` (float64, one per group).
   StateDict state_dict() const;
-  /// Restore state_dict()'s counter and base lrs, strictly, and set the lrs of that step.
+  /// Restore state_dict()'s counter, base lrs and last lrs, strictly (a state without last_lr,
+  /// as older checkpoints have, takes the optimizer's lrs as the last ones); the optimizer's lrs
+  /// are not changed: load the optimizer's own state for them.
   void load_state_dict(const StateDict& state_dict);
 
  protected:
@@ -39,9 +42,8 @@ class LRScheduler {
   /// fields are set.
   explicit LRScheduler(Optimizer& optimizer);
   /// Set the lrs of step 0.
-  void start() { apply(false); }
-  /// The lr at step `step` of a group whose base lr is `base_lr`, this schedule alone: what
-  /// load_state_dict sets.
+  void start() { apply(); }
+  /// The lr at step `step` of a group whose base lr is `base_lr`, this schedule alone.
   virtual double lr_at(double base_lr, int64_t step) const = 0;
   /// The lr at step `step` of a group whose lr is now `lr`: lr_at, unless the schedule is
   /// chainable (torch's get_lr rather than its _get_closed_form_lr).
@@ -51,8 +53,8 @@ class LRScheduler {
   }
 
  private:
-  /// Set each group's lr for last_epoch_: by chained_lr, or by the closed form after a load.
-  void apply(bool closed_form);
+  /// Set each group's lr for last_epoch_, by chained_lr.
+  void apply();
   Optimizer& optimizer_;
   std::vector<double> base_lrs_;
   std::vector<double> last_lr_;

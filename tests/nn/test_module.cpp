@@ -78,7 +78,21 @@ TEST(Module, StateDictRoundTripsAndLoadIsStrict) {
     EXPECT_NE(msg.find("Missing key(s) in state_dict: \"layers.1.weight\""), std::string::npos) << msg;
     EXPECT_NE(msg.find("Unexpected key(s) in state_dict: \"layers.7.weight\""), std::string::npos) << msg;
   }
-  b.load_state_dict(trimmed, /*strict=*/false);  // loads what matches
+  // A non-strict load takes what matches and says what it left out, as torch's _IncompatibleKeys.
+  const auto keys = b.load_state_dict(trimmed, /*strict=*/false);
+  EXPECT_EQ(keys.missing_keys, std::vector<std::string>{"layers.1.weight"});
+  EXPECT_EQ(keys.unexpected_keys, std::vector<std::string>{"layers.7.weight"});
+  // Both kinds of problem at once: one error names them all.
+  StateDict both = trimmed;
+  both.insert_or_assign("final.weight", zeros({1, 8}));
+  try {
+    b.load_state_dict(both);
+    FAIL() << "a state dict with a missing key and a mis-shaped tensor was accepted";
+  } catch (const ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("Missing key(s) in state_dict: \"layers.1.weight\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("size mismatch for final.weight"), std::string::npos) << msg;
+  }
 
   StateDict wrong = a.state_dict();
   wrong.insert_or_assign("final.weight", zeros({1, 8}));
@@ -226,3 +240,45 @@ TEST(Module, ASharedSubmoduleIsListedOnceAsTorchs) {
 
 }  // namespace
 }  // namespace tally::nn
+
+namespace tally {
+namespace {
+
+using test::expect_error;
+
+// Buffers are listed once each (a shared submodule's, one tensor under two names) and an
+// undefined one not at all, as torch's named_buffers; a parameter made with requires_grad false
+// does not require grad even from a tensor that did; a module that would contain itself is refused.
+TEST(Module, BuffersOnceParametersFrozenAndCyclesRefused) {
+  auto a = std::make_shared<nn::Module>("A");
+  const Tensor buf = zeros({2});
+  a->register_buffer("buf", buf);
+  a->register_buffer("alias", buf);
+  a->register_buffer("none", Tensor());
+  auto root = std::make_shared<nn::Module>("Root");
+  root->register_module("a", a);
+  root->register_module("b", a);
+  EXPECT_EQ(root->named_buffers().keys(), std::vector<std::string>{"a.buf"});
+  EXPECT_EQ(root->buffers().size(), 1u);
+  EXPECT_EQ(root->state_dict().size(), 4u);  // a.buf, a.alias, b.buf, b.alias: a key for each place, as torch's
+
+  Tensor frozen = a->register_parameter("w", zeros({3}).requires_grad_(), /*requires_grad=*/false);
+  EXPECT_FALSE(frozen.requires_grad());
+
+  auto box = std::make_shared<nn::Module>("Box");
+  box->register_module("inner", root);
+  expect_error<ValueError>([&] { a->register_module("parent", box); }, {"A: submodule 'parent' (Box) contains this module; registering it would make a cycle"});
+  expect_error<ValueError>([&] { a->register_module("self", a); }, {"contains this module"});
+  EXPECT_EQ(root->named_parameters().size(), 1u);
+}
+
+TEST(Init, KaimingModeInAnyCaseAndXavierOfNoFans) {
+  Tensor w = empty({4, 3});
+  nn::init::kaiming_uniform_(w, 0, "FAN_IN");
+  EXPECT_LE(w.abs().max().item<double>(), std::sqrt(2.0) * std::sqrt(3.0 / 3.0));
+  Tensor none = empty({0, 0});
+  expect_error<ValueError>([&] { nn::init::xavier_uniform_(none); }, {"xavier_uniform_: fan_in + fan_out is 0 for a tensor of shape [0, 0]"});
+}
+
+}  // namespace
+}  // namespace tally

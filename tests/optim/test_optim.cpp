@@ -404,16 +404,37 @@ TEST(OptimSchedule, EachScheduleMatchesTorchs) {
           {0.03874204890000001, 0.19371024450000007}, {0.03486784401000001, 0.17433922005000008}, {0.03138105960900001, 0.15690529804500009}});
 }
 
-// A schedule's state loaded into a new one sets the closed form of its step (torch's
-// _get_closed_form_lr), which equals where the chain got to; bad arguments are named.
-TEST(OptimSchedule, LoadedSchedulesSetTheirClosedFormAndBadArgumentsAreNamed) {
+// A schedule's load restores its counter and lrs and leaves the optimizer's lrs alone, as
+// torch's: resuming the optimizer and two chained schedules continues their product exactly (a
+// load that set each schedule's closed form left the last one's alone, 39% off here), and a
+// schedule loaded without its optimizer changes no lr. Bad arguments are named.
+TEST(OptimSchedule, LoadedSchedulesResumeTheChainAndBadArgumentsAreNamed) {
   Tensor w = zeros({2}).requires_grad_();
   SGD a({w}, SGDOptions(0.1)), b({w}, SGDOptions(0.1));
-  CosineAnnealingLR chained(a, 4, 0.01), loaded(b, 4, 0.01);
-  for (int t = 0; t < 7; ++t) chained.step();
-  loaded.load_state_dict(chained.state_dict());
-  EXPECT_NEAR(b.param_groups()[0].options().get_lr(), a.param_groups()[0].options().get_lr(), 1e-15);
-  EXPECT_NEAR(b.param_groups()[0].options().get_lr(), 0.01 + 0.09 * (1 + std::cos(M_PI * 7 / 4)) / 2, 1e-15);
+  LinearLR warm_a(a, 0.25, 1.0, 8);
+  CosineAnnealingLR cos_a(a, 20, 0.001);
+  for (int t = 0; t < 5; ++t) warm_a.step(), cos_a.step();
+  LinearLR warm_b(b, 0.25, 1.0, 8);
+  CosineAnnealingLR cos_b(b, 20, 0.001);
+  b.load_state_dict(a.state_dict());
+  warm_b.load_state_dict(warm_a.state_dict());
+  cos_b.load_state_dict(cos_a.state_dict());
+  EXPECT_EQ(b.param_groups()[0].options().get_lr(), a.param_groups()[0].options().get_lr());
+  EXPECT_NEAR(a.param_groups()[0].options().get_lr(), 0.0615276739027, 1e-12);  // torch 1.13's, both schedules stepped 5 times
+  EXPECT_EQ(cos_b.get_last_lr(), cos_a.get_last_lr());
+  for (int t = 0; t < 10; ++t) {
+    warm_a.step(), cos_a.step(), warm_b.step(), cos_b.step();
+    EXPECT_EQ(b.param_groups()[0].options().get_lr(), a.param_groups()[0].options().get_lr()) << t;
+  }
+  SGD c({w}, SGDOptions(0.1));
+  StepLR alone(c, 3, 0.5);
+  StateDict at_seven = alone.state_dict();
+  at_seven.insert_or_assign("last_epoch", scalar_tensor(int64_t{7}, TensorOptions(kInt64)));
+  alone.load_state_dict(at_seven);
+  EXPECT_EQ(c.param_groups()[0].options().get_lr(), 0.1);  // torch 1.13 leaves it too
+  EXPECT_EQ(alone.last_epoch(), 7);
+  at_seven.insert_or_assign("last_epoch", scalar_tensor(int64_t{-3}, TensorOptions(kInt64)));
+  expect_error<ValueError>([&] { alone.load_state_dict(at_seven); }, {"'last_epoch' must be a step count (>= 0), got -3"});
   expect_error<ValueError>([&] { StepLR(a, 0); }, {"StepLR: step_size must be positive, got 0"});
   expect_error<ValueError>([&] { LinearLR(a, 0.0); }, {"LinearLR: start_factor must be in (0, 1], got 0"});
   expect_error<ValueError>([&] { LinearLR(a, 0.5, 1.5); }, {"LinearLR: end_factor must be in [0, 1], got 1.5"});

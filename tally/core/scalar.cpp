@@ -19,13 +19,13 @@ bool overflows_integer(int64_t v) {
   else return v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max();
 }
 
-/// The same for a number written as a float: NaN and the infinities have no integer value.
+/// The same for a number written as a float, by c10's overflows(): NaN and the infinities have
+/// no integer value, and the leniency above for negative integers into an unsigned type does
+/// not extend to floats (-1.0 into uint8 raises, as in torch).
 template <class T>
 bool overflows_integer(double v) {
-  const double max = static_cast<double>(std::numeric_limits<T>::max());
   if (!std::isfinite(v)) return true;
-  if constexpr (std::is_unsigned_v<T>) return v > max || v < -max;
-  else return v < static_cast<double>(std::numeric_limits<T>::min()) || v >= max + 1.0;
+  return v < static_cast<double>(std::numeric_limits<T>::lowest()) || v > static_cast<double>(std::numeric_limits<T>::max());
 }
 
 }  // namespace

@@ -299,6 +299,13 @@ class Tensor {
   Tensor all() const;
   Tensor all(int64_t dim, bool keepdim = false) const;
   Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// The p-norm over `dims` (all when empty): linalg::vector_norm (tally/ops/norm.h).
+  Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
+  /// tally/ops/reorder.h: the elements reversed along `dims`; rolled; tiled; each repeated in place.
+  Tensor flip(IntArrayRef dims) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor repeat(IntArrayRef repeats) const;
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
   Tensor matmul(const Tensor& other) const;

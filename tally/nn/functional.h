@@ -29,8 +29,21 @@ Tensor rms_norm(const Tensor& x, int64_t normalized_dims, const Tensor& weight =
 /// In training, zero each element with probability p and scale the rest by 1/(1 − p); the
 /// identity otherwise.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
-/// softmax(q·kᵀ/√d_head [masked above the diagonal when causal])·v over [..., T, d_head] inputs.
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false);
+/// torch.nn.functional.scaled_dot_product_attention, in libtorch's argument order:
+/// softmax(q·kᵀ·scale + mask)·v over q [..., L, E], k [..., S, E], v [..., S, Ev], the batch dims
+/// broadcast. scale defaults to 1/√E. is_causal lets query row i see keys 0..i.
+///
+/// attn_mask broadcasts to the scores, [..., L, S]. A bool mask says which keys take part (true:
+/// attended); any other mask (float32 or q's dtype) is added to the scaled scores. A query row
+/// whose keys are all masked gives zeros, as PyTorch 2.5's `_safe_softmax`, not NaN. dropout_p
+/// drops probabilities (whatever a module's mode, as PyTorch's functional does), drawn from `gen`.
+///
+/// Without a mask and dropout it is one fused op that keeps no scores; with either it is
+/// composed of ops (the products, the mask, softmax, dropout), which the ledger lists one by one
+/// and whose [..., L, S] probabilities are kept for backward.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& attn_mask = std::nullopt,
+                                    double dropout_p = 0.0, bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                    Generator* gen = nullptr);
 
 }  // namespace tally::nn::functional
 

@@ -99,7 +99,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   Tensor y;  // [b, T, d]
   if (cos_.defined()) {
     auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).reshape({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
-    y = functional::scaled_dot_product_attention(rotate(heads(0)), rotate(heads(1)), heads(2), /*is_causal=*/true)
+    y = functional::scaled_dot_product_attention(rotate(heads(0)), rotate(heads(1)), heads(2), std::nullopt, 0.0, /*is_causal=*/true)
             .permute({0, 2, 1, 3})
             .reshape({b, T, d});
   } else {

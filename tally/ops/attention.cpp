@@ -124,11 +124,6 @@ Tensor composed_probabilities(const Tensor& q, const Tensor& k, bool causal, dou
   return attention_softmax(matmul(q, k.transpose(-2, -1)), scale, causal);
 }
 
-/// PyTorch's default scale, 1/√E.
-double default_scale(const Tensor& query, std::optional<double> scale) {
-  return scale.value_or(query.dim() >= 1 && query.size(-1) > 0 ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0);
-}
-
 /// Contiguous elements of one dtype: a call's scratch.
 struct Elements {
   char* base;
@@ -266,6 +261,8 @@ std::array<Tensor, 3> gradient_views(const Tensor& flat, const Tensor& q, const 
   return {flat.narrow(0, 0, nq).view(q.sizes()), flat.narrow(0, nq, nk).view(k.sizes()), flat.narrow(0, nq + nk, v.numel()).view(v.sizes())};
 }
 
+}  // namespace
+
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
   TALLY_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(),
               "scaled_dot_product_attention: query, key and value must be [..., L, E], [..., S, E] and [..., S, Ev] of one rank, ",
@@ -283,6 +280,8 @@ void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, double s
                          dtype_name(q.dtype()), "'");
   TALLY_CHECK(scale > 0 && std::isfinite(scale), "scaled_dot_product_attention: the scale must be positive and finite, got ", scale);
 }
+
+namespace {
 
 /// The backward's blocked products, from and into matrices where they lie.
 void backward_blocked(Dtype dt, const AttentionShape& s, bool causal, double scale, const Matrices& q_in, const Matrices& k_in,
@@ -496,13 +495,17 @@ struct AttentionPackedBackward {
 
 }  // namespace
 
+double attention_scale(const Tensor& query, std::optional<double> scale) {
+  return scale.value_or(query.dim() >= 1 && query.size(-1) > 0 ? 1.0 / std::sqrt(static_cast<double>(query.size(-1))) : 1.0);
+}
+
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value, bool is_causal,
                                     std::optional<double> scale) {
-  return ops::apply<Attention>(query, key, value, is_causal, default_scale(query, scale));
+  return ops::apply<Attention>(query, key, value, is_causal, attention_scale(query, scale));
 }
 
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal, std::optional<double> scale) {
-  return ops::apply<AttentionPacked>(qkv, is_causal, default_scale(qkv, scale));
+  return ops::apply<AttentionPacked>(qkv, is_causal, attention_scale(qkv, scale));
 }
 
 std::vector<std::pair<std::string, std::string>> attention_paths() {

@@ -26,6 +26,13 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 /// of all of it, added up after.
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal = false, std::optional<double> scale = std::nullopt);
 
+/// The scale attention uses: `scale`, or PyTorch's default 1/√E (E = query.size(-1)).
+double attention_scale(const Tensor& query, std::optional<double> scale);
+
+/// scaled_dot_product_attention's checks of its inputs (ranks, shapes, dtypes, scale), for the
+/// forms composed of ops (a mask, dropout) to refuse what the fused op refuses, alike.
+void check_attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale);
+
 /// Which path attention takes on this CPU, per dtype ("bfloat16" → "fused AVX512_BF16 kernel …",
 /// then "float32", then "other dtypes"): what `tally info` prints.
 std::vector<std::pair<std::string, std::string>> attention_paths();

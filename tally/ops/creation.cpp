@@ -106,6 +106,17 @@ Tensor wrapped_number(Scalar value, Dtype dtype, const Tensor& like) {
 
 Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }
 
+namespace {
+__extension__ typedef __int128 int128;  // GCC's, which -Wpedantic accepts so marked
+/// ⌈(e − s) / st⌉ for integers, in 128 bits: e − s + st − 1 passes int64's range near its ends.
+int128 integer_count(int64_t s, int64_t e, int64_t st) { return (static_cast<int128>(e) - s + st + (st > 0 ? -1 : 1)) / st; }
+/// An element count as int64, or PyTorch's error where it has none (arange(0, 1e20)).
+int64_t checked_count(double count) {
+  TALLY_CHECK(count >= 0 && count < 0x1p63, "arange: invalid size, possible overflow? (", count, " elements)");
+  return static_cast<int64_t>(count);
+}
+}  // namespace
+
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
   const Dtype dt = options.dtype_or(floating ? kFloat32 : kInt64);
@@ -116,21 +127,21 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
     // (arange(0, 2.5, 0.5, kInt64) has step 0). The count comes from the truncated bounds for
     // int64 but from the bounds as given for int32 and uint8, as PyTorch's arange_out does:
     // arange(0., 5.5, 1.5) is [0, 1, 2, 3, 4] in int64 and [0, 1, 2, 3] in int32.
+    for (const Scalar& bound : {start, end, step}) check_scalar_fits(bound, kInt64, "arange");  // 1e30 has no int64 value
     const int64_t s = start.to_long(), e = end.to_long(), st = step.to_long();
     TALLY_CHECK(st != 0, "arange: step must be nonzero (step ", step.to_double(), " truncated to ", dtype_name(dt), ")");
     TALLY_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
-    const double count = dt == kInt64 ? static_cast<double>((e - s + st + (st > 0 ? -1 : 1)) / st)
+    const double count = dt == kInt64 ? static_cast<double>(integer_count(s, e, st))
                                       : std::ceil((end.to_double() - start.to_double()) / step.to_double());
     TALLY_CHECK(count >= 0, "arange: invalid size ", count, " for start ", start.to_double(), ", end ", end.to_double(),
                 ", step ", step.to_double());
-    n = static_cast<int64_t>(count);
+    n = checked_count(count);
   } else {
     const double s = start.to_double(), e = end.to_double(), st = step.to_double();
     TALLY_CHECK(st != 0, "arange: step must be nonzero");
     TALLY_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
     TALLY_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
-    n = floating ? static_cast<int64_t>(std::ceil((e - s) / st))
-                 : (end.to_long() - start.to_long() + step.to_long() + (st > 0 ? -1 : 1)) / step.to_long();
+    n = checked_count(floating ? std::ceil((e - s) / st) : static_cast<double>(integer_count(start.to_long(), end.to_long(), step.to_long())));
   }
   return made_on_host({n}, dt, options, [&](Tensor& t) {
     dispatch(dt, "arange", [&]<class T>() {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tally/dtype/finfo.h"
 #include "tally/kernels/cpu/box_muller.h"
@@ -92,10 +93,31 @@ void normals_float(const Generator& g, uint64_t c, int64_t n, double* out) {
 #if TALLY_PRIMARY_PASS
 /// Inverse of erf on (-1, 1): a rational first guess refined by Newton steps on std::erf.
 double erfinv(double y) {
-  const double w = -std::log((1.0 - y) * (1.0 + y));
-  double x = y * (w < 5 ? 0.886226925 + 0.1 * w : 1.0 + 0.5 * std::sqrt(w - 5 + 1e-12) + 0.2 * std::sqrt(w));
-  for (int i = 0; i < 4; ++i) x -= (std::erf(x) - y) / (2.0 / std::sqrt(M_PI) * std::exp(-x * x));
-  return x;
+  // Giles' single-precision polynomials ("Approximating the erfinv function", 2010) as the start,
+  // good to ~1e-7 over (−1, 1), then Newton steps on |x| to double precision. Past |y| = 0.5
+  // the residual is taken as (1 − |y|) − erfc(|x|): erf(x) − y would cancel to nothing in the
+  // tails (the start once was a rough guess there, 0.065 off at 6σ, and truncated normals drawn
+  // in a tail piled up on its bound).
+  const double ay = std::abs(y);
+  if (ay >= 1) return std::copysign(INFINITY, y);
+  double w = -std::log((1.0 - ay) * (1.0 + ay)), p;
+  if (w < 5) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941})
+      p = c + p * w;
+  } else {
+    w = std::sqrt(w) - 3;
+    p = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682})
+      p = c + p * w;
+  }
+  double x = p * ay;
+  for (int i = 0; i < 3; ++i) {
+    const double residual = ay > 0.5 ? (1.0 - ay) - std::erfc(x) : std::erf(x) - ay;
+    x -= residual / (2.0 / std::sqrt(M_PI) * std::exp(-x * x));
+  }
+  return std::copysign(x, y);
 }
 
 /// Write the values of counters first .. first + numel into t, in chunks: block(g, c, n, out)
@@ -211,10 +233,25 @@ Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
   TALLY_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
+  // Both ends must be values of the dtype, as torch checks: uint8 in [0, 300) would wrap.
+  const Dtype dtype = options.dtype_or(kInt64);
+  double lowest = 0, highest = 1;  // bool
+  if (is_floating_point(dtype)) {
+    highest = finfo(dtype).max, lowest = -highest;
+  } else if (dtype != kBool) {
+    dispatch(dtype, "randint", [&]<class T>() {
+      if constexpr (std::is_integral_v<T>)
+        lowest = static_cast<double>(std::numeric_limits<T>::lowest()), highest = static_cast<double>(std::numeric_limits<T>::max());
+    });
+  }
+  TALLY_CHECK(static_cast<double>(low) >= lowest, "random_ expects 'from' casted to dtype to be within its range: from is out of bounds for ",
+              dtype_name(dtype), " (from=", low, ")");
+  TALLY_CHECK(static_cast<double>(high - 1) <= highest, "random_ expects 'to' casted to dtype to be within its range: to - 1 is out of ",
+              "bounds for ", dtype_name(dtype), " (to=", high, ")");
   // In uint64 arithmetic, which wraps where int64 would overflow (high - low can exceed
   // INT64_MAX), and returning an int64: a double would round values past 2^53.
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  return fresh(random_fill(empty(sizes, options.dtype(options.dtype_or(kInt64))), gen, [=](const Generator& g, uint64_t c) {
+  return fresh(random_fill(empty(sizes, options.dtype(dtype)), gen, [=](const Generator& g, uint64_t c) {
     return static_cast<int64_t>(static_cast<uint64_t>(low) + g.bits(c) % range);
   }));
 }

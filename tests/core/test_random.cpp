@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "expect_error.h"
 #include "tally/tally.h"
 
 namespace tally {
@@ -149,6 +150,50 @@ TEST(Random, RandintIsExactPast2To53) {
   Tensor wide = randint(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), {1000});
   EXPECT_LT(wide.max().item<int64_t>(), std::numeric_limits<int64_t>::max());
   EXPECT_LT(wide.min().item<int64_t>(), 0);
+}
+
+}  // namespace
+}  // namespace tally
+
+namespace tally {
+namespace {
+
+// From the creation audit, each against torch 1.13: randint's ends must be values of the dtype
+// (uint8 in [0, 300) wrapped); dropout keeps 1 − p of bfloat16 elements (its uniforms were drawn
+// in bfloat16: p = 0.01 dropped 1.16%, p = 0.999 everything); truncated normals in a tail follow
+// the distribution (a rough inverse erf piled 3332 of 4M samples on the bound, torch 17); a
+// negative float does not wrap into uint8; arange past int64 names the overflow.
+TEST(RandomAudit, RandintBoundsDropoutFractionTailsAndOverflows) {
+  using test::expect_error;
+  expect_error<ValueError>([] { randint(0, 300, {4}, TensorOptions(kUInt8)); }, {"to - 1 is out of bounds for uint8 (to=300)"});
+  expect_error<ValueError>([] { randint(-10, 10, {4}, TensorOptions(kUInt8)); }, {"from is out of bounds for uint8 (from=-10)"});
+  expect_error<ValueError>([] { randint(0, int64_t{1} << 40, {4}, TensorOptions(kInt32)); }, {"to - 1 is out of bounds for int32"});
+  expect_error<ValueError>([] { randint(0, 3, {4}, TensorOptions(kBool)); }, {"to - 1 is out of bounds for bool"});
+  expect_error<ValueError>([] { randint(0, 100000, {4}, TensorOptions(kFloat16)); }, {"to - 1 is out of bounds for float16"});
+  EXPECT_EQ(randint(0, 256, {1000}, TensorOptions(kUInt8)).to(kInt64).max().item<int64_t>(), 255);
+  EXPECT_EQ(randint(0, 2, {100}, TensorOptions(kBool)).dtype(), kBool);
+
+  Generator g(21);
+  const Tensor x = ones({4'000'000}, TensorOptions(kBFloat16));
+  const double kept = (nn::F::dropout(x, 0.01, true, &g) != 0).to(kFloat64).mean().item<double>();
+  EXPECT_NEAR(kept, 0.99, 5 * std::sqrt(0.99 * 0.01 / 4e6));
+  const double few = (nn::F::dropout(x, 0.999, true, &g) != 0).to(kFloat64).mean().item<double>();
+  EXPECT_NEAR(few, 0.001, 5 * std::sqrt(0.001 * 0.999 / 4e6));
+  test::expect_error<TypeError>([&] { nn::F::dropout(zeros({3}, TensorOptions(kInt64)), 0.5); }, {"dropout: expected a floating point tensor, got int64"});
+
+  Tensor tail = empty({4'000'000}, TensorOptions(kFloat64));
+  nn::init::trunc_normal_(tail, 0.0, 1.0, -3.0, -2.5, &g);
+  // The mean of N(0, 1) truncated to [−3, −2.5]: (φ(−3) − φ(−2.5)) / (Φ(−2.5) − Φ(−3)) = −2.69487.
+  EXPECT_NEAR(tail.mean().item<double>(), -2.69487, 5 * 0.14 / std::sqrt(4e6));
+  EXPECT_LT((tail == -2.5).sum().item<int64_t>(), 100);
+
+  expect_error<ValueError>([] { full({2}, -1.0, TensorOptions(kUInt8)); }, {"value -1 cannot be converted to type uint8 without overflow"});
+  expect_error<ValueError>([] { zeros({2}, TensorOptions(kUInt8)).fill_(-100.5); }, {"cannot be converted to type uint8"});
+  EXPECT_EQ(full({2}, -1, TensorOptions(kUInt8)).to(kInt64).sum().item<int64_t>(), 510);  // an integer wraps, as in torch
+  expect_error<ValueError>([] { arange(0, 1e20, 1.0); }, {"arange: invalid size, possible overflow?"});
+  expect_error<ValueError>([] { arange(0, 1e30, 1, TensorOptions(kInt64)); }, {"value 1e+30 cannot be converted to type int64 without overflow"});
+  expect_error<ValueError>([] { arange(0, std::numeric_limits<int64_t>::max(), 1); }, {"arange: invalid size, possible overflow?"});
+  EXPECT_EQ(arange(0, int64_t{1} << 62, (int64_t{1} << 62) - 1).numel(), 2);
 }
 
 }  // namespace

@@ -34,6 +34,15 @@ void add_reductions(std::vector<Case>& cases) {
       {"var", "normal", false, {{"correction", 0}}},    {"amax", "normal", false, Json::object()},
       {"amax", "small_int", false, Json::object()},     {"amin", "small_int", false, Json::object()},
   };
+  // Norms of every order, on small integers (zeros, whole zero slices and ties among the largest),
+  // where torch's gradient is 0 at a zero norm and shared among tied extremes.
+  for (const char* ord : {"2", "1", "inf", "-inf", "3", "0.5", "-1.5"})
+    for (Dtype dt : {kFloat64, kFloat32})
+      for (const char* domain : {"normal", "small_int"})
+        for (Json args : reduce_dims(false)) {
+          args["ord"] = ord;
+          cases.push_back(grad_case(kFamily, "vector_norm", {in({3, 4, 5}, dt, domain, Layout::Transposed)}, args));
+        }
   for (const Reduction& r : ops)
     for (Dtype dt : {kFloat64, kFloat32})
       for (const InputSpec& spec : four_layouts(dt, r.domain))
@@ -135,6 +144,22 @@ void add_attention(std::vector<Case>& cases) {
     add({3, 5, 8}, {3, 9, 8}, {3, 9, 10}, {{"causal", false}});
     add({2, 2, 67, 5}, {2, 2, 67, 5}, {2, 2, 67, 5}, {{"causal", true}});
     add({1, 4, 130, 64}, {1, 4, 130, 64}, {1, 4, 130, 64}, {{"causal", true}});  // a GPT head's size, heads over both threads
+    // With attn_mask (composed of ops): bool masks broadcast over the batch and heads (rows with
+    // every key masked among them: 1 in 32 of 5 keys), float masks added, in q's dtype and in float32.
+    const auto add_masked = [&](InputSpec mask, Json args = Json::object()) {
+      Case c = grad_case(kFamily, "scaled_dot_product_attention_masked",
+                         {in({2, 3, 7, 8}, dt, "normal", Layout::Transposed), in({2, 3, 5, 8}, dt), in({2, 3, 5, 6}, dt), std::move(mask)},
+                         std::move(args));
+      c.float32_reference = dt == kBFloat16;
+      // A float32 mask's gradient under bfloat16 scores is the scores' bfloat16 gradient (as in
+      // torch 2.x, which adds the mask in place into them), not float32 maths: not compared.
+      if (dt == kBFloat16 && c.inputs[3].dtype == kFloat32) c.inputs[3].requires_grad = false;
+      cases.push_back(std::move(c));
+    };
+    add_masked(in({7, 5}, kBool, "mask"));
+    add_masked(in({2, 1, 7, 5}, kBool, "mask", Layout::Sliced), {{"scale", 0.3}});
+    add_masked(in({3, 7, 5}, dt, "normal", Layout::Transposed));
+    add_masked(in({7, 5}, kFloat32));
     // Stacked q, k, v, [b, T, 3, h, E]: one input, one gradient.
     for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
       Case c = grad_case(kFamily, "scaled_dot_product_attention_packed", {in({2, 70, 3, 2, 8}, dt, "normal", layout)}, {{"causal", true}});
@@ -146,6 +171,12 @@ void add_attention(std::vector<Case>& cases) {
 
 void add_joins(std::vector<Case>& cases) {
   for (Dtype dt : {kFloat64, kFloat32, kBFloat16}) {
+    // The copies that move elements: each gradient is the moved-back (or summed) upstream one.
+    cases.push_back(grad_case(kFamily, "flip", {in({3, 4, 5}, dt, "normal", Layout::Transposed)}, {{"dims", Json::array({0, 2})}}));
+    cases.push_back(grad_case(kFamily, "roll", {in({3, 4, 5}, dt, "normal", Layout::Sliced)},
+                              {{"shifts", Json::array({-1, 6})}, {"dims", Json::array({0, -1})}}));
+    cases.push_back(grad_case(kFamily, "repeat", {in({3, 4}, dt, "normal", Layout::Transposed)}, {{"repeats", Json::array({2, 2, 3})}}));
+    cases.push_back(grad_case(kFamily, "repeat_interleave", {in({3, 4}, dt)}, {{"repeats", 3}, {"dim", 0}}));
     cases.push_back(grad_case(kFamily, "cat", {in({2, 4, 5}, dt, "normal", Layout::Transposed), in({3, 4, 5}, dt, "normal", Layout::Sliced)},
                               {{"dim", 0}}));
     cases.push_back(grad_case(kFamily, "cat", {in({3, 2, 5}, dt), in({3, 4, 5}, dt, "normal", Layout::Expanded), in({3, 1, 5}, dt)},

@@ -58,6 +58,11 @@ std::vector<Case> reduction_cases() {
     add_reduction(cases, "Reduction", "prod", dt, "near_one", true, Json::object(), true, false);
     for (int64_t correction : {0, 1})
       add_reduction(cases, "Reduction", "var", dt, "normal", false, {{"correction", correction}}, true, false, few);
+    // Special values (±inf, NaN, zeros, ±0) on every order; integers are refused, as in torch.
+    // The order is sent as text: JSON has no infinity.
+    for (std::string ord : {"2", "1", "0", "inf", "-inf", "3", "0.5", "-1.5"})
+      add_reduction(cases, "Reduction", "vector_norm", dt, is_floating_point(dt) ? "special" : "normal", false, {{"ord", ord}}, true,
+                    false, few || !(ord == "2" || ord == "inf" || ord == "0.5"));
   }
   // Long reductions exercise the vectorised and blocked paths.
   for (Dtype dt : kFloatDtypes) {

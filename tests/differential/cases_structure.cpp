@@ -53,6 +53,30 @@ std::vector<Case> join_cases() {
                                                           in({9, 4, 3}, dt, "normal", Layout::Sliced)}, {{"dim", 0}}));
     }
   }
+  // flip, roll, repeat and repeat_interleave on strided inputs of every dtype: the last dim
+  // flipped (elements reversed) or not (blocks), rolls by more than the size and negative, as if
+  // flattened, new leading dims, interleaving along a dim and flattened.
+  for (Dtype dt : kAllDtypes) {
+    cases.push_back(exact_case("Join", "flip", {in({3, 4, 5}, dt, "normal", Layout::Transposed)}, {{"dims", Json::array({0, -1})}}));
+    cases.push_back(exact_case("Join", "flip", {in({3, 4, 5}, dt, "normal", Layout::Sliced)}, {{"dims", Json::array({1})}}));
+    cases.push_back(exact_case("Join", "roll", {in({3, 4, 5}, dt, "normal", Layout::Transposed)},
+                               {{"shifts", Json::array({7, -2})}, {"dims", Json::array({2, 0})}}));
+    cases.push_back(exact_case("Join", "roll", {in({3, 4, 5}, dt, "normal", Layout::Expanded)}, {{"shifts", Json::array({-13})}, {"dims", Json::array()}}));
+    cases.push_back(exact_case("Join", "repeat", {in({3, 4}, dt, "normal", Layout::Transposed)}, {{"repeats", Json::array({2, 1, 3})}}));
+    cases.push_back(exact_case("Join", "repeat_interleave", {in({3, 4}, dt, "normal", Layout::Sliced)}, {{"repeats", 3}, {"dim", -1}}));
+    cases.push_back(exact_case("Join", "repeat_interleave", {in({3, 4}, dt, "normal", Layout::Transposed)}, {{"repeats", 2}}));
+  }
+  // Edge cases: no dims to flip, a 0-d tensor, zero repeats, an empty dim rolled; repeated dims,
+  // misaligned shifts, too few repeats and negative repeats are errors in both.
+  cases.push_back(exact_case("Join", "flip", {in({3, 4}, kFloat32)}, {{"dims", Json::array()}}));
+  cases.push_back(exact_case("Join", "flip", {in({}, kFloat32)}, {{"dims", Json::array({0})}}));
+  cases.push_back(exact_case("Join", "repeat", {in({3, 4}, kFloat32)}, {{"repeats", Json::array({0, 2})}}));
+  cases.push_back(exact_case("Join", "repeat_interleave", {in({3, 4}, kFloat32)}, {{"repeats", 0}, {"dim", 0}}));
+  cases.push_back(exact_case("Join", "roll", {in({0, 4}, kFloat32)}, {{"shifts", Json::array({3})}, {"dims", Json::array({0})}}));
+  cases.push_back(exact_case("Join", "flip", {in({3, 4}, kFloat32)}, {{"dims", Json::array({1, -1})}}));
+  cases.push_back(exact_case("Join", "roll", {in({3, 4}, kFloat32)}, {{"shifts", Json::array({1, 2})}, {"dims", Json::array({0})}}));
+  cases.push_back(exact_case("Join", "repeat", {in({3, 4}, kFloat32)}, {{"repeats", Json::array({2})}}));
+  cases.push_back(exact_case("Join", "repeat", {in({3, 4}, kFloat32)}, {{"repeats", Json::array({2, -1})}}));
   cases.push_back(exact_case("Join", "scatter_add", {in({6}, kBool), in({8}, kInt64, "index:6"), in({8}, kBool)}, {{"dim", 0}}));
   cases.push_back(exact_case("Join", "gather", {in({5, 6}, kFloat32), in({0, 6}, kInt64, "index:5")}, {{"dim", 0}}));  // empty
   cases.push_back(exact_case("Join", "gather", {in({}, kFloat32), in({3}, kInt64, "index:1")}, {{"dim", 0}}));  // 0-d as [1]

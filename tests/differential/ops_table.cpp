@@ -175,6 +175,10 @@ const std::map<std::string, OpFn>& table() {
          const int64_t c = a["correction"].get<int64_t>();
          return {all_dims(a) ? var(v[0], {}, c, false) : var(v[0], dims(a), c, keepdim(a))};
        }},
+      {"vector_norm", [](auto& v, auto&, const Json& a) -> Outs {
+         const double ord = std::stod(a["ord"].get<std::string>());  // text: JSON has no infinity
+         return {all_dims(a) ? linalg::vector_norm(v[0], ord) : linalg::vector_norm(v[0], ord, dims(a), keepdim(a))};
+       }},
       {"argmax", index_reduction([](const Tensor& x, std::optional<int64_t> d, bool k) { return argmax(x, d, k); })},
       {"argmin", index_reduction([](const Tensor& x, std::optional<int64_t> d, bool k) { return argmin(x, d, k); })},
       {"max", [](auto& v, auto&, const Json&) -> Outs { return {v[0].max()}; }},
@@ -198,6 +202,10 @@ const std::map<std::string, OpFn>& table() {
          const std::optional<double> scale = a.contains("scale") ? std::optional(a["scale"].get<double>()) : std::nullopt;
          return {scaled_dot_product_attention(v[0], v[1], v[2], a["causal"].get<bool>(), scale)};
        }},
+      {"scaled_dot_product_attention_masked", [](auto& v, auto&, const Json& a) -> Outs {
+         const std::optional<double> scale = a.contains("scale") ? std::optional(a["scale"].get<double>()) : std::nullopt;
+         return {nn::F::scaled_dot_product_attention(v[0], v[1], v[2], v[3], 0.0, false, scale)};
+       }},
       // A norm's inputs: x, then the weight and the bias where the case has them.
       {"layer_norm", [](auto& v, auto&, const Json& a) -> Outs {
          return {nn::F::layer_norm(v[0], a["dims"].get<int64_t>(), v.size() > 1 ? v[1] : Tensor(), v.size() > 2 ? v[2] : Tensor(),
@@ -211,6 +219,15 @@ const std::map<std::string, OpFn>& table() {
       {"stack", [](auto& v, auto&, const Json& a) -> Outs { return {stack(v, a["dim"].get<int64_t>())}; }},
       {"index_select", [](auto& v, auto&, const Json& a) -> Outs { return {index_select(v[0], a["dim"].get<int64_t>(), v[1])}; }},
       {"index_add", [](auto& v, auto&, const Json& a) -> Outs { return {index_add(v[0], a["dim"].get<int64_t>(), v[1], v[2])}; }},
+      {"flip", [](auto& v, auto&, const Json& a) -> Outs { return {flip(v[0], dims(a))}; }},
+      {"roll", [](auto& v, auto&, const Json& a) -> Outs {
+         return {roll(v[0], a["shifts"].get<std::vector<int64_t>>(), dims(a))};
+       }},
+      {"repeat", [](auto& v, auto&, const Json& a) -> Outs { return {repeat(v[0], a["repeats"].get<std::vector<int64_t>>())}; }},
+      {"repeat_interleave", [](auto& v, auto&, const Json& a) -> Outs {
+         const std::optional<int64_t> dim = a.contains("dim") ? std::optional(a["dim"].get<int64_t>()) : std::nullopt;
+         return {repeat_interleave(v[0], a["repeats"].get<int64_t>(), dim)};
+       }},
       {"gather", [](auto& v, auto&, const Json& a) -> Outs { return {gather(v[0], a["dim"].get<int64_t>(), v[1])}; }},
       {"scatter_add", [](auto& v, auto&, const Json& a) -> Outs { return {scatter_add(v[0], a["dim"].get<int64_t>(), v[1], v[2])}; }},
       {"scatter_value", [](auto& v, auto&, const Json& a) -> Outs {

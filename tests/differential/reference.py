@@ -271,6 +271,8 @@ OPS = {
     "all": reduction(lambda x, a: x.all(), lambda x, d, a: x.all(d, keepdim=a["keepdim"])),
     "var": reduction(lambda x, a: torch.var(x, None, correction=a["correction"]),
                      lambda x, d, a: torch.var(x, d, correction=a["correction"], keepdim=a["keepdim"])),
+    "vector_norm": reduction(lambda x, a: torch.linalg.vector_norm(x, float(a["ord"])),
+                             lambda x, d, a: torch.linalg.vector_norm(x, float(a["ord"]), d, keepdim=a["keepdim"])),
     "argmax": reduction(lambda x, a: x.argmax(), lambda x, d, a: x.argmax(d, keepdim=a["keepdim"])),
     "argmin": reduction(lambda x, a: x.argmin(), lambda x, d, a: x.argmin(d, keepdim=a["keepdim"])),
     "max": lambda v, b, a: [v[0].max()],
@@ -283,6 +285,7 @@ OPS = {
     "scaled_dot_product_attention_packed": lambda v, b, a: [scaled_dot_product_attention(
         *(v[0].select(-3, i).transpose(-3, -2) for i in range(3)), a["causal"], None).transpose(-3, -2)],
     "scaled_dot_product_attention": lambda v, b, a: [scaled_dot_product_attention(v[0], v[1], v[2], a["causal"], a.get("scale"))],
+    "scaled_dot_product_attention_masked": lambda v, b, a: [scaled_dot_product_attention_masked(v[0], v[1], v[2], v[3], a.get("scale"))],
     "layer_norm": lambda v, b, a: [F.layer_norm(v[0], v[0].shape[-a["dims"]:], *v[1:], eps=a["eps"])],
     "rms_norm": lambda v, b, a: [rms_norm(v[0], a["dims"], v[1] if len(v) > 1 else None, a["eps"])],
     # structure
@@ -290,6 +293,10 @@ OPS = {
     "stack": lambda v, b, a: [torch.stack(v, a["dim"])],
     "index_select": lambda v, b, a: [torch.index_select(v[0], a["dim"], v[1])],
     "index_add": lambda v, b, a: [torch.index_add(v[0], a["dim"], v[1], v[2])],
+    "flip": lambda v, b, a: [torch.flip(v[0], a["dims"])],
+    "roll": lambda v, b, a: [torch.roll(v[0], a["shifts"], a["dims"])],
+    "repeat": lambda v, b, a: [v[0].repeat(*a["repeats"])],
+    "repeat_interleave": lambda v, b, a: [torch.repeat_interleave(v[0], a["repeats"], a.get("dim"))],
     "gather": lambda v, b, a: [torch.gather(v[0], a["dim"], v[1])],
     "scatter_add": lambda v, b, a: [torch.scatter_add(v[0], a["dim"], v[1], v[2])],
     "scatter_value": lambda v, b, a: [torch.scatter(v[0], a["dim"], v[1], a["value"])],
@@ -339,6 +346,17 @@ def scaled_dot_product_attention(q, k, v, causal, scale):
     if scale is None:
         scale = 1 / math.sqrt(q.shape[-1])
     return attention_softmax(q @ k.transpose(-2, -1), scale, causal) @ v
+
+
+def scaled_dot_product_attention_masked(q, k, v, mask, scale):
+    """scaled_dot_product_attention with attn_mask, as PyTorch >= 2.5's math path computes it: a bool
+    mask fills -inf where false, any other is added; rows with every key masked give zeros."""
+    if scale is None:
+        scale = 1 / math.sqrt(q.shape[-1])
+    s = q @ k.transpose(-2, -1) * scale
+    s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    p = torch.softmax(s, -1).masked_fill(torch.isneginf(s).all(-1, keepdim=True), 0)
+    return p @ v
 
 
 def rms_norm(x, dims, weight, eps):

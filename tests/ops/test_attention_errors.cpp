@@ -66,7 +66,7 @@ TEST(AttentionErrors, FunctionalFormBroadcastsBatchDims) {
   for (Dtype dt : {kFloat32, kBFloat16}) {
     const Tensor q = randn({2, 3, 5, 4}, {}, &g).to(dt), k = randn({1, 3, 6, 4}, {}, &g).to(dt),
                  v = randn({6, 4}, {}, &g).to(dt).expand({1, 1, 6, 4});
-    const Tensor y = nn::F::scaled_dot_product_attention(q, k, v, true);  // k and v read where they lie
+    const Tensor y = nn::F::scaled_dot_product_attention(q, k, v, std::nullopt, 0.0, true);  // k and v read where they lie
     const Tensor expected =
         scaled_dot_product_attention(q, k.expand({2, 3, 6, 4}).contiguous(), v.expand({2, 3, 6, 4}).contiguous(), true);
     EXPECT_EQ(y.sizes(), IntArrayRef({2, 3, 5, 4}));

@@ -20,12 +20,14 @@ bool overflows_integer(int64_t v) {
 }
 
 /// The same for a number written as a float, by c10's overflows(): NaN and the infinities have
-/// no integer value, and the leniency above for negative integers into an unsigned type does
-/// not extend to floats (-1.0 into uint8 raises, as in torch).
+/// no integer value, and floats get no leniency for negatives into an unsigned type (-1.0 into
+/// uint8 raises, as in torch). 2^63 is refused too, where c10's max() rounds to it in double.
 template <class T>
 bool overflows_integer(double v) {
   if (!std::isfinite(v)) return true;
-  return v < static_cast<double>(std::numeric_limits<T>::lowest()) || v > static_cast<double>(std::numeric_limits<T>::max());
+  const double beyond = std::ldexp(1.0, std::numeric_limits<T>::digits);  // max + 1, exactly
+  return v < static_cast<double>(std::numeric_limits<T>::lowest()) || v > static_cast<double>(std::numeric_limits<T>::max()) ||
+         v >= beyond;
 }
 
 }  // namespace

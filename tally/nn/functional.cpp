@@ -116,7 +116,10 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
   if (masked) {
     const Tensor scores = masked_scores(q, k, *attn_mask, s);
     // Rows with every key masked: zeros (PyTorch 2.5's _safe_softmax), where softmax gives NaN.
-    p = softmax(scores, -1).masked_fill((scores == -std::numeric_limits<double>::infinity()).all(-1, true), 0.0);
+    // They are zeroed before softmax too, so that its backward (which reads its output) meets no
+    // NaN there, and no gradient leaves them, whichever mask made them.
+    const Tensor dead = (scores == -std::numeric_limits<double>::infinity()).all(-1, true);
+    p = softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0);
   } else {
     p = attention_softmax(matmul(q, k.transpose(-2, -1)), s, is_causal);
   }

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <string>
 
-#include "tally/core/geometry.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/reduce.h"
@@ -47,6 +46,9 @@ Tensor vector_norm(const Tensor& x, double ord, IntArrayRef dims, bool keepdim) 
     norm = sum(a, dims, keepdim);
   } else if (ord == 0) {
     norm = sum(ne(a, zeros({}, a.options())).to(a.dtype()), dims, keepdim);
+    // A count has no gradient, but torch's result has a grad_fn whose gradient is 0: a zeroed
+    // copy of x joins it (masked_fill passes no gradient where it fills, and makes no NaN).
+    if (a.requires_grad()) norm = norm + sum(a.masked_fill(scalar_tensor(true, TensorOptions(kBool)), 0.0), dims, keepdim);
   } else if (std::isinf(ord)) {
     norm = ord > 0 ? amax(a, dims, keepdim) : amin(a, dims, keepdim);
   } else {

@@ -57,8 +57,13 @@ struct Flip {
     const int64_t n = x.size(last);
     const char* s = static_cast<const char*>(src.data_ptr());
     char* o = static_cast<char*>(out.data_ptr());
+    // Work items: rows of `last` whose elements are reversed (block of one element), or the
+    // blocks themselves, so that flipping dim 0 alone still splits over both threads.
+    const bool by_rows = block == size;
+    const int64_t items = by_rows ? outer : outer * n;
 #pragma omp parallel for schedule(static) if (out.nbytes() >= (int64_t{1} << 18))
-    for (int64_t p = 0; p < outer; ++p) {
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t p = by_rows ? item : item / n, i = by_rows ? 0 : item % n;
       // p's source position: each flipped dim before `last` mirrored.
       int64_t rest = p, source = 0, scale = 1;
       for (int64_t d = last - 1; d >= 0; --d) {
@@ -69,11 +74,10 @@ struct Flip {
       }
       const char* from = s + source * n * block;
       char* to = o + p * n * block;
-      if (block == size) {
+      if (by_rows)
         reverse_elements(to, from, n, size);
-      } else {
-        for (int64_t i = 0; i < n; ++i) std::memcpy(to + i * block, from + (n - 1 - i) * block, static_cast<size_t>(block));
-      }
+      else
+        std::memcpy(to + i * block, from + (n - 1 - i) * block, static_cast<size_t>(block));
     }
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, IntArrayRef) { return {0, ops::bytes_held(x), out.nbytes()}; }
@@ -116,8 +120,9 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats) {
     const int64_t size = i < nd - x.dim() ? 1 : x.size(i - (nd - x.dim()));
     out_sizes.push_back(repeats[static_cast<size_t>(i)] * size);
   }
-  // x as [1, s0, 1, s1, ...] (a view: only size-1 dims are added), expanded to [r0, s0, r1, s1, ...]
-  // and folded to [r0·s0, r1·s1, ...]: reshape copies the expanded tensor, one copy on the ledger.
+  // x as [1, s0, 1, s1, ...] (a view: only size-1 dims are added), expanded to [r0, s0, r1, s1, ...],
+  // copied and folded to [r0·s0, r1·s1, ...]: one copy on the ledger, and always a new tensor (a
+  // reshape could be a view of x, with repeats of one or of a size-1 dim).
   Tensor t = x;
   while (t.dim() < nd) t = t.unsqueeze(0);
   DimVector expanded;
@@ -126,7 +131,7 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats) {
     expanded.push_back(repeats[static_cast<size_t>(i)]);
     expanded.push_back(t.size(2 * i + 1));
   }
-  return t.expand(expanded).reshape(out_sizes);
+  return t.expand(expanded).clone(MemoryFormat::Contiguous).view(out_sizes);
 }
 
 Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim) {
@@ -137,8 +142,8 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t
   DimVector expanded(t.sizes()), out_sizes(t.sizes());
   expanded.insert(expanded.begin() + d + 1, repeats);
   out_sizes[static_cast<size_t>(d)] *= repeats;
-  // Each slice along d gets a new dim after d, expanded to `repeats` and folded in (one copy).
-  return t.unsqueeze(d + 1).expand(expanded).reshape(out_sizes);
+  // Each slice along d gets a new dim after d, expanded to `repeats`, copied and folded in.
+  return t.unsqueeze(d + 1).expand(expanded).clone(MemoryFormat::Contiguous).view(out_sizes);
 }
 
 Tensor Tensor::flip(IntArrayRef dims) const { return tally::flip(*this, dims); }

@@ -60,9 +60,9 @@ void LRScheduler::load_state_dict(const StateDict& state_dict) {
               "lr scheduler load_state_dict: expected 'last_epoch', an int64 0-d tensor");
   TALLY_CHECK(epoch->item<int64_t>() >= 0, "lr scheduler load_state_dict: 'last_epoch' must be a step count (>= 0), got ",
               epoch->item<int64_t>());
-  for (const auto& [t, key] : {std::pair{base, "base_lrs"}, std::pair{last, "last_lr"}})
-    TALLY_CHECK((t == nullptr && t == last) || (t != nullptr && t->dtype() == kFloat64 && t->sizes() == IntArrayRef{groups}),
-                "lr scheduler load_state_dict: expected '", key, "', a float64 tensor of shape [", groups, "]");
+  const auto per_group = [&](const Tensor* t) { return t->dtype() == kFloat64 && t->sizes() == IntArrayRef{groups}; };
+  TALLY_CHECK(base && per_group(base), "lr scheduler load_state_dict: expected 'base_lrs', a float64 tensor of shape [", groups, "]");
+  TALLY_CHECK(!last || per_group(last), "lr scheduler load_state_dict: expected 'last_lr', a float64 tensor of shape [", groups, "]");
   last_epoch_ = epoch->item<int64_t>();
   const Tensor b = base->contiguous();
   base_lrs_.assign(b.data_ptr<double>(), b.data_ptr<double>() + groups);

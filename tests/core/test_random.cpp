@@ -190,6 +190,9 @@ TEST(RandomAudit, RandintBoundsDropoutFractionTailsAndOverflows) {
   expect_error<ValueError>([] { full({2}, -1.0, TensorOptions(kUInt8)); }, {"value -1 cannot be converted to type uint8 without overflow"});
   expect_error<ValueError>([] { zeros({2}, TensorOptions(kUInt8)).fill_(-100.5); }, {"cannot be converted to type uint8"});
   EXPECT_EQ(full({2}, -1, TensorOptions(kUInt8)).to(kInt64).sum().item<int64_t>(), 510);  // an integer wraps, as in torch
+  expect_error<ValueError>([] { full({1}, 0x1p63, TensorOptions(kInt64)); }, {"cannot be converted to type int64 without overflow"});
+  EXPECT_EQ(full({1}, -0x1p63, TensorOptions(kInt64)).item<int64_t>(), std::numeric_limits<int64_t>::min());
+  expect_error<ValueError>([] { full({1}, 255.5, TensorOptions(kUInt8)); }, {"value 255.5 cannot be converted to type uint8"});
   expect_error<ValueError>([] { arange(0, 1e20, 1.0); }, {"arange: invalid size, possible overflow?"});
   expect_error<ValueError>([] { arange(0, 1e30, 1, TensorOptions(kInt64)); }, {"value 1e+30 cannot be converted to type int64 without overflow"});
   expect_error<ValueError>([] { arange(0, std::numeric_limits<int64_t>::max(), 1); }, {"arange: invalid size, possible overflow?"});

@@ -47,8 +47,16 @@ TEST(AttentionMask, ARowWithEveryKeyMaskedGivesZerosAndNoGradient) {
   EXPECT_TRUE(q.grad().index({0, 2}).eq(0.0).all().item<bool>());
   for (const Tensor* t : {&q, &k, &v}) EXPECT_FALSE((t->grad() != t->grad()).any().item<bool>());
 
-  const Tensor additive = zeros({4, 6}).masked_fill(mask == false, -std::numeric_limits<double>::infinity());
-  EXPECT_TRUE(nn::F::scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), additive).equal(y.detach()));
+  // An additive mask of −inf: the same output, and no NaN reaches any gradient (softmax's
+  // backward reads its output, NaN in such a row unless the row is zeroed before it too).
+  Tensor additive = zeros({4, 6}).masked_fill(mask == false, -std::numeric_limits<double>::infinity()).requires_grad_();
+  Tensor q2 = q.detach().clone().requires_grad_(), k2 = k.detach().clone().requires_grad_(), v2 = v.detach().clone().requires_grad_();
+  const Tensor y2 = nn::F::scaled_dot_product_attention(q2, k2, v2, additive);
+  EXPECT_TRUE(y2.detach().equal(y.detach()));
+  y2.sum().backward();
+  for (const Tensor* t : {&q2, &k2, &v2, &additive}) EXPECT_FALSE((t->grad() != t->grad()).any().item<bool>());
+  EXPECT_TRUE(q2.grad().allclose(q.grad()) && k2.grad().allclose(k.grad()) && v2.grad().allclose(v.grad()));
+  EXPECT_TRUE(additive.grad().index({2}).eq(0.0).all().item<bool>());
 }
 
 // Dropout zeroes probabilities and scales the kept ones by 1/(1 − p): with p = 1 nothing is left;

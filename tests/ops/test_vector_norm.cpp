@@ -37,6 +37,31 @@ TEST(VectorNorm, AZeroNormPassesAZeroGradient) {
   EXPECT_EQ(y.grad().index({0, 0}).item<double>(), 0.0);
   EXPECT_EQ(y.grad().index({0, 1}).item<double>(), 1.0);  // (√4)^(1/0.5 − 1) · 4^(0.5 − 1) = 2 · 0.5
   EXPECT_EQ(y.grad().index({1}).abs().sum().item<double>(), 0.0);
+  // Order 0 counts nonzeros: a result with a gradient, all zero (torch's), even at inf.
+  Tensor z = tensor({0.0, 2.0, INFINITY}).requires_grad_();
+  const Tensor count = linalg::vector_norm(z, 0);
+  EXPECT_EQ(count.item<double>(), 2.0);
+  count.backward();
+  EXPECT_TRUE(z.grad().eq(0.0).all().item<bool>());
+}
+
+// flip, roll, repeat and repeat_interleave always give a new tensor, as torch's, even where a
+// view could hold the result (repeats of one, a size-1 dim repeated, shifts of zero).
+TEST(Reorder, ResultsAreNewTensorsAndFlipSplitsAnyDim) {
+  const Tensor x = arange(6).view({6, 1}).to(kFloat32);
+  for (const Tensor& y : {x.repeat({1, 1}), x.repeat({1, 3}), x.repeat_interleave(1, 0), x.repeat_interleave(4, 1), x.roll({6}, {0}),
+                          x.flip({})}) {
+    EXPECT_NE(y.data_ptr(), x.data_ptr());
+    EXPECT_TRUE(y.is_contiguous());
+    Tensor(y).add_(1.0);  // writable element by element: no zero strides
+  }
+  EXPECT_EQ(x.sum().item<double>(), 15.0);
+  // Dim 0 alone flipped, big enough for both threads: whole blocks move.
+  const Tensor big = arange(1 << 18).view({512, 512});
+  const Tensor flipped = big.flip({0});
+  EXPECT_TRUE(flipped.index({0}).equal(big.index({511})));
+  EXPECT_TRUE(flipped.index({511}).equal(big.index({0})));
+  EXPECT_TRUE(big.flip({-1}).index({3, 0}).equal(big.index({3, 511})));
 }
 
 TEST(VectorNorm, RefusesWhatHasNoIdentityOrNoFloatingDtype) {

@@ -37,27 +37,13 @@ Tensor& Module::register_buffer(std::string name, Tensor tensor, bool persistent
   return buffers_.insert(std::move(name), std::move(tensor));
 }
 
-namespace {
-/// Whether `target` is `root` or lies below it.
-bool contains(const Module& root, const Module* target) {
-  std::unordered_set<const Module*> seen;
-  const std::function<bool(const Module&)> walk = [&](const Module& m) {
-    if (&m == target) return true;
-    if (!seen.insert(&m).second) return false;
-    for (const auto& child : m.children())
-      if (walk(*child)) return true;
-    return false;
-  };
-  return walk(root);
-}
-}  // namespace
-
 void Module::adopt(std::string name, std::shared_ptr<Module> module) {
   TALLY_CHECK(module != nullptr, type_name_, ": submodule '", name, "' is null");
   check_new_name(name);
   // A cycle would make every walk over the modules endless (torch's state_dict recurses forever).
-  TALLY_CHECK(!contains(*module, this), type_name_, ": submodule '", name, "' (", module->type_name_,
-              ") contains this module; registering it would make a cycle");
+  for (const auto& [path, below] : module->named_modules())
+    TALLY_CHECK(below != this, type_name_, ": submodule '", name, "' (", module->type_name_,
+                ") contains this module; registering it would make a cycle");
   module->name_ = transparent_ && !name_.empty() ? name_ + "." + name : name;
   if (module->transparent_) {
     for (const auto& [key, child] : module->children_) child->name_ = module->name_ + "." + key;

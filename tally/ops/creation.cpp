@@ -133,8 +133,6 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
     TALLY_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign");
     const double count = dt == kInt64 ? static_cast<double>(integer_count(s, e, st))
                                       : std::ceil((end.to_double() - start.to_double()) / step.to_double());
-    TALLY_CHECK(count >= 0, "arange: invalid size ", count, " for start ", start.to_double(), ", end ", end.to_double(),
-                ", step ", step.to_double());
     n = checked_count(count);
   } else {
     const double s = start.to_double(), e = end.to_double(), st = step.to_double();

@@ -1,11 +1,11 @@
 #include "tally/ops/norm.h"
 
 #include <cmath>
-#include <string>
 
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/reduce.h"
+#include "tally/ops/zero_at_zero.h"
 
 namespace tally::linalg {
 
@@ -17,14 +17,6 @@ int64_t reduced_count(const Tensor& x, IntArrayRef dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= x.dim() == 0 ? 1 : x.size(maybe_wrap_dim(d, x.dim()));
   return n;
-}
-
-/// f(s) where s ≠ 0 and 0 where s = 0, whose gradient is 0 where s = 0: PyTorch's norm backward
-/// masks there (for ord 2, d√s/ds = ∞ would meet ds/dx = 0 and give NaN). s ≥ 0.
-template <class F>
-Tensor zero_at_zero(const Tensor& s, F f) {
-  const Tensor zero = eq(s, zeros({}, s.options()));
-  return where(zero, zeros({}, s.options()), f(where(zero, ones({}, s.options()), s)));
 }
 
 }  // namespace
@@ -41,7 +33,7 @@ Tensor vector_norm(const Tensor& x, double ord, IntArrayRef dims, bool keepdim) 
   const Tensor a = abs(x.to(promote_types(x.dtype(), kFloat32)));
   Tensor norm;
   if (ord == 2) {
-    norm = zero_at_zero(sum(square(a), dims, keepdim), [](const Tensor& s) { return sqrt(s); });
+    norm = ops::zero_at_zero(sum(square(a), dims, keepdim), [](const Tensor& s) { return sqrt(s); });
   } else if (ord == 1) {
     norm = sum(a, dims, keepdim);
   } else if (ord == 0) {
@@ -56,7 +48,7 @@ Tensor vector_norm(const Tensor& x, double ord, IntArrayRef dims, bool keepdim) 
     const Tensor nonzero = ne(a, zeros({}, a.options()));
     const Tensor powered = where(nonzero, pow(where(nonzero, a, ones({}, a.options())), ord), pow(a, ord).detach());
     const Tensor s = sum(powered, dims, keepdim);
-    norm = ord > 0 ? zero_at_zero(s, [ord](const Tensor& t) { return pow(t, 1.0 / ord); }) : pow(s, 1.0 / ord);
+    norm = ord > 0 ? ops::zero_at_zero(s, [ord](const Tensor& t) { return pow(t, 1.0 / ord); }) : pow(s, 1.0 / ord);
   }
   return norm.to(x.dtype());
 }

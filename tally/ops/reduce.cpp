@@ -17,6 +17,7 @@
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
+#include "tally/ops/zero_at_zero.h"
 
 namespace tally {
 
@@ -585,11 +586,9 @@ Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
 }
 
 Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
-  const Tensor v = var(x, dims, correction, keepdim);
   // torch's std_backward gives 0 where the result is 0 (a constant slice), where sqrt's own rule
-  // would give 0·∞ = NaN: those elements take a constant 0, and the square root sees 1 there.
-  const Tensor constant = eq(v, zeros({}, v.options()));
-  return where(constant, zeros({}, v.options()), sqrt(where(constant, ones({}, v.options()), v)));
+  // would give 0·∞ = NaN.
+  return ops::zero_at_zero(var(x, dims, correction, keepdim), [](const Tensor& v) { return sqrt(v); });
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {

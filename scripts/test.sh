@@ -2,7 +2,8 @@
 # Run the whole test suite: the Release build (build/) with the CPU kernels it picks, again with
 # each smaller kernel set forced (TALLY_CPU_KERNELS; Note [CPU kernel dispatch] in
 # tally/kernels/cpu/dispatch.h), then a second configuration under AddressSanitizer +
-# UndefinedBehaviorSanitizer (build-asan/), then fuzzes the safetensors reader for a minute
+# UndefinedBehaviorSanitizer (build-asan/), a third under ThreadSanitizer for the areas a backward
+# pass touches (build-tsan/), then fuzzes the safetensors reader for a minute
 # (tests/io/run_fuzz.sh, build-fuzz/). Expects scripts/setup.sh to have run. Exits non-zero
 # if any run fails.
 set -euo pipefail
@@ -41,6 +42,18 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=ON -
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== ThreadSanitizer tests (core, autograd, ops, nn) =="
+# A third configuration for Note [Concurrent backward] (tally/core/autograd_meta.h): the library
+# and the test binaries of the areas a backward pass touches, built for this CPU alone (one kernel
+# set: what is shared between threads does not depend on it). libgomp is not instrumented, so
+# OpenMP runs one thread per test thread and the threads ThreadSanitizer watches are the tests'.
+tsan_areas=(core autograd ops nn)
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE_THREAD=ON -DTALLY_NATIVE=ON \
+  -DTALLY_BUILD_BENCH=OFF -DTALLY_CUDA=OFF
+cmake --build build-tsan -j "$jobs" --target "${tsan_areas[@]/#/test_}"
+OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L "^($(IFS='|'; echo "${tsan_areas[*]}"))\$"
 
 echo "== safetensors reader fuzzer (60 s) =="
 tests/io/run_fuzz.sh build-fuzz 60

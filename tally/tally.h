@@ -13,6 +13,7 @@
 #include "tally/cuda/runtime.h"
 #include "tally/dtype/dtype.h"
 #include "tally/dtype/finfo.h"
+#include "tally/error/warning.h"
 #include "tally/accounting/flop_counter.h"
 #include "tally/accounting/memory_tracker.h"
 #include "tally/autograd/gradcheck.h"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tally/core/autograd_meta.h"
+#include "tally/error/warning.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 
@@ -47,6 +48,24 @@ Tasks count_dependencies(Node* root) {
   return tasks;
 }
 
+/// One node's step: the gradients of its inputs. Under the node's mutex, so that a node two
+/// threads' graphs share is never released under the other's apply (Note [Concurrent backward]).
+TensorList run_node(Node& node, Tensor grad, bool retain_graph) {
+  std::lock_guard lock(node.mutex);
+  TALLY_CHECK(!node.released, kFreedGraphMessage);
+  if (auto retained = node.retained_output.lock()) {
+    // A first gradient is copied row-major, as PyTorch's retain_grad copies it.
+    retained->grad = retained->grad.defined() ? retained->grad + grad : grad.clone(MemoryFormat::Contiguous);
+  }
+  TensorList grads;
+  {
+    ModulePathOverride where(node.module_path);
+    grads = node.apply(grad);
+  }
+  if (!retain_graph) node.release();
+  return grads;
+}
+
 void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph) {
   std::shared_ptr<Node> root_node = autograd::gradient_edge(root).node;
   Tasks tasks = count_dependencies(root_node.get());
@@ -60,18 +79,7 @@ void run_backward(const Tensor& root, const Tensor& root_grad, bool retain_graph
   while (!ready.empty()) {
     std::shared_ptr<Node> node = ready.top();
     ready.pop();
-    Tensor grad = std::move(tasks[node.get()].grad);
-    TALLY_CHECK(!node->released, kFreedGraphMessage);
-    if (auto retained = node->retained_output.lock()) {
-      // A first gradient is copied row-major, as PyTorch's retain_grad copies it.
-      retained->grad = retained->grad.defined() ? retained->grad + grad : grad.clone(MemoryFormat::Contiguous);
-    }
-    TensorList grads;
-    {
-      ModulePathOverride where(node->module_path);
-      grads = node->apply(grad);
-    }
-    if (!retain_graph) node->release();
+    const TensorList grads = run_node(*node, std::move(tasks[node.get()].grad), retain_graph);
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
       if (!e.node) continue;
@@ -105,6 +113,11 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
 const Tensor& Tensor::grad() const {
   static const Tensor undefined;
   const auto& meta = impl().autograd;
+  if (meta && meta->grad_fn && !meta->retains_grad)
+    TALLY_WARN_ONCE("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+                    "populated during backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                    ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the "
+                    "leaf Tensor instead (grad_fn ", meta->grad_fn->name(), ", shape ", sizes(), ")");
   return meta ? meta->grad : undefined;
 }
 

@@ -63,7 +63,9 @@ Edge gradient_edge(const Tensor& t) {
   const auto& meta = t.impl().autograd;
   if (!meta || !meta->requires_grad) return {};
   if (meta->grad_fn) return {meta->grad_fn, 0};
-  // A leaf: every use shares one accumulator, made on first use.
+  // A leaf: every use shares one accumulator, made on first use (by one thread, when several
+  // record ops on the same leaf at once).
+  std::lock_guard lock(meta->mutex);
   std::shared_ptr<Node> acc = meta->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);
@@ -97,6 +99,7 @@ Tensor AccumulateGrad::copy_in_grad_layout(const Tensor& grad) const {
 TensorList AccumulateGrad::apply(const Tensor& grad_output) {
   // A leaf whose requires_grad was turned off after the graph was built takes nothing, as torch's.
   if (!leaf_->requires_grad) return {};
+  std::lock_guard lock(leaf_->mutex);  // several threads' backward passes may add at once
   if (!leaf_->grad.defined()) {
     // The incoming tensor itself where nothing else holds it (the usual case: a weight's
     // gradient made for it), else a private copy.

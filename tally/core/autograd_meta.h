@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,25 @@ struct Edge {
   std::shared_ptr<Node> node;
   int input_nr = 0;
 };
+
+// Note [Concurrent backward]
+// Several threads may run backward() at once, over graphs that share nodes and leaves (PyTorch
+// allows it too). What makes that safe:
+// - A node runs under its own `mutex` (the engine holds it across the freed-graph check, apply,
+//   the retained gradient and release), so a shared node's saved tensors are never freed under
+//   another thread's apply. Two threads through one node take turns; with retain_graph=false the
+//   second gets the freed-graph error, as in PyTorch, and nothing crashes.
+// - A leaf's accumulator is made once (under its AutogradMeta's `mutex`, gradient_edge), and adds
+//   into leaf.grad() under that same mutex, so no addition is lost.
+// - The engine's bookkeeping (dependency counts, pending gradients, the ready queue) is private
+//   to each backward() call; grad mode, the backward phase, the module path, the autocast hook and
+//   the ledger's observer are per thread.
+// - Shared counters are atomic or locked: version counters, the CPU allocator and the meta
+//   device's counters, a storage's activation count and category, the default generator.
+// Not safe, as in PyTorch: changing one tensor from two threads at once (requires_grad_,
+// set_grad, in-place ops, an optimizer's step) or reading w.grad() while another thread's
+// backward is adding into it. A FlopCounter records the ops of the thread that made it; a
+// MemoryTracker reads the process's counters, so it sees every thread's bytes.
 
 /// One backward step: given the gradient of its output, the gradients of its inputs.
 struct Node : std::enable_shared_from_this<Node> {
@@ -43,6 +63,8 @@ struct Node : std::enable_shared_from_this<Node> {
   ModulePath module_path;
   /// A non-leaf output that asked for retain_grad(): its grad is stored when this node runs.
   std::weak_ptr<struct AutogradMeta> retained_output;
+  /// Held while the engine runs or releases this node (Note [Concurrent backward]).
+  std::mutex mutex;
 };
 
 /// The autograd state of one tensor.
@@ -55,6 +77,9 @@ struct AutogradMeta {
   /// For leaves: the node that accumulates into `grad`, shared by every use of the leaf.
   std::weak_ptr<Node> grad_accumulator;
   bool retains_grad = false;
+  /// Guards `grad` while a backward adds into it and `grad_accumulator` while one is made
+  /// (Note [Concurrent backward]).
+  std::mutex mutex;
 };
 
 /// Whether ops record graph nodes on this thread (torch.is_grad_enabled()).

@@ -3,6 +3,7 @@
 // offset + i), so results do not depend on the number of threads, and the whole state is two
 // integers — which a checkpoint stores to resume bit-exactly.
 
+#include <atomic>
 #include <cstdint>
 
 namespace tally {
@@ -25,12 +26,9 @@ class Generator {
   GeneratorState get_state() const { return state_; }
   /// Restore a state from get_state().
   void set_state(GeneratorState s) { state_ = s; }
-  /// Reserve `n` counters and return the first; draw i uses counter first + i.
-  uint64_t reserve(uint64_t n) {
-    uint64_t first = state_.offset;
-    state_.offset += n;
-    return first;
-  }
+  /// Reserve `n` counters and return the first; draw i uses counter first + i. Threads drawing
+  /// from one generator at once get disjoint counters (Note [Concurrent backward]).
+  uint64_t reserve(uint64_t n) { return std::atomic_ref<uint64_t>(state_.offset).fetch_add(n, std::memory_order_relaxed); }
   /// 64 random bits for counter `c` (SplitMix64 finaliser over seed and counter).
   uint64_t bits(uint64_t c) const {
     uint64_t z = state_.seed * 0x9E3779B97F4A7C15ULL + c * 0xD1B54A32D192ED03ULL + 0x632BE59BD9B4E019ULL;

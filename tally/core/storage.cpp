@@ -23,18 +23,24 @@ StorageImpl::StorageImpl(void* data, int64_t nbytes, std::function<void(void*)> 
 
 StorageImpl::~StorageImpl() {
   if (deleter_) deleter_(data_);
-  else if (device_.is_cpu()) CpuAllocator::get().deallocate(data_, nbytes_, category_);
-  else if (device_.is_meta()) meta_memory::deallocate(nbytes_, category_);
-  else cuda::detail::deallocate(data_, nbytes_, category_, device_.index());
+  else if (device_.is_cpu()) CpuAllocator::get().deallocate(data_, nbytes_, category());
+  else if (device_.is_meta()) meta_memory::deallocate(nbytes_, category());
+  else cuda::detail::deallocate(data_, nbytes_, category(), device_.index());
 }
 
 void StorageImpl::set_category(MemoryCategory category) {
+  std::lock_guard lock(category_mu_);
+  move_to_category(category);
+}
+
+void StorageImpl::move_to_category(MemoryCategory category) {
+  const MemoryCategory from = category_.load(std::memory_order_relaxed);
   if (!deleter_) {
-    if (device_.is_cpu()) CpuAllocator::get().recategorize(nbytes_, category_, category);
-    else if (device_.is_meta()) meta_memory::recategorize(nbytes_, category_, category);
-    else cuda::detail::recategorize(nbytes_, category_, category, device_.index());
+    if (device_.is_cpu()) CpuAllocator::get().recategorize(nbytes_, from, category);
+    else if (device_.is_meta()) meta_memory::recategorize(nbytes_, from, category);
+    else cuda::detail::recategorize(nbytes_, from, category, device_.index());
   }
-  category_ = category;
+  category_.store(category, std::memory_order_relaxed);
 }
 
 void StorageImpl::retain_for_backward() {
@@ -47,10 +53,11 @@ void StorageImpl::release_for_backward() {
 
 void StorageImpl::settle_activation_category() {
   // Decided under the lock from the count as it is now, so racing crossings end consistent.
-  std::lock_guard lock(saved_mu_);
+  std::lock_guard lock(category_mu_);
   const bool kept = saved_by_nodes_.load(std::memory_order_acquire) > 0;
-  if (kept && category_ == MemoryCategory::Other) set_category(MemoryCategory::Activations);
-  else if (!kept && category_ == MemoryCategory::Activations) set_category(MemoryCategory::Other);
+  const MemoryCategory now = category_.load(std::memory_order_relaxed);
+  if (kept && now == MemoryCategory::Other) move_to_category(MemoryCategory::Activations);
+  else if (!kept && now == MemoryCategory::Activations) move_to_category(MemoryCategory::Other);
 }
 
 }  // namespace tally

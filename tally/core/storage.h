@@ -34,7 +34,7 @@ class StorageImpl {
   bool is_pinned() const { return pinned_; }
   void set_pinned() { pinned_ = true; }
   /// Memory category these bytes are accounted under.
-  MemoryCategory category() const { return category_; }
+  MemoryCategory category() const { return category_.load(std::memory_order_relaxed); }
   /// Move these bytes to another memory category (e.g. a tensor registered as a parameter).
   void set_category(MemoryCategory category);
 
@@ -69,7 +69,7 @@ class StorageImpl {
  private:
   void* data_;
   int64_t nbytes_;
-  MemoryCategory category_;
+  std::atomic<MemoryCategory> category_;
   Device device_;
   bool pinned_ = false;
   bool stand_in_ = false;
@@ -77,8 +77,12 @@ class StorageImpl {
   std::atomic<uint64_t> version_{0};
   /// Make the category agree with saved_by_nodes_ after it crossed zero.
   void settle_activation_category();
+  /// set_category with category_mu_ held.
+  void move_to_category(MemoryCategory category);
   std::atomic<int> saved_by_nodes_{0};  // graph nodes keeping these bytes (Note [Activations])
-  std::mutex saved_mu_;                 // one settle at a time
+  // One change of category at a time: a settle in one thread's backward and another thread's
+  // set_category would otherwise both move the same bytes (Note [Concurrent backward]).
+  std::mutex category_mu_;
 };
 
 using Storage = std::shared_ptr<StorageImpl>;

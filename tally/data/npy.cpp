@@ -24,14 +24,24 @@ uint64_t read_le(const unsigned char* p, int n) {
   return v;
 }
 
+/// Where `'key'` followed by ':' starts in dict at or after `from`, or npos.
+size_t find_key(std::string_view dict, const std::string& quoted, size_t from) {
+  for (size_t at = dict.find(quoted, from); at != std::string_view::npos; at = dict.find(quoted, at + 1)) {
+    const size_t colon = dict.find_first_not_of(' ', at + quoted.size());
+    if (colon != std::string_view::npos && dict[colon] == ':') return at;
+  }
+  return std::string_view::npos;
+}
+
 /// The dict text after `'key':`, leading spaces skipped.
 std::string_view value_of(std::string_view dict, std::string_view key, const std::string& path) {
   const std::string quoted = detail::str_cat("'", key, "'");
-  size_t at = dict.find(quoted);
+  size_t at = find_key(dict, quoted, 0);
   if (at == std::string_view::npos) bad_header(path, detail::str_cat("its header has no ", quoted, " key: ", dict));
-  at = dict.find_first_not_of(' ', at + quoted.size());
-  if (at == std::string_view::npos || dict[at] != ':') bad_header(path, detail::str_cat("no ':' after ", quoted));
-  at = dict.find_first_not_of(' ', at + 1);
+  // Python's dict literal keeps the last of two equal keys, so the first would be read wrongly.
+  if (find_key(dict, quoted, at + 1) != std::string_view::npos)
+    bad_header(path, detail::str_cat("its header gives the ", quoted, " key twice: ", dict));
+  at = dict.find_first_not_of(' ', dict.find(':', at + quoted.size()) + 1);
   if (at == std::string_view::npos) bad_header(path, detail::str_cat("no value after ", quoted));
   return dict.substr(at);
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "tally/core/geometry.h"
+#include "tally/error/warning.h"
 
 namespace tally::ops {
 
@@ -107,6 +108,11 @@ void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizab
                          " can't be cast to the desired output type ", dtype_name(dst.dtype()));
   if (IntArrayRef(spec.sizes) != dst.sizes()) {
     TALLY_CHECK(resizable, "output with shape ", dst.sizes(), " doesn't match the broadcast shape ", IntArrayRef(spec.sizes));
+    if (dst.numel() > 0)
+      TALLY_WARN_ONCE("An output with one or more elements was resized since it had shape ", dst.sizes(),
+                      ", which does not match the required output shape ", IntArrayRef(spec.sizes),
+                      ". This behavior is deprecated, as in PyTorch: an out tensor with zero elements (empty({0})) is resized "
+                      "without a warning.");
     resize_output(dst, spec.sizes);
   }
   if (!aliased_ok) geometry::check_no_internal_overlap(dst.sizes(), dst.strides());

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "tally/error/warning.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
@@ -33,6 +34,9 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target)
 
 Tensor mse_loss(const Tensor& input_, const Tensor& target_, Reduction reduction) {
   Tensor input = input_, target = target_;
+  if (input.sizes() != target.sizes())
+    TALLY_WARN_ONCE("Using a target size (", target.sizes(), ") that is different to the input size (", input.sizes(),
+                    "). This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size. (mse_loss)");
   const ops::AutocastRegion autocast("mse_loss", {&input, &target});
   return reduce(square(input - target), reduction);
 }

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "tally/core/geometry.h"
+#include "tally/error/warning.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/elementwise.h"
 #include "tally/kernels/cpu/reduce.h"
@@ -582,6 +583,10 @@ Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
   const Tensor wide = x.to(promote_types(x.dtype(), kFloat32));
   Tensor ss = sum(square(wide - mean(wide, dims, true)), dims, keepdim);
   const int64_t n = x.numel() / std::max<int64_t>(ss.numel(), 1);
+  if (n - correction <= 0)
+    TALLY_WARN_ONCE("var(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+                    "(input numel divided by output numel): correction ", correction, ", reduction factor ", n, " (input of shape ",
+                    x.sizes(), ")");
   return (ss / static_cast<double>(std::max<int64_t>(n - correction, 0))).to(x.dtype());
 }
 

@@ -232,6 +232,11 @@ TEST(NpyHeader, RefusesBrokenDicts) {
   expect_error<ValueError>([&] { parse("{'descr': '<i4', 'fortran_order': False, 'shape': (-1,), }"); }, {"'shape'", "'-1'"});
   expect_error<ValueError>([&] { parse("{'descr': '<i4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"); },
                            {"d.npy", "2^63 - 1 elements"});
+  // numpy's reader keeps the last of two equal keys; reading the first would take a wrong shape.
+  expect_error<ValueError>([&] { parse("{'descr': '<i4', 'fortran_order': False, 'shape': (8,), 'shape': (4,), }"); },
+                           {"d.npy", "'shape' key twice"});
+  expect_error<ValueError>([&] { parse("{'descr': '<i4', 'descr': '<u2', 'fortran_order': False, 'shape': (8,), }"); },
+                           {"'descr' key twice"});
   const std::string cut = npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }");
   expect_error<ValueError>([&] { parse_npy_header(cut.data(), 20, "c.npy"); }, {"c.npy", "header declares"});
 }

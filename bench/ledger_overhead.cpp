@@ -24,7 +24,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 /// Median seconds of a 1024³ matmul without and with a FlopCounter, over `pairs` calls of each.
 /// The calls alternate one by one: this machine's speed shifts by ~30% for seconds at a time
-/// (Note [Remembered clock]), and loops of ten calls each landed in different phases.
+/// (Note [The promised clock]), and loops of ten calls each landed in different phases.
 std::pair<double, double> matmul_pairs(int pairs) {
   Tensor a = randn({1024, 1024}), b = randn({1024, 1024});
   Tensor c = matmul(a, b);

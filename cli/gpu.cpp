@@ -74,8 +74,10 @@ struct TfGuard {  // TF32 on for the "tf32" dtype only, restored afterwards
 
 void print_gpu_info() {
   if (!cuda::is_available()) {
-    fmt::print("\nGPU\n  none: {}\n", cuda::device_count() == 0 ? "no CUDA device found, or this tally was built without CUDA"
-                                                                   : "CUDA unavailable");
+    fmt::print("\nGPU\n  none: {}\n", cuda::is_built() ? "this tally is built with CUDA, but no CUDA device was found (no GPU, or "
+                                                           "no driver for it)"
+                                                         : "this tally was built without CUDA (no CUDA toolkit when it was "
+                                                           "configured; -DTALLY_CUDA=ON requires one)");
     return;
   }
   for (int d = 0; d < cuda::device_count(); ++d) {

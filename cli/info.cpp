@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/gpu.h"
+#include "tally/cuda/runtime.h"
 #include "tally/machine/cpu_info.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cpu/matmul.h"
@@ -24,8 +25,8 @@ void run_info() {
   fmt::print("  model            {} ({}, family {:#x})\n", cpu.model_name, cpu.vendor, cpu.family);
   fmt::print("  usable cores     {} ({} thread{} per core as the OS reports it{})\n", cpu.usable_cores, cpu.threads_per_core,
              cpu.threads_per_core == 1 ? "" : "s", cpu.hypervisor ? "; under a hypervisor, whose vCPUs may share physical cores" : "");
-  fmt::print("  measured clock   {:.2f} GHz (dependent add chain: highest seen on this machine; {:.2f} GHz in this run)\n",
-             cpu.clock_ghz, cpu.clock_ghz_now);
+  fmt::print("  clock            {:.2f} GHz, {}; {:.2f} GHz measured in this run\n", cpu.clock_ghz, cpu.clock_source,
+             cpu.clock_ghz_now);
   fmt::print("  AVX2/FMA/F16C    {} / {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma), yes_no(cpu.f16c));
   fmt::print("  AVX-512F         {}{}\n", yes_no(cpu.avx512f),
              cpu.avx512f ? fmt::format(" ({}-bit FMA datapath)", cpu.fma_datapath_bits) : "");
@@ -36,6 +37,7 @@ void run_info() {
   fmt::print("\nBuild\n");
   fmt::print("  type             {}\n", TALLY_BUILD_TYPE_STR);
   fmt::print("  compiler         {}\n", __VERSION__);
+  fmt::print("  CUDA             {}\n", cuda::is_built() ? "built in" : "not built in (no CUDA toolkit when it was configured)");
   fmt::print("  kernels          {} ({})\n", kernels::cpu_kernel_set(), kernels::cpu_kernel_set_reason());
   fmt::print("  OpenMP threads   {}\n", kernels::num_threads());
   fmt::print("  matmul paths (chosen at run time for this CPU)\n");

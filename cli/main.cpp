@@ -9,8 +9,10 @@
 #include <exception>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/usage_error.h"
 #include "tally/error/error.h"
 
 int main(int argc, char** argv) {
@@ -20,6 +22,7 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"tally: a deep-learning framework where every FLOP and byte is on the books"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "tally " TALLY_VERSION " (" TALLY_BUILD_TYPE_STR ")");
   tally::cli::add_info_command(app);
   tally::cli::add_bench_command(app);
   tally::cli::add_estimate_command(app);
@@ -36,13 +39,13 @@ int main(int argc, char** argv) {
     }
     if (!found) {
       std::fprintf(stderr, "tally: error: unknown command '%s' (commands: %s; tally --help)\n", argv[1], known.c_str());
-      return 1;
+      return tally::cli::kUsageExit;
     }
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return tally::cli::report_parse_error(app, e, std::vector<std::string>(argv + 1, argv + argc));
   } catch (const tally::Error& e) {
     std::fprintf(stderr, "tally: error: %s\n", e.what());
     return 1;

@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/report/format.h"
+#include "tally/core/allocator.h"
 #include "tally/error/error.h"
 #include "tally/train/trainer.h"
 
@@ -112,6 +113,35 @@ void print_precision(const json& s) {
   if (!by_category.empty()) fmt::print("  by category  {}  (float32 in brackets)\n", by_category);
 }
 
+/// The memory table: each category's own peak over a step, in the order a step's bytes come to
+/// life; the simultaneous peak of them all, which is below their sum because they peak at
+/// different moments; and what the process's resident set holds besides the tensors.
+void print_memory(const json& mem) {
+  fmt::print("memory          {:<16} {:>12} {:>12}   (each category's own peak over a step)\n", "category", "predicted", "tracked");
+  double sum = 0;
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    const std::string cat(memory_category_name(static_cast<MemoryCategory>(c)));
+    if (!mem.at("predicted").contains(cat)) continue;
+    sum += mem.at("predicted").at(cat).get<double>();
+    fmt::print("                {:<16} {:>12} {:>12}{}\n", cat, bytes(mem.at("predicted").at(cat)),
+               mem.at("tracked_peak").contains(cat) ? bytes(mem.at("tracked_peak").at(cat)) : "-",
+               cat == "other" ? "   (tensors no graph node keeps: the batch, the loss, gradients on their way to the "
+                                "parameters, outputs used once)"
+                              : "");
+  }
+  fmt::print("                {:<16} {:>12} {:>12}   (the simultaneous peak; the categories' own peaks add up to {})\n",
+             "all at once", bytes(mem.at("predicted_peak_total")), bytes(mem.at("tracked_peak_total")), report::bytes_text(sum));
+  fmt::print("                {:<16} {:>12} {:>12}   (the caching allocator's peak: live tensors, size-class rounding, freed "
+             "blocks kept for reuse)\n",
+             "reserved", "", bytes(mem.at("tracked_peak_reserved")));
+  if (!mem.contains("process_at_end")) return;
+  const json& p = mem.at("process_at_end");
+  fmt::print("process RSS     peak {}; at the end {} = {} anonymous (tensors {} live, {} in the allocator's cache, with the heap and "
+             "stacks) + {} of files (code, libraries, the token data)\n",
+             bytes(mem.at("process_peak_rss")), bytes(p.at("rss")), bytes(p.at("anonymous")), bytes(p.at("tensors_live")),
+             bytes(p.at("allocator_cached")), bytes(p.at("files")));
+}
+
 void print_summary(const json& s) {
   const json& run = s.at("run");
   const json& m = s.at("machine");
@@ -125,22 +155,21 @@ void print_summary(const json& s) {
   fmt::print("FLOPs/token     forward {} predicted, {} measured; backward {} predicted, {} measured\n",
              si(num(f, "predicted", "forward"), "FLOP"), si(num(f, "measured", "forward"), "FLOP"),
              si(num(f, "predicted", "backward"), "FLOP"), si(num(f, "measured", "backward"), "FLOP"));
-  fmt::print("MFU             {:.1f}% of the promised {} peak ({}), {:.1f}% of the measured one ({})\n",
-             100 * s.at("mfu").at("promised").get<double>(), m.value("peak_instruction", std::string("float32 FMA")),
-             si(m.at("peak_flops_promised").get<double>(), "FLOP/s"),
-             100 * s.at("mfu").at("measured").get<double>(), si(m.at("peak_flops_measured").get<double>(), "FLOP/s"));
-  fmt::print("                (every FLOP on the ledger; by the 6·N·D convention of `tally estimate train-time --mfu`: {:.1f}%)\n",
-             100 * s.at("mfu").value("six_n_promised", 0.0));
+  // Note [MFU and HFU] in tally/train/trainer.cpp.
+  fmt::print("peak            {} promised ({}, {} at {:.2f} GHz, {}), {} measured at the end of the run\n",
+             si(m.at("peak_flops_promised").get<double>(), "FLOP/s"), m.value("peak_instruction", std::string("float32 FMA")),
+             m.at("threads").get<int64_t>() == 1 ? "1 thread" : fmt::format("{} threads", m.at("threads").get<int64_t>()),
+             m.value("clock_ghz", 0.0), m.value("clock_source", std::string("clock not recorded")),
+             si(m.at("peak_flops_measured").get<double>(), "FLOP/s"));
+  for (const char* kind : {"mfu", "hfu"}) {
+    const json& u = s.at(kind);
+    fmt::print("{}             {:.1f}% of the promised peak, {:.1f}% of the measured one: {} per token, {}\n",
+               kind == std::string("mfu") ? "MFU" : "HFU", 100 * u.at("promised").get<double>(), 100 * u.at("measured").get<double>(),
+               si(u.at("flops_per_token").get<double>(), "FLOP"), u.at("formula").get<std::string>());
+  }
   fmt::print("step time       {:.1f} ms predicted from the roofs, {:.1f} ms measured (median)\n",
              1e3 * num(s, "step_time", "predicted_s"), 1e3 * num(s, "step_time", "measured_s"));
-  const json& mem = s.at("memory");
-  fmt::print("memory          {:<16} {:>12} {:>12}\n", "category", "predicted", "tracked peak");
-  for (const auto& [cat, value] : mem.at("predicted").items())
-    fmt::print("                {:<16} {:>12} {:>12}\n", cat, bytes(value),
-               mem.at("tracked_peak").contains(cat) ? bytes(mem.at("tracked_peak").at(cat)) : "-");
-  fmt::print("                {:<16} {:>12} {:>12}   allocator reserved {}, process peak RSS {}\n", "total",
-             bytes(mem.at("predicted_peak_total")), bytes(mem.at("tracked_peak_total")), bytes(mem.at("tracked_peak_reserved")),
-             bytes(mem.at("process_peak_rss")));
+  print_memory(s.at("memory"));
   if (const json& split = s.at("time_split"); split.contains("compute_bound_s"))
     fmt::print("time split      {:.0f}% in compute-bound ops, {:.0f}% in memory-bound ops\n", 100 * split.at("compute_bound_fraction").get<double>(),
                100 * (1 - split.at("compute_bound_fraction").get<double>()));
@@ -199,16 +228,26 @@ void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<std::map<std::string, std::string>>();
   cmd->add_option("--config", *config_file, "JSON file of settings (the keys below, without --; unknown keys are refused)");
   cmd->add_flag("--resume", *resume, "continue from the newest readable checkpoint in --out");
+  auto no_memory_check = std::make_shared<bool>(false);
+  cmd->add_flag("--no-memory-check", *no_memory_check,
+                "start even when the run's predicted memory exceeds what this process may use (by default it is refused)");
   const json defaults = train::to_json(train::TrainConfig{});
   for (const auto& f : train::config_fields()) {
     std::string flag = "--" + f.name;
     std::replace(flag.begin(), flag.end(), '_', '-');
     const json& d = defaults.at(f.name);
     const std::string shown = d.is_string() ? (d.get<std::string>().empty() ? "none" : d.get<std::string>()) : d.dump();
+    std::string help = f.help;
+    if (!f.choices.empty()) {
+      help += ": one of ";
+      for (size_t i = 0; i < f.choices.size(); ++i) help += (i ? ", " : "") + f.choices[i];
+    }
+    if (help.find("(default:") == std::string::npos) help += " (default: " + shown + ")";  // some name their own
     static constexpr const char* kTypeNames[] = {"INT", "NUMBER", "TEXT", "BOOL"};
-    cmd->add_option_function<std::string>(flag, [flags, name = f.name](const std::string& v) { (*flags)[name] = v; },
-                                          f.help + " (default: " + shown + ")")
-        ->type_name(kTypeNames[f.kind]);
+    CLI::Option* option =
+        cmd->add_option_function<std::string>(flag, [flags, name = f.name](const std::string& v) { (*flags)[name] = v; }, help)
+            ->type_name(kTypeNames[f.kind]);
+    if (f.testing_only) option->group("");  // CLI11 lists no option of the nameless group
   }
   cmd->callback([=] {
     json overrides = json::object();
@@ -222,6 +261,7 @@ void add_train_command(CLI::App& app) {
     const bool tty = isatty(STDOUT_FILENO) != 0;
     train::TrainHooks hooks;
     hooks.stop = &g_stop;
+    hooks.check_memory = !*no_memory_check;
     hooks.on_step = [&](const train::StepReport& r) { print_step(r, tty, config.log_interval); };
     hooks.note = [&](const std::string& line) {
       if (tty) fmt::print("\r\x1b[K");

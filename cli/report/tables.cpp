@@ -38,10 +38,14 @@ std::string predicted_vs_measured(const json& s) {
             number_at(s, {"flops_per_token", "measured", "optimizer"}));
   const double promised = number_at(s, {"machine", "peak_flops_promised"});
   const double measured_peak = number_at(s, {"machine", "peak_flops_measured"});
-  t.rows.push_back({"MFU against the promised peak (" + value_or_missing(promised, [](double v) { return si(v, "FLOP/s"); }) + ")",
-                    missing_value(), value_or_missing(number_at(s, {"mfu", "promised"}), percent_text), ""});
-  t.rows.push_back({"MFU against the measured peak (" + value_or_missing(measured_peak, [](double v) { return si(v, "FLOP/s"); }) + ")",
-                    missing_value(), value_or_missing(number_at(s, {"mfu", "measured"}), percent_text), ""});
+  // MFU by PaLM's model FLOPs, HFU by every FLOP on the ledger (Note [MFU and HFU] in tally/train/trainer.cpp).
+  for (const char* kind : {"mfu", "hfu"}) {
+    const std::string name = kind == std::string("mfu") ? "MFU (model FLOPs, PaLM's 6·N + 12·L·H·Q·T)" : "HFU (every FLOP on the ledger)";
+    t.rows.push_back({name + " against the promised peak (" + value_or_missing(promised, [](double v) { return si(v, "FLOP/s"); }) + ")",
+                      missing_value(), value_or_missing(number_at(s, {kind, "promised"}), percent_text), ""});
+    t.rows.push_back({name + " against the measured peak (" + value_or_missing(measured_peak, [](double v) { return si(v, "FLOP/s"); }) + ")",
+                      missing_value(), value_or_missing(number_at(s, {kind, "measured"}), percent_text), ""});
+  }
   const double ps = number_at(s, {"step_time", "predicted_s"}), ms = number_at(s, {"step_time", "measured_s"});
   t.rows.push_back({"step time", value_or_missing(ps, seconds_text), value_or_missing(ms, seconds_text), ratio_text(ms, ps)});
   std::string out = render_table(t, "numbers");
@@ -52,7 +56,9 @@ std::string predicted_vs_measured(const json& s) {
 
 std::string memory_table(const json& s) {
   if (!find_path(s, {"memory"})) return missing_block("summary.json has no \"memory\".");
-  Table t{{"memory", "predicted", "tracked peak", "tracked / predicted"}, {}};
+  // Rows in the order a step's bytes come to life, each its category's own peak; then the
+  // simultaneous peak, below their sum, and what the resident set holds besides the tensors.
+  Table t{{"memory (each category's own peak over a step)", "predicted", "tracked peak", "tracked / predicted"}, {}};
   for (int i = 0; i < kNumMemoryCategories; ++i) {
     const std::string c(memory_category_name(static_cast<MemoryCategory>(i)));
     const double p = number_at(s, {"memory", "predicted", c.c_str()}), m = number_at(s, {"memory", "tracked_peak", c.c_str()});
@@ -60,10 +66,17 @@ std::string memory_table(const json& s) {
     t.rows.push_back({c, value_or_missing(p, bytes_text), value_or_missing(m, bytes_text), ratio_text(m, p)});
   }
   const double pt = number_at(s, {"memory", "predicted_peak_total"}), mt = number_at(s, {"memory", "tracked_peak_total"});
-  t.rows.push_back({"<b>peak total</b> (all categories at one moment)", value_or_missing(pt, bytes_text),
+  t.rows.push_back({"<b>all at once</b> (the simultaneous peak, below the sum of the rows above)", value_or_missing(pt, bytes_text),
                     value_or_missing(mt, bytes_text), ratio_text(mt, pt)});
+  t.rows.push_back({"allocator reserved (live tensors, size-class rounding, freed blocks kept for reuse)", "",
+                    value_or_missing(number_at(s, {"memory", "tracked_peak_reserved"}), bytes_text), ""});
   t.rows.push_back({"process peak RSS (the kernel's high-water mark)", "",
                     value_or_missing(number_at(s, {"memory", "process_peak_rss"}), bytes_text), ""});
+  const double anon = number_at(s, {"memory", "process_at_end", "anonymous"}), files = number_at(s, {"memory", "process_at_end", "files"});
+  if (!std::isnan(anon)) {
+    t.rows.push_back({"… at the end: anonymous (tensors, the allocator's cache, heap, stacks)", "", bytes_text(anon), ""});
+    t.rows.push_back({"… at the end: files (code, libraries, the token data)", "", value_or_missing(files, bytes_text), ""});
+  }
   return render_table(t, "numbers");
 }
 

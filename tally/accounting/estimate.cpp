@@ -11,6 +11,10 @@
 
 namespace tally::accounting {
 
+double palm_flops_per_token(double non_embedding_params, int64_t layers, int64_t d_model, int64_t context_length) {
+  return 6 * non_embedding_params + 12 * static_cast<double>(layers) * static_cast<double>(d_model) * static_cast<double>(context_length);
+}
+
 namespace {
 
 void check_positive(const char* what, const char* name, double v) {

@@ -52,6 +52,13 @@ const Recipe& recipe(std::string_view name);
 std::string known_recipes();
 
 /// How many days training takes (the lecture's first question).
+/// Model FLOPs per token by the PaLM paper's formula (Chowdhery et al. 2022, appendix B), the one
+/// nanoGPT and llm.c report MFU by: 6·N + 12·L·H·Q·T, with N the parameters less the position
+/// embeddings, H·Q = d_model and T the context length. What the hardware runs beyond the model's
+/// maths (elementwise ops, the optimizer, recomputation) is left out: the ledger's count of every
+/// FLOP gives HFU, hardware FLOPs utilisation.
+double palm_flops_per_token(double non_embedding_params, int64_t layers, int64_t d_model, int64_t context_length);
+
 struct TrainTime {
   /// N: parameters.
   double params;

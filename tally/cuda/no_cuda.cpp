@@ -16,6 +16,7 @@ namespace detail_nc {
 }  // namespace detail_nc
 using detail_nc::no_cuda;
 
+bool is_built() { return false; }
 bool is_available() { return false; }
 int device_count() { return 0; }
 void synchronize(int) { no_cuda(); }

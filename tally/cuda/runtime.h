@@ -12,6 +12,8 @@
 
 namespace tally::cuda {
 
+/// Whether this tally was built with CUDA (torch.backends.cuda.is_built()), GPU or not.
+bool is_built();
 /// Whether this build has CUDA and the machine has at least one usable GPU.
 bool is_available();
 /// Number of GPUs (0 without CUDA).

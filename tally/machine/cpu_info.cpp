@@ -13,7 +13,6 @@
 #include <thread>
 #include <utility>
 
-#include "tally/machine/cache_dir.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -114,7 +113,7 @@ double time_add_chain_seconds(uint64_t blocks) {
 double measure_clock_ghz() {
   // Many short windows, keeping the fastest: on a shared machine a window that loses the core to
   // another process (or catches the core still ramping up from idle) is simply slower, never faster.
-  // A clock that stays low for longer than this (Note [Remembered clock]) is handled by detect().
+  // A clock that stays low for longer than this is what the run measures (Note [The promised clock]).
   constexpr uint64_t kBlocks = 10000;  // 1e6 adds: ~0.3 ms at 3 GHz
   time_add_chain_seconds(20 * kBlocks);  // ~6 ms warm-up so the core leaves its idle frequency
   double best = 1e30;
@@ -151,6 +150,34 @@ int count_usable_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// Note [The promised clock]
+// A promised peak is cores x clock x FLOP per cycle, and MFU divides by it: the clock must be one
+// a reader can look up, and the same for every run on the machine. The CPU's rated maximum is
+// that, where the machine states it: CPUID leaf 0x16 (Intel, in MHz) or cpufreq's
+// cpuinfo_max_freq. Many virtual machines state neither (the AMD EPYC guests this project runs
+// on); there the clock measured in this process stands in, and the run says so: a measured clock
+// moves with the AVX-512 licence level and with what shares the host (2.4 to 3.1 GHz on one
+// core), so two runs' MFU are then comparable only within those bounds. Earlier versions kept
+// the highest clock ever measured in the cache folder, which made a run's MFU depend on the
+// machine's history.
+void set_promised_clock(CpuInfo& info) {
+#ifdef TALLY_X86
+  if (const unsigned mhz = cpuid(0x16, 0).ebx & 0xFFFF; mhz > 0) {
+    info.clock_ghz = mhz / 1000.0;
+    info.clock_source = "rated maximum (CPUID leaf 0x16)";
+    return;
+  }
+#endif
+  std::ifstream max_freq("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
+  if (double khz = 0; max_freq >> khz && khz > 0) {
+    info.clock_ghz = khz / 1e6;
+    info.clock_source = "rated maximum (cpufreq cpuinfo_max_freq)";
+    return;
+  }
+  info.clock_ghz = info.clock_ghz_now;
+  info.clock_source = "measured in this run (a dependent add chain; this machine states no rated clock)";
+}
+
 CpuInfo detect() {
   // What the OS says (topology, and everything on a CPU cpuid cannot ask), then cpuid on top.
   const CpuInfo os = parse_proc_cpuinfo(read_proc_cpuinfo());
@@ -166,7 +193,7 @@ CpuInfo detect() {
   info.hypervisor = os.hypervisor;
 #endif
   if (info.model_name.empty()) info.model_name = os.model_name;
-  info.clock_ghz = info.clock_ghz_now > 0 ? remembered_clock_ghz(info.model_name, info.clock_ghz_now) : 0.0;
+  set_promised_clock(info);
   return info;
 }
 
@@ -180,40 +207,6 @@ std::string describe(const char* instruction, const char* per_cycle, double flop
 
 }  // namespace
 
-// Note [Remembered clock]
-// The same core measures ~3.1 GHz one minute and ~2.4 GHz the next (the AVX-512 licence level,
-// entered when vector work runs on the core or, on a shared host, beside it), for long stretches.
-// A promised peak that followed it would move MFU by 30% between two runs of the same program.
-// The promise is what the core can do, so tally keeps the highest clock measured on this machine
-// in the cache folder, one line per CPU model, and every run uses the maximum of that and its own.
-double remembered_clock_ghz(const std::string& model, double measured) {
-  const std::filesystem::path path = cache_dir() / "clock.txt";
-  std::ifstream in(path);
-  std::string line, contents;
-  double stored = 0.0;
-  bool found = false;
-  while (std::getline(in, line)) {
-    const auto tab = line.rfind('\t');
-    if (tab != std::string::npos && line.substr(0, tab) == model) {
-      found = true;
-      try {
-        stored = std::stod(line.substr(tab + 1));
-      } catch (const std::exception&) {  // a damaged line is replaced below
-      }
-      if (!(stored > 0.0 && stored < 10.0)) stored = 0.0;
-      continue;
-    }
-    contents += line + "\n";
-  }
-  if (found && stored >= measured) return stored;
-  std::ostringstream os;
-  os << model << '\t' << measured << '\n';
-  try {
-    write_file_atomically(path, contents + os.str());
-  } catch (const std::exception&) {  // a read-only home only means the next run measures afresh
-  }
-  return measured;
-}
 
 const CpuInfo& cpu_info() {
   static const CpuInfo info = detect();  // C++ guarantees one thread-safe initialisation

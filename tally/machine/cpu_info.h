@@ -48,16 +48,14 @@ struct CpuInfo {
   /// Width of the vector FMA datapath, which sets the AVX-512 rate: 512 on Intel's AVX-512 cores
   /// and Zen 5, 256 on Zen 4, which splits each 512-bit operation over its 256-bit pipes.
   int fma_datapath_bits = 0;
-  /// Core clock in GHz: the highest a dependent scalar add chain has measured on this machine
-  /// (Note [Remembered clock]), not the nominal brand clock.
+  /// The core clock in GHz that the promised peaks use (Note [The promised clock]).
   double clock_ghz = 0.0;
-  /// What this process's own measurement gave, which may be lower than clock_ghz.
+  /// Where clock_ghz comes from: the CPU's rated maximum (and which source gave it), or the clock
+  /// measured in this process.
+  std::string clock_source;
+  /// What this process's own measurement gave (a dependent add chain).
   double clock_ghz_now = 0.0;
 };
-
-/// The highest clock seen for CPU `model`: the larger of `measured_ghz` and what the cache
-/// folder's clock.txt holds, which is updated when `measured_ghz` is higher (Note [Remembered clock]).
-double remembered_clock_ghz(const std::string& model, double measured_ghz);
 
 /// The CPU's description, computed once on first call (thread-safe; the clock loop takes ~50 ms).
 const CpuInfo& cpu_info();

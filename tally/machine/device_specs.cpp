@@ -65,9 +65,9 @@ DeviceSpec make_cpu_spec() {
   DeviceSpec spec{"cpu", {"host"}, 0.0, std::nullopt, {}, {}};
   const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page_bytes > 0) spec.memory_bytes = static_cast<double>(pages) * static_cast<double>(page_bytes);
-  spec.source = fmt::format("this machine: {}, {} usable cores at {:.2f} GHz (measured); peaks = cores x clock x "
+  spec.source = fmt::format("this machine: {}, {} usable cores at {:.2f} GHz ({}); peaks = cores x clock x "
                             "FLOP/cycle per ISA",
-                            info.model_name, info.usable_cores, info.clock_ghz);
+                            info.model_name, info.usable_cores, info.clock_ghz, info.clock_source);
   for (const auto& p : promised_cpu_peaks(info)) spec.peaks.push_back({p.dtype, p.flops_per_sec, false});
   return spec;
 }

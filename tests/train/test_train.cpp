@@ -402,12 +402,22 @@ TEST(Train, SummaryHasTheBooks) {
   EXPECT_FALSE(s["precision"].contains("vs_float32"));
   EXPECT_EQ(s["machine"]["peak_instruction"], "float32 FMA");
   EXPECT_EQ(s["machine"]["peak_dtype"], "float32");
-  // The 6·N convention beside the ledger's count, over the same median step and peak.
+  // MFU by PaLM's formula (learned positions: N less the position table), HFU by the ledger, over
+  // the same median step and peak (Note [MFU and HFU]).
   const double tokens_per_step = static_cast<double>(c.batch_size * c.context_length);
-  EXPECT_NEAR(s["mfu"]["six_n_promised"].get<double>(),
-              6.0 * s["parameters"].get<double>() * tokens_per_step / s["step_time"]["measured_s"].get<double>() /
-                  s["machine"]["peak_flops_promised"].get<double>(),
-              1e-12);
+  const double n = s["parameters"].get<double>() - static_cast<double>(c.context_length * c.d_model);
+  const double palm = 6.0 * n + 12.0 * static_cast<double>(c.num_layers * c.d_model * c.context_length);
+  const double step_s = s["step_time"]["measured_s"].get<double>(), peak = s["machine"]["peak_flops_promised"].get<double>();
+  EXPECT_DOUBLE_EQ(s["mfu"]["flops_per_token"].get<double>(), palm);
+  EXPECT_NEAR(s["mfu"]["promised"].get<double>(), palm * tokens_per_step / step_s / peak, 1e-12);
+  const json& f = s["flops_per_token"]["predicted"];
+  EXPECT_NEAR(s["hfu"]["promised"].get<double>(),
+              (f["forward"].get<double>() + f["backward"].get<double>() + f["optimizer"].get<double>()) * tokens_per_step / step_s / peak,
+              1e-9);
+  EXPECT_GT(s["hfu"]["promised"].get<double>(), s["mfu"]["promised"].get<double>());
+  // The clock of the promise is named and kept (Note [The promised clock]).
+  EXPECT_GT(s["machine"]["clock_ghz"].get<double>(), 0.0);
+  EXPECT_FALSE(s["machine"]["clock_source"].get<std::string>().empty());
   // The steps alone are faster than the run with its saves, and their seconds are part of it.
   EXPECT_GT(s["run"]["step_tokens_per_s"].get<double>(), s["run"]["tokens_per_s"].get<double>());
   EXPECT_LT(s["run"]["steps_seconds"].get<double>(), s["run"]["seconds"].get<double>());

@@ -104,6 +104,8 @@ class SafetensorsReader {
   SafetensorsReader() = default;
   void parse();
   void parse_checksums();
+  /// ChecksumError unless `computed` is `t`'s stored checksum (or it has none).
+  void check_checksum(const TensorInfo& t, uint64_t computed) const;
 
   std::string name_;
   std::shared_ptr<const uint8_t> bytes_;  // an opened file's length and header, or from_bytes' whole copy

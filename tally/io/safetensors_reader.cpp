@@ -326,6 +326,14 @@ void SafetensorsReader::parse_checksums() {
                                         "not match its checksum (stored ", checksum_text(*of_metadata), ", computed ", checksum_text(computed), ")"));
 }
 
+void SafetensorsReader::check_checksum(const TensorInfo& t, uint64_t computed) const {
+  if (t.checksum && computed != *t.checksum)
+    throw ChecksumError(name_, t.name,
+                        detail::str_cat("'", name_, "' fails verification: tensor '", t.name, "' does not match its checksum (stored ",
+                                        checksum_text(*t.checksum), ", computed ", checksum_text(computed),
+                                        "): its bytes or its header entry changed after it was written"));
+}
+
 bool SafetensorsReader::contains(std::string_view name) const { return index_.find(name) != index_.end(); }
 
 const TensorInfo& SafetensorsReader::info(std::string_view name) const {
@@ -357,11 +365,7 @@ void SafetensorsReader::read_bytes(const TensorInfo& t, std::span<uint8_t> out, 
     offset += chunk.size();
     if (sum) sum->update(chunk);
   });
-  if (sum && sum->digest() != *t.checksum)
-    throw ChecksumError(name_, t.name,
-                        detail::str_cat("'", name_, "' fails verification: tensor '", t.name, "' does not match its checksum (stored ",
-                                        checksum_text(*t.checksum), ", computed ", checksum_text(sum->digest()),
-                                        "): its bytes or its header entry changed after it was written"));
+  if (sum) check_checksum(t, sum->digest());
   if (t.dtype == kBool) {
     const auto wrong = std::find_if(out.begin(), out.end(), [](uint8_t b) { return b > 1; });
     if (wrong != out.end())

@@ -81,6 +81,17 @@ TEST(Checksums, AFlippedBitInAnyTensorIsNamed) {
   }
 }
 
+TEST(Checksums, OfTwoBadTensorsLoadAllNamesTheFirstInTheFile) {
+  // load_all hashes beside its reads (Note [Hashing beside the reads]) but reports as a serial
+  // load would: the first failing tensor in file order.
+  TempDir dir;
+  const fs::path file = dir.file("c.safetensors");
+  save_safetensors(file, two_tensors(), kMetadata);
+  flip_bit_in_tensor(file, "optimizer.state.0.step", 0, 0);
+  flip_bit_in_tensor(file, "model.w", 7, 2);
+  expect_error<ChecksumError>([&] { SafetensorsReader::open(file).load_all(); }, {"tensor 'model.w' does not match"});
+}
+
 TEST(Checksums, AFlippedDigitInTheMetadataIsCaughtAtOpen) {
   TempDir dir;
   for (const std::string key : {"tally.step", "tally.generators"}) {

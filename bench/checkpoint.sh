@@ -2,7 +2,8 @@
 # Checkpoint save and load of the small GPT against this disk's own bandwidth, in the same folder
 # and the same run (issue 10): dd writes the same number of bytes with an fsync at the end (as a
 # checkpoint save does) and reads them back. Both reads find the file in the page cache, as a
-# load right after a save does; the writes both end on the disk.
+# load right after a save does; the writes both end on the disk. checkpoint_io also times the same
+# save and load without checksums (issue 34), and the last line says what they cost.
 # Usage, from the repo root: bash bench/checkpoint.sh [build-dir] [folder]
 set -euo pipefail
 
@@ -13,7 +14,7 @@ dir="${2:-$build/checkpoint_bench}"
 ninja -C "$build" -j1 checkpoint_io >/dev/null
 mkdir -p "$dir"
 
-t=$("$build/bench/checkpoint_io" "$dir/tally" 5)
+t=$("$build/bench/checkpoint_io" "$dir/tally" "${REPEATS:-5}")
 bytes=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$t")
 mib=$(( (bytes + 1048575) / 1048576 ))
 best_write=0
@@ -39,4 +40,9 @@ t, w, r = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 print(f"checkpoint of {t['tensors']} tensors, {t['bytes'] / 2**20:.1f} MiB: "
       f"save {t['save_bytes_per_s'] / 2**20:.0f} MiB/s = {100 * t['save_bytes_per_s'] / w:.0f}% of dd's fsync'd write ({w / 2**20:.0f} MiB/s); "
       f"load {t['load_bytes_per_s'] / 2**20:.0f} MiB/s = {100 * t['load_bytes_per_s'] / r:.0f}% of dd's read ({r / 2**20:.0f} MiB/s)")
+print(f"checksums (xxh3-64, written and verified), medians: save {1e3 * t['save_median_s']:.1f} ms against "
+      f"{1e3 * t['save_unchecked_median_s']:.1f} ms without ({100 * t['save_checksum_cost']:+.1f}%); load {1e3 * t['load_median_s']:.1f} ms "
+      f"against {1e3 * t['load_unchecked_median_s']:.1f} ms without ({100 * t['load_checksum_cost']:+.1f}%); "
+      f"hashing alone {1e3 * t['hash_median_s']:.2f} ms ({t['bytes'] / t['hash_median_s'] / 1e9:.0f} GB/s) = "
+      f"{100 * t['hash_median_s'] / t['save_unchecked_median_s']:.1f}% of a save without")
 PY

@@ -1,5 +1,6 @@
 // `tally inspect FILE`: what a safetensors file holds (tensors, bytes, metadata), read with the
-// strict reader, so a file this prints is one tally will load.
+// strict reader, so a file this prints is one tally will load; every tensor is read and checked
+// against its checksum (Note [Checksums] in tally/io/checksum.cpp), and any that fails is named.
 
 #include <fmt/core.h>
 
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "tally/accounting/memory_tracker.h"
 #include "tally/error/error.h"
+#include "tally/io/checksum.h"
 #include "tally/io/safetensors.h"
 
 namespace tally::cli {
@@ -45,15 +47,44 @@ std::string one_line(const std::string& value, size_t max_chars = 72) {
   return s.substr(0, cut) + "... (" + std::to_string(value.size()) + " bytes)";
 }
 
-void run_inspect(const std::string& path) {
-  const io::SafetensorsReader r = io::SafetensorsReader::open(path);
-  const auto& tensors = r.tensors();
-  // A BOOL byte other than 0 or 1 is only found by reading it (Note [Strict safetensors]).
-  for (const io::TensorInfo& t : tensors) {
-    if (t.dtype != kBool) continue;
-    std::vector<uint8_t> bytes(t.end - t.begin);
-    r.read_bytes(t, bytes);
+/// Reads every tensor of `r`, which checks its checksum (and a BOOL's bytes: Note [Strict
+/// safetensors]): the names of those that fail, and the message of the first.
+std::pair<std::vector<std::string>, std::string> failing_tensors(const io::SafetensorsReader& r) {
+  std::vector<std::string> bad;
+  std::string first;
+  std::vector<uint8_t> bytes;
+  for (const io::TensorInfo& t : r.tensors()) {
+    bytes.resize(t.end - t.begin);
+    try {
+      r.read_bytes(t, bytes);
+    } catch (const io::ChecksumError& e) {
+      if (bad.empty()) first = e.what();
+      bad.push_back(t.name);
+    }
   }
+  return {bad, first};
+}
+
+/// The line that says what the checksums found; a ChecksumError naming every tensor that failed.
+void report_checksums(const io::SafetensorsReader& r, const std::vector<std::string>& bad, const std::string& first) {
+  if (!r.has_checksums()) {
+    fmt::print("checksums: none (the file was not written by tally, which adds them): nothing was verified\n");
+    return;
+  }
+  if (bad.empty()) {
+    fmt::print("checksums: all {} verify ({} tensor{} and the metadata, {})\n", r.tensors().size() + 1, r.tensors().size(),
+               r.tensors().size() == 1 ? "" : "s", "xxh3-64");
+    return;
+  }
+  std::string others;
+  for (size_t i = 1; i < bad.size(); ++i) others += (i > 1 ? ", '" : "'") + escaped(bad[i]) + "'";
+  throw io::ChecksumError(r.name(), bad[0], bad.size() == 1 ? first : detail::str_cat(first, "; ", bad.size() - 1, " more fail: ", others));
+}
+
+void run_inspect(const std::string& path) {
+  const io::SafetensorsReader r = io::SafetensorsReader::open(path);  // the metadata's checksum is checked here
+  const auto& tensors = r.tensors();
+  const auto [bad, first] = failing_tensors(r);
   fmt::print("{}: safetensors, {} bytes (8-byte length, {}-byte header, {} bytes of tensor data)\n\n", path, r.file_bytes(),
              r.header_bytes(), r.file_bytes() - 8 - r.header_bytes());
 
@@ -81,12 +112,13 @@ void run_inspect(const std::string& path) {
   const auto& metadata = r.metadata();
   if (metadata.empty()) {
     fmt::print("metadata: none\n");
-    return;
+  } else {
+    size_t key_w = 0;
+    for (const auto& [k, v] : metadata) key_w = std::max(key_w, std::min<size_t>(one_line(k, 32).size(), 32));
+    fmt::print("metadata: {} key{}\n", metadata.size(), metadata.size() == 1 ? "" : "s");
+    for (const auto& [k, v] : metadata) fmt::print("  {:<{}}  {}\n", one_line(k, 32), key_w, one_line(v));
   }
-  size_t key_w = 0;
-  for (const auto& [k, v] : metadata) key_w = std::max(key_w, std::min<size_t>(one_line(k, 32).size(), 32));
-  fmt::print("metadata: {} key{}\n", metadata.size(), metadata.size() == 1 ? "" : "s");
-  for (const auto& [k, v] : metadata) fmt::print("  {:<{}}  {}\n", one_line(k, 32), key_w, one_line(v));
+  report_checksums(r, bad, first);
 }
 
 }  // namespace

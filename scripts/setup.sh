@@ -13,6 +13,7 @@ packages=(
   ocl-icd-opencl-dev     # Debian's oneDNN CMake package links OpenCL (a recommends, not a depends)
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libxxhash-dev          # xxHash: checkpoint checksums (XXH3-64, tens of GB/s, 2^-64 to miss a flip)
   python3-torch python3-numpy   # the reference for differential tests and benchmarks
 )
 source scripts/install_missing.sh

@@ -90,6 +90,15 @@ void AtomicFile::write(std::span<const uint8_t> bytes) {
   if (error != 0) fail(detail::str_cat("write failed after ", written_bytes_, " bytes"), error);
 }
 
+void AtomicFile::write_at(uint64_t offset, std::span<const uint8_t> bytes) {
+  if (fd_ < 0) throw IOError(detail::str_cat("cannot write '", path_.string(), "': the file was already committed or abandoned"));
+  TALLY_CHECK(offset <= written_bytes_ && bytes.size() <= written_bytes_ - offset, "AtomicFile::write_at: bytes [", offset, ", ",
+              offset + bytes.size(), ") do not lie within the ", written_bytes_, " written");
+  uint64_t written = 0;
+  const int error = write_all_at(fd_, offset, bytes, written);
+  if (error != 0) fail(detail::str_cat("rewrite of bytes [", offset, ", ", offset + bytes.size(), ") failed after ", written, " bytes"), error);
+}
+
 void AtomicFile::commit() {
   if (fd_ < 0) throw IOError(detail::str_cat("cannot write '", path_.string(), "': the file was already committed or abandoned"));
   // A file written over keeps its permission bits: a private (0600) checkpoint must not come back

@@ -28,6 +28,9 @@ class AtomicFile {
   /// Append `bytes`. On failure (disk full, EFBIG, ...) the temporary is removed and an IOError
   /// names the target and the OS error.
   void write(std::span<const uint8_t> bytes);
+  /// Write `bytes` over those already written at `offset` (pwrite), which must end within them:
+  /// a header patched once the data behind it is out. Fails as write() does.
+  void write_at(uint64_t offset, std::span<const uint8_t> bytes);
   /// fsync the file, rename it over the target, fsync the folder. IOError (temporary removed,
   /// target untouched) when any step before the rename fails.
   void commit();

@@ -2,12 +2,15 @@
 // safetensors files (the format of Hugging Face's `safetensors`): an 8-byte little-endian header
 // length N, N bytes of JSON naming each tensor's dtype, shape and byte range, then the raw bytes.
 // The reader is strict (Note [Strict safetensors]): a file it accepts has exactly one meaning, and
-// every other file is a SafetensorsError that names the file and what is wrong with it.
+// every other file is a SafetensorsError that names the file and what is wrong with it. Files
+// tally writes carry a checksum per tensor and one of the metadata, which the reader verifies
+// (Note [Checksums] in checksum.cpp).
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,12 +28,29 @@ namespace tally::io {
 /// A malformed or unreadable safetensors file; the message names the file and the problem.
 class SafetensorsError : public ValueError { using ValueError::ValueError; };
 
+/// A file whose tensor or metadata does not match the checksum stored for it: the bytes changed
+/// after they were written (bit rot, a faulty copy). The message names the file and the entry.
+class ChecksumError : public SafetensorsError {
+ public:
+  /// `entry` is the tensor's name, or "__metadata__" for the metadata.
+  ChecksumError(std::string file, std::string entry, const std::string& message)
+      : SafetensorsError(message), file_(std::move(file)), entry_(std::move(entry)) {}
+  /// The file's name, as the reader was given it.
+  const std::string& file() const { return file_; }
+  /// The tensor's name, or "__metadata__".
+  const std::string& entry() const { return entry_; }
+
+ private:
+  std::string file_, entry_;
+};
+
 /// Where one tensor lies in a safetensors file.
 struct TensorInfo {
   std::string name;
   Dtype dtype = kFloat32;
   DimVector shape;
   uint64_t begin = 0, end = 0;  // byte offsets in the data section (after the header)
+  std::optional<uint64_t> checksum;  // XXH3-64 of its dtype, shape and bytes, when the file carries checksums
 };
 
 /// The safetensors name of a dtype: "F32", "BF16", "F8_E4M3", "BOOL", ...
@@ -57,8 +77,11 @@ class SafetensorsReader {
   const std::string& name() const { return name_; }
   /// Every tensor, in data-offset order.
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
-  /// The header's `__metadata__` (empty when it has none).
+  /// The header's `__metadata__` (empty when it has none), less the checksums' entry.
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  /// Whether the file carries checksums (every file tally writes does); when it does, the metadata
+  /// was verified when it was opened and each tensor is when it is read.
+  bool has_checksums() const { return has_checksums_; }
   /// Whether a tensor of this name is in the file.
   bool contains(std::string_view name) const;
   /// The tensor called `name`; a ValueError naming it and listing a few others when it is absent.
@@ -68,16 +91,21 @@ class SafetensorsReader {
   /// Size of the whole file in bytes.
   uint64_t file_bytes() const { return size_; }
   /// Copy the bytes of `t` (one of tensors()) into `out`, which must hold exactly t.end - t.begin
-  /// bytes. SafetensorsError for a BOOL tensor with a byte other than 0 or 1.
-  void read_bytes(const TensorInfo& t, std::span<uint8_t> out) const;
-  /// The tensor called `name`, copied into a new contiguous CPU tensor.
-  Tensor load(std::string_view name) const;
+  /// bytes, checking them against its checksum as they are read unless `verify` is false.
+  /// ChecksumError naming the file and the tensor when they do not match; SafetensorsError for a
+  /// BOOL tensor with a byte other than 0 or 1.
+  void read_bytes(const TensorInfo& t, std::span<uint8_t> out, bool verify = true) const;
+  /// The tensor called `name`, copied into a new contiguous CPU tensor (verified as read_bytes does).
+  Tensor load(std::string_view name, bool verify = true) const;
   /// Every tensor, in file order, each copied as load() does.
-  StateDict load_all() const;
+  StateDict load_all(bool verify = true) const;
 
  private:
   SafetensorsReader() = default;
   void parse();
+  void parse_checksums();
+  /// ChecksumError unless `computed` is `t`'s stored checksum (or it has none).
+  void check_checksum(const TensorInfo& t, uint64_t computed) const;
 
   std::string name_;
   std::shared_ptr<const uint8_t> bytes_;  // an opened file's length and header, or from_bytes' whole copy
@@ -87,17 +115,21 @@ class SafetensorsReader {
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;
+  bool has_checksums_ = false;
 };
 
 /// The header JSON (with its length prefix and padding) for `tensors` written in order, each
 /// contiguous; `metadata` becomes `__metadata__`. ValueError for a tensor that cannot be written.
 std::vector<uint8_t> safetensors_header(const StateDict& tensors, const std::map<std::string, std::string>& metadata = {});
 /// Serialise tensors (any strides: written contiguous, little-endian, in the dict's order) and
-/// metadata to the bytes of a safetensors file.
-std::vector<uint8_t> serialize_safetensors(const StateDict& tensors, const std::map<std::string, std::string>& metadata = {});
-/// Write a safetensors file atomically (write_file_atomic), streaming each tensor's bytes from its
-/// storage: no second copy of the whole model is made. Meta-device and CUDA tensors are a ValueError.
+/// metadata to the bytes of a safetensors file, with checksums in the metadata unless `checksums`
+/// is false (Note [Checksums]).
+std::vector<uint8_t> serialize_safetensors(const StateDict& tensors, const std::map<std::string, std::string>& metadata = {},
+                                           bool checksums = true);
+/// Write a safetensors file atomically (AtomicFile), streaming each tensor's bytes from its storage
+/// and hashing them on the way unless `checksums` is false: no second copy of the whole model is
+/// made, and no second pass over it. Meta-device and CUDA tensors are a ValueError.
 void save_safetensors(const std::filesystem::path& path, const StateDict& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+                      const std::map<std::string, std::string>& metadata = {}, bool checksums = true);
 
 }  // namespace tally::io

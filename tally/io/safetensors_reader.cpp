@@ -1,5 +1,5 @@
 // Parsing and validating safetensors files. This file depends on the error types, the Dtype enum,
-// nlohmann-json and regular_file.cpp only, and creates no tensor: the fuzzer
+// nlohmann-json, regular_file.cpp and checksum.cpp only, and creates no tensor: the fuzzer
 // (tests/io/fuzz_safetensors.cpp, tests/io/run_fuzz.sh) compiles it with those alone. Tensors
 // are made in safetensors.cpp.
 
@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "tally/io/checksum.h"
 #include "tally/io/regular_file.h"
 #include "tally/io/safetensors.h"
 
@@ -33,6 +34,8 @@ static_assert(std::endian::native == std::endian::little, "tally::io reads and w
 //   - a BOOL tensor's bytes are 0 or 1 (checked when it is read, as C++ bools must be).
 // These are the rules of the reference implementation (huggingface/safetensors), which rejects
 // holes and overlaps as well, plus the duplicate-key, bool and field checks it leaves to serde.
+// A file with checksums (Note [Checksums] in checksum.cpp) must also have one, well-formed, for
+// every tensor and the metadata, and none for anything else; the metadata's is checked at open.
 
 namespace {
 
@@ -276,6 +279,59 @@ void SafetensorsReader::parse() {
   if (at != data_bytes)
     fail(name_, data_bytes - at, " trailing bytes after the last tensor's data (the data section is ", data_bytes, " bytes, the tensors end at ", at, ")");
   for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
+  parse_checksums();
+}
+
+void SafetensorsReader::parse_checksums() {
+  const auto it = metadata_.find(std::string(kChecksumsKey));
+  if (it == metadata_.end()) return;
+  has_checksums_ = true;
+  nlohmann::json sums;
+  size_t depth = 0;  // one object of strings: anything deeper is refused before it is built
+  const auto on_event = [&](int, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start || event == E::array_start) {
+      if (++depth > 1) fail(name_, "__metadata__ '", kChecksumsKey, "' must be one JSON object of strings, but it nests deeper");
+    } else if (event == E::object_end || event == E::array_end) {
+      --depth;
+    }
+    return true;
+  };
+  try {
+    sums = nlohmann::json::parse(it->second, on_event);
+  } catch (const nlohmann::json::exception& e) {
+    fail(name_, "__metadata__ '", kChecksumsKey, "' is not valid JSON: ", e.what());
+  }
+  if (!sums.is_object()) fail(name_, "__metadata__ '", kChecksumsKey, "' must be a JSON object, got ", sums.type_name(), " ", show(sums));
+  std::optional<uint64_t> of_metadata;
+  for (const auto& [name, value] : sums.items()) {
+    const std::optional<uint64_t> digest = value.is_string() ? parse_checksum_text(value.get_ref<const std::string&>()) : std::nullopt;
+    if (!digest) fail(name_, "the checksum of '", show(std::string_view(name)), "' is not of the form xxh3-64:<16 hex digits>, got ", show(value));
+    if (name == kMetadataChecksumName) {
+      of_metadata = digest;
+    } else if (const auto t = index_.find(name); t != index_.end()) {
+      tensors_[t->second].checksum = digest;
+    } else {
+      fail(name_, "there is a checksum for '", show(std::string_view(name)), "' but no tensor of that name");
+    }
+  }
+  for (const TensorInfo& t : tensors_)
+    if (!t.checksum) fail(name_, "tensor '", show(std::string_view(t.name)), "' has no checksum in __metadata__ '", kChecksumsKey, "'");
+  if (!of_metadata) fail(name_, "the metadata has no checksum (__metadata__ in '", kChecksumsKey, "')");
+  metadata_.erase(it);
+  const uint64_t computed = metadata_checksum(metadata_);
+  if (computed != *of_metadata)
+    throw ChecksumError(name_, std::string(kMetadataChecksumName),
+                        detail::str_cat("'", name_, "' fails verification: its metadata (step, config and the other __metadata__ entries) does "
+                                        "not match its checksum (stored ", checksum_text(*of_metadata), ", computed ", checksum_text(computed), ")"));
+}
+
+void SafetensorsReader::check_checksum(const TensorInfo& t, uint64_t computed) const {
+  if (t.checksum && computed != *t.checksum)
+    throw ChecksumError(name_, t.name,
+                        detail::str_cat("'", name_, "' fails verification: tensor '", t.name, "' does not match its checksum (stored ",
+                                        checksum_text(*t.checksum), ", computed ", checksum_text(computed),
+                                        "): its bytes or its header entry changed after it was written"));
 }
 
 bool SafetensorsReader::contains(std::string_view name) const { return index_.find(name) != index_.end(); }
@@ -293,16 +349,23 @@ const TensorInfo& SafetensorsReader::info(std::string_view name) const {
                                    " tensor", tensors_.size() == 1 ? "" : "s", tensors_.empty() ? "" : ": ", some, ")"));
 }
 
-void SafetensorsReader::read_bytes(const TensorInfo& t, std::span<uint8_t> out) const {
+void SafetensorsReader::read_bytes(const TensorInfo& t, std::span<uint8_t> out, bool verify) const {
   TALLY_CHECK(out.size() == t.end - t.begin, "read_bytes: tensor '", t.name, "' is ", t.end - t.begin, " bytes, the buffer ",
               out.size());
-  if (out.empty()) return;
-  const uint64_t offset = 8 + header_bytes_ + t.begin;
-  if (file_) {
-    file_->read_at(offset, std::as_writable_bytes(out));  // an IOError, not a signal, if the file was cut shorter since
-  } else {
-    std::memcpy(out.data(), bytes_.get() + offset, out.size());
-  }
+  std::optional<Checksum> sum;
+  if (verify && t.checksum) sum = tensor_checksum(safetensors_dtype_name(t.dtype), std::span(t.shape.data(), t.shape.size()));
+  uint64_t offset = 8 + header_bytes_ + t.begin;
+  // Each chunk is hashed right after it is read, while it is still in the cache (Note [Checksums]).
+  for_each_chunk(out, [&](std::span<uint8_t> chunk) {
+    if (file_) {
+      file_->read_at(offset, std::as_writable_bytes(chunk));  // an IOError, not a signal, if the file was cut shorter since
+    } else {
+      std::memcpy(chunk.data(), bytes_.get() + offset, chunk.size());
+    }
+    offset += chunk.size();
+    if (sum) sum->update(chunk);
+  });
+  if (sum) check_checksum(t, sum->digest());
   if (t.dtype == kBool) {
     const auto wrong = std::find_if(out.begin(), out.end(), [](uint8_t b) { return b > 1; });
     if (wrong != out.end())

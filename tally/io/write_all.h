@@ -26,6 +26,18 @@ inline int write_all(int fd, std::span<const uint8_t> bytes, uint64_t& written) 
   return 0;
 }
 
+/// Write all of `bytes` to `fd` at `offset` (pwrite), as write_all does at the end.
+inline int write_all_at(int fd, uint64_t offset, std::span<const uint8_t> bytes, uint64_t& written) {
+  while (written < bytes.size()) {
+    const ssize_t n = retry_on_eintr(
+        [&] { return ::pwrite(fd, bytes.data() + written, bytes.size() - written, static_cast<off_t>(offset + written)); });
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    written += static_cast<uint64_t>(n);
+  }
+  return 0;
+}
+
 /// strerror(error), with what usually causes EFBIG.
 inline std::string write_error_text(int error) {
   return std::string(std::strerror(error)) + (error == EFBIG ? " (the file-size limit, ulimit -f, or the file system's largest file)" : "");

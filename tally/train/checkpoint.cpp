@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "tally/error/error.h"
+#include "tally/io/checksum.h"
 #include "tally/io/safetensors.h"
 
 namespace tally::train {
@@ -103,13 +104,21 @@ std::optional<Checkpoint> CheckpointManager::load_latest(std::vector<std::string
   const auto committed = list();
   std::vector<std::string> unreadable;
   for (auto it = committed.rbegin(); it != committed.rend(); ++it) {
+    const std::string path = it->second.string();
     try {
       const io::SafetensorsReader reader = io::SafetensorsReader::open(it->second);
+      // save() writes checksums into every checkpoint: one without them was damaged where the
+      // key is (a flipped bit in its name) or was not written by tally, and cannot be verified.
+      TALLY_CHECK_TYPE(io::SafetensorsError, reader.has_checksums(), "it carries no checksums ('", io::kChecksumsKey,
+                       "' is not in its metadata), so it cannot be verified");
       Checkpoint c{it->first, it->second, reader.load_all(), reader.metadata()};
       for (const auto& u : unreadable) notes.push_back(u + ": falling back to the one before");
       return c;
+    } catch (const io::ChecksumError& e) {
+      const std::string what = e.entry() == io::kMetadataChecksumName ? "its metadata" : "tensor '" + e.entry() + "'";
+      unreadable.push_back("checkpoint " + path + " is corrupt: " + what + " does not match its checksum (the file is kept)");
     } catch (const Error& e) {
-      unreadable.push_back("checkpoint " + it->second.string() + " is unreadable (" + e.what() + ")");
+      unreadable.push_back("checkpoint " + path + " is unreadable (" + e.what() + ")");
     }
   }
   notes.insert(notes.end(), unreadable.begin(), unreadable.end());

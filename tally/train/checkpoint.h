@@ -1,7 +1,8 @@
 #pragma once
 // A run's checkpoints: one safetensors file per save in one folder, committed atomically (Note
-// [Atomic save] in io/atomic_file.h), the newest `keep` kept. Loading takes the newest readable
-// one and, when a newer file is unreadable, falls back to the one before and says so.
+// [Atomic save] in io/atomic_file.h), the newest `keep` kept. Loading takes the newest one that
+// reads back and verifies against its checksums and, when a newer file does not, falls back to the
+// one before and says so.
 
 #include <cstdint>
 #include <filesystem>
@@ -36,8 +37,9 @@ class CheckpointManager {
   /// The committed checkpoints, oldest first: (step, path).
   std::vector<std::pair<int64_t, std::filesystem::path>> list() const;
 
-  /// The newest checkpoint that reads back whole; each newer one that does not is skipped with a
-  /// line in `notes` naming it and why. Empty when there is none (or none readable: then `notes`
+  /// The newest checkpoint that reads back whole and verifies (Note [Checksums] in
+  /// io/checksum.cpp); each newer one that does not is skipped, never deleted, with a line in
+  /// `notes` naming it and why (for a checksum, the tensor or the metadata that fails). Empty when there is none (or none readable: then `notes`
   /// has a line for every checkpoint).
   std::optional<Checkpoint> load_latest(std::vector<std::string>& notes) const;
 

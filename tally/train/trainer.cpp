@@ -365,7 +365,7 @@ struct ResumePoint {
   json generators;  ///< the default and the model's generators
 };
 
-/// The newest readable checkpoint of the run in `out`. ValueError when there is none (naming the
+/// The newest checkpoint of the run in `out` that reads and verifies. ValueError when there is none (naming the
 /// directory, and why each checkpoint there did not load), when it is not a tally training
 /// checkpoint, or when it was trained with another configuration.
 ResumePoint read_resume_point(const CheckpointManager& checkpoints, const fs::path& out, const TrainConfig& config,
@@ -380,7 +380,7 @@ ResumePoint read_resume_point(const CheckpointManager& checkpoints, const fs::pa
     if (notes.empty()) throw ValueError("cannot resume " + out.string() + ": " + why);
     std::string lines;
     for (const auto& n : notes) lines += "\n  " + n;
-    throw ValueError("cannot resume " + out.string() + ": none of its checkpoints reads back whole (nothing was written):" + lines);
+    throw ValueError("cannot resume " + out.string() + ": none of its checkpoints reads back whole and verifies (nothing was written):" + lines);
   }
   for (const auto& n : notes) note(n);
   const auto& m = c->metadata;

@@ -1,7 +1,8 @@
 // libFuzzer target for the safetensors reader: any bytes must either parse into tensors that can
 // all be read, or raise a tally::Error; a crash, a sanitizer report or another exception is a bug.
-// tests/io/run_fuzz.sh builds it with clang from tally/io/safetensors_reader.cpp alone (the
-// parser creates no tensors); test_io also links it and runs it over the malformed catalogue.
+// tests/io/run_fuzz.sh builds it with clang from tally/io/safetensors_reader.cpp and checksum.cpp
+// alone (the parser creates no tensors); test_io also links it and runs it over the malformed
+// catalogue.
 //
 // load_all() is load() of each tensor: a new CPU tensor, then read_bytes() into it. The fuzzer
 // calls read_bytes() into a buffer of exactly the tensor's size, which is the part of load() that

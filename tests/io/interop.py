@@ -9,6 +9,7 @@ Every value is exactly representable in its dtype, so both sides compare exactly
 """
 import json
 import os
+import re
 import struct
 import sys
 
@@ -106,6 +107,13 @@ def no_duplicates(pairs):
     return dict(pairs)
 
 
+def check_checksums_entry(sums, names):
+    """tally's checksums, read with json alone: one "xxh3-64:<16 hex digits>" per tensor and the metadata."""
+    assert set(sums) == names | {"__metadata__"}, f"checksums of {sorted(sums)} for tensors {sorted(names)}"
+    for name, text in sums.items():
+        assert re.fullmatch("xxh3-64:[0-9a-f]{16}", text), f"{name}: checksum {text!r}"
+
+
 def check(path):
     with open(path, "rb") as f:
         blob = f.read()
@@ -114,6 +122,7 @@ def check(path):
     header = json.loads(blob[8 : 8 + n].decode("utf-8"), object_pairs_hook=no_duplicates)
     data = blob[8 + n :]
     metadata = header.pop("__metadata__", {})
+    check_checksums_entry(json.loads(metadata.pop("tally.checksums")), set(TABLE))
     assert metadata == METADATA, f"metadata {metadata} != {METADATA}"
     assert set(header) == set(TABLE), f"names {sorted(header)} != {sorted(TABLE)}"
     ranges = sorted((e["data_offsets"][0], e["data_offsets"][1]) for e in header.values())

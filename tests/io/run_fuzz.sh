@@ -19,8 +19,8 @@ python=${PYTHON:-/usr/bin/python3}
 
 "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
   -Wall -Wextra -Wpedantic -Wno-unused-parameter -Wno-unknown-warning-option -Werror \
-  -I"$root" "$root/tally/io/safetensors_reader.cpp" "$root/tally/io/regular_file.cpp" \
-  "$root/tests/io/fuzz_safetensors.cpp" -o "$out/fuzz_safetensors"
+  -I"$root" "$root/tally/io/safetensors_reader.cpp" "$root/tally/io/regular_file.cpp" "$root/tally/io/checksum.cpp" \
+  "$root/tests/io/fuzz_safetensors.cpp" -lxxhash -o "$out/fuzz_safetensors"
 
 rm -rf "$out/seeds"
 mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts"

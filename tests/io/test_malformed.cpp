@@ -68,6 +68,12 @@ TEST(SafetensorsMalformed, FuzzTargetSurvivesTheCatalogueAndItsPrefixes) {
   d.insert("x", arange(6, kFloat32));
   const std::vector<uint8_t> good = serialize_safetensors(d);
   for (size_t n = 0; n <= good.size(); ++n) LLVMFuzzerTestOneInput(good.data(), n);
+  // Every flipped bit of a file with checksums: in the header, its checksums or the data.
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::vector<uint8_t> flipped = good;
+    flipped[i] ^= 0x10;
+    LLVMFuzzerTestOneInput(flipped.data(), flipped.size());
+  }
 }
 
 }  // namespace

@@ -85,6 +85,33 @@ if r.returncode != 0 or "resumed from" not in r.stdout or "step 4" not in r.stdo
 elif len(read_tensors(os.path.join(run_dir, "checkpoints", "step-000000008.safetensors"))) == 0:
     failures.append("disk-full: the final checkpoint is empty")
 
+# Bit rot (issue 34): one flipped bit in a weight of the newest checkpoint. `inspect` names the
+# tensor and exits non-zero (it said nothing before checksums), and `--resume` skips the file with a
+# note naming it and the tensor, keeps it, and resumes from the checkpoint before.
+run_dir = os.path.join(work, "bit-rot")
+args = ["train", "--out", run_dir, "--checkpoint-interval", "2"] + TINY
+r = run(tally, args + ["--steps", "4"])
+assert r.returncode == 0, r.stderr
+step4 = os.path.join(run_dir, "checkpoints", "step-000000004.safetensors")
+r = run(tally, ["inspect", step4])
+print("%-22s exit %d: %s" % ("inspect-verifies", r.returncode, r.stdout.strip().splitlines()[-1]))
+if r.returncode != 0 or not r.stdout.strip().splitlines()[-1].startswith("checksums: all "):
+    failures.append("inspect-verifies: expected 'checksums: all N verify', got %r %r" % (r.stdout[-300:], r.stderr))
+blob = bytearray(open(step4, "rb").read())
+(n,) = struct.unpack("<Q", blob[:8])
+begin = json.loads(blob[8:8 + n])["model.token_embedding.weight"]["data_offsets"][0]
+blob[8 + n + begin + 5] ^= 0x04
+open(step4, "wb").write(blob)
+r = run(tally, ["inspect", step4])
+print("%-22s exit %d: %s" % ("inspect-bit-rot", r.returncode, r.stderr.strip()))
+if r.returncode == 0 or "tensor 'model.token_embedding.weight' does not match its checksum" not in r.stderr:
+    failures.append("inspect-bit-rot: expected an error naming the tensor, got %d %r" % (r.returncode, r.stderr))
+r = run(tally, args + ["--steps", "4", "--resume"])
+out = r.stdout + r.stderr
+print("%-22s exit %d: %s" % ("resume-bit-rot", r.returncode, [l for l in out.splitlines() if "corrupt" in l or "resumed" in l]))
+if r.returncode != 0 or "step-000000004.safetensors is corrupt: tensor 'model.token_embedding.weight'" not in out or "step 2" not in r.stdout:
+    failures.append("resume-bit-rot: expected a note naming the file and the tensor and a resume from step 2, got %r" % out[-800:])
+
 # A full disk under metrics.jsonl: the run stops at the first line it cannot append, with an error
 # naming the file, and leaves whole lines of the steps before it (the run went on without a word,
 # and left half a line).

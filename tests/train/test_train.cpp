@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tally/error/error.h"
+#include "tally/io/checksum.h"
 #include "tally/io/dir_lock.h"
 #include "tally/io/safetensors.h"
 #include "tally/kernels/cpu/matmul.h"
@@ -24,6 +25,7 @@
 #include "tally/train/step_profile.h"
 #include "tally/train/trainer.h"
 #include "expect_error.h"
+#include "tests/io/corrupt.h"
 #include "temp_dir.h"
 
 namespace tally::train {
@@ -255,8 +257,10 @@ std::vector<json> metrics(const fs::path& out) {
 
 /// Train `c` whole and again stopped after step 5 and resumed: the metrics and the final
 /// checkpoint (model, optimizer, schedule and, by precision, loss scaler and FP8 scales) must be
-/// bit for bit the same.
-void expect_stop_and_resume_bit_exact(const TrainConfig& c) {
+/// bit for bit the same. `damage`, when given, corrupts the stopped run's checkpoints folder
+/// before the resume and returns the step the resume falls back to; `notes` gets the resume's notes.
+void expect_stop_and_resume_bit_exact(const TrainConfig& c, const std::function<int64_t(const fs::path&)>& damage = {},
+                                      std::vector<std::string>* resume_notes = nullptr) {
   TempDir dir;
   auto at = [&](const char* name) {
     TrainConfig d = c;
@@ -275,11 +279,13 @@ void expect_stop_and_resume_bit_exact(const TrainConfig& c) {
   const TrainResult first = train(at("split"), false, hooks);
   EXPECT_TRUE(first.interrupted);
   EXPECT_EQ(first.last_step, 5);
+  const int64_t resumed_at = damage ? damage(dir.path() / "split" / "checkpoints") : 5;
   std::vector<std::string> notes;
   TrainHooks quiet;
   quiet.note = [&](const std::string& n) { notes.push_back(n); };
   const TrainResult rest = train(at("split"), true, quiet);
-  EXPECT_EQ(rest.first_step, 6);
+  if (resume_notes) *resume_notes = notes;
+  EXPECT_EQ(rest.first_step, resumed_at + 1);
   EXPECT_EQ(rest.last_step, 12);
   EXPECT_NE(std::find_if(notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("resumed from"); }), notes.end());
 
@@ -311,6 +317,25 @@ TrainConfig tiny_in(const char* precision, int64_t inf_step = 0) {
 }
 
 TEST(Train, StopAndResumeIsBitExact) { expect_stop_and_resume_bit_exact(tiny("")); }
+// Issue 34: one flipped bit in a weight of the newest checkpoint resumed silently from corrupted
+// weights. Its checksum catches it: the note names the file and the tensor, the file is kept, and
+// the run resumes from the checkpoint before and ends bit-exact with the uninterrupted one.
+TEST(Train, AResumeFallsBackPastAFlippedBitAndIsBitExact) {
+  fs::path bad;
+  std::vector<std::string> notes;
+  expect_stop_and_resume_bit_exact(
+      tiny(""),
+      [&](const fs::path& checkpoints) {
+        bad = checkpoints / CheckpointManager::file_name(5);
+        io::test::flip_bit_in_tensor(bad, "model.token_embedding.weight", 100, 3);
+        return int64_t{4};
+      },
+      &notes);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes[0], "checkpoint " + bad.string() +
+                          " is corrupt: tensor 'model.token_embedding.weight' does not match its checksum (the file is kept): falling back "
+                          "to the one before");
+}
 TEST(Train, StopAndResumeIsBitExactInBfloat16) { expect_stop_and_resume_bit_exact(tiny_in("bf16")); }
 // A skipped step before the stop: the scaler's backoff must be in the checkpoint.
 TEST(Train, StopAndResumeIsBitExactInFloat16WithTheLossScalersState) { expect_stop_and_resume_bit_exact(tiny_in("fp16", 3)); }
@@ -640,6 +665,66 @@ TEST(Train, WeightsMadeNonFiniteByTheUpdateAreNeverSaved) {
 // The step in a checkpoint's metadata must be the one its name says, written as save() writes
 // it: an altered one (-5, 0, "4x") made the resumed run truncate metrics.jsonl to it and save
 // over the run's checkpoints. Nothing is written.
+// The catalogue of issue 34: one flipped bit in each kind of state a checkpoint holds (a model
+// tensor, an optimizer state, the LR schedule, the RNG state, the step, the checksums' own key), or
+// a cut tail. Each is caught and named, the file is kept, and the load falls back to the one before.
+TEST(Checkpoints, EachKindOfCorruptionIsCaughtNamedAndFallenBackPast) {
+  TempDir dir;
+  TrainConfig c = tiny(dir.path() / "run");
+  c.steps = 4;
+  c.checkpoint_interval = 2;
+  train(c, false);
+  const fs::path checkpoints = fs::path(c.out) / "checkpoints";
+  const std::string newest = CheckpointManager::file_name(4);
+  std::vector<std::string> names;
+  const io::SafetensorsReader reader = io::SafetensorsReader::open(checkpoints / newest);
+  for (const io::TensorInfo& t : reader.tensors()) names.push_back(t.name);
+  const auto first_with = [&](const std::string& prefix) {
+    const auto it = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return n.starts_with(prefix); });
+    EXPECT_NE(it, names.end()) << prefix;
+    return it == names.end() ? std::string() : *it;
+  };
+  const std::string model = first_with("model."), optimizer = first_with("optimizer.state."), schedule = first_with("scheduler.");
+  struct Corruption {
+    std::string what;
+    std::function<void(const fs::path&)> apply;
+    std::string note;
+  };
+  using namespace io::test;
+  const std::vector<Corruption> catalogue = {
+      {"a model tensor", [&](const fs::path& f) { flip_bit_in_tensor(f, model, 1, 6); }, "corrupt: tensor '" + model + "' does not match"},
+      {"an optimizer state", [&](const fs::path& f) { flip_bit_in_tensor(f, optimizer, 2, 0); },
+       "corrupt: tensor '" + optimizer + "' does not match"},
+      {"the LR schedule", [&](const fs::path& f) { flip_bit_in_tensor(f, schedule, 0, 1); }, "corrupt: tensor '" + schedule + "' does not match"},
+      {"the RNG state", [](const fs::path& f) { flip_digit_in_metadata(f, "tally.generators"); }, "corrupt: its metadata does not match"},
+      {"the step", [](const fs::path& f) { flip_digit_in_metadata(f, "tally.step"); }, "corrupt: its metadata does not match"},
+      {"the checksums' key", [](const fs::path& f) { flip_bit_in_header(f, std::string(io::kChecksumsKey)); }, "carries no checksums"},
+      {"a truncated tail", [](const fs::path& f) { fs::resize_file(f, fs::file_size(f) - 1); }, "is unreadable ("},
+  };
+  for (size_t i = 0; i < catalogue.size(); ++i) {
+    const Corruption& k = catalogue[i];
+    const fs::path copy = dir.path() / ("copy" + std::to_string(i));
+    fs::copy(checkpoints, copy);
+    k.apply(copy / newest);
+    std::vector<std::string> notes;
+    const auto latest = CheckpointManager(copy, 3).load_latest(notes);
+    ASSERT_TRUE(latest) << k.what;
+    EXPECT_EQ(latest->step, 2) << k.what;
+    ASSERT_EQ(notes.size(), 1u) << k.what;
+    EXPECT_NE(notes[0].find("checkpoint " + (copy / newest).string() + " "), std::string::npos) << k.what << ": " << notes[0];
+    EXPECT_NE(notes[0].find(k.note), std::string::npos) << k.what << ": " << notes[0];
+    EXPECT_TRUE(fs::exists(copy / newest)) << k.what;
+  }
+  // When none verifies, the resume is a clear error naming each, and writes nothing.
+  flip_bit_in_tensor(checkpoints / newest, model);
+  flip_bit_in_tensor(checkpoints / CheckpointManager::file_name(2), optimizer);
+  const auto before = snapshot(dir.path() / "run");
+  c.steps = 6;
+  expect_error<ValueError>([&] { train(c, true); }, {"none of its checkpoints reads back whole and verifies", newest + " is corrupt: tensor '" + model,
+                                                     CheckpointManager::file_name(2) + " is corrupt: tensor '" + optimizer});
+  EXPECT_EQ(snapshot(dir.path() / "run"), before);
+}
+
 TEST(Train, ACheckpointWhoseMetadataStepIsAlteredIsRefusedAndNothingIsWritten) {
   for (const char* altered : {"-5", "0", "4x", "3", ""}) {
     TempDir dir;

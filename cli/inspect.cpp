@@ -5,6 +5,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,25 +92,30 @@ void run_inspect(const std::string& path) {
              r.header_bytes(), r.file_bytes() - 8 - r.header_bytes());
 
   size_t name_w = 4, dtype_w = 5, shape_w = 5;
+  std::set<std::string> unsupported;  // dtypes of the format that tally reads but does not compute with
   uint64_t total = 0, elements = 0;
   // Names are escaped as metadata is: a file may carry terminal escapes or newlines in them.
   for (const io::TensorInfo& t : tensors) {
     name_w = std::max(name_w, escaped(t.name).size());
-    dtype_w = std::max(dtype_w, io::safetensors_dtype_name(t.dtype).size());
+    dtype_w = std::max(dtype_w, t.format_dtype.size());
     shape_w = std::max(shape_w, shape_str(t.shape).size());
   }
   if (!tensors.empty()) {
     fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>12}\n", "name", name_w, "dtype", dtype_w, "shape", shape_w, "bytes");
     for (const io::TensorInfo& t : tensors) {
-      fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>12}\n", escaped(t.name), name_w, io::safetensors_dtype_name(t.dtype), dtype_w, shape_str(t.shape),
+      fmt::print("{:<{}}  {:<{}}  {:<{}}  {:>12}\n", escaped(t.name), name_w, t.format_dtype, dtype_w, shape_str(t.shape),
                  shape_w, t.end - t.begin);
       total += t.end - t.begin;
-      elements += (t.end - t.begin) / static_cast<uint64_t>(element_size(t.dtype));
+      elements += static_cast<uint64_t>(std::accumulate(t.shape.begin(), t.shape.end(), int64_t{1}, std::multiplies<>()));
+      if (!t.supported) unsupported.insert(t.format_dtype);
     }
     fmt::print("\n");
   }
   fmt::print("total: {} tensor{}, {} elements, {} bytes ({})\n", tensors.size(), tensors.size() == 1 ? "" : "s", elements, total,
              accounting::format_bytes(static_cast<int64_t>(total)));
+  for (const std::string& d : unsupported)
+    fmt::print("note: {} is a safetensors dtype tally does not compute with: its tensors are listed, and loading "
+               "one raises a TypeError\n", d);
 
   const auto& metadata = r.metadata();
   if (metadata.empty()) {

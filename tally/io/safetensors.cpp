@@ -82,6 +82,7 @@ void write_safetensors(const StateDict& tensors, std::map<std::string, std::stri
 
 Tensor SafetensorsReader::load(std::string_view name, bool verify) const {
   const TensorInfo& t = info(name);
+  check_supported(t);
   Tensor out = empty(t.shape, t.dtype);
   const size_t nbytes = t.end - t.begin;
   read_bytes(t, std::span<uint8_t>(nbytes ? static_cast<uint8_t*>(out.data_ptr()) : nullptr, nbytes), verify);
@@ -98,6 +99,7 @@ Tensor SafetensorsReader::load(std::string_view name, bool verify) const {
 StateDict SafetensorsReader::load_all(bool verify) const {
   const size_t n = tensors_.size();
   std::vector<Tensor> loaded(n);
+  for (const TensorInfo& t : tensors_) check_supported(t);
   for (size_t i = 0; i < n; ++i) loaded[i] = empty(tensors_[i].shape, tensors_[i].dtype);
   const auto bytes_of = [&](size_t i) {
     const size_t nbytes = tensors_[i].end - tensors_[i].begin;
@@ -121,7 +123,7 @@ StateDict SafetensorsReader::load_all(bool verify) const {
 #pragma omp task firstprivate(i) shared(computed)
       {
         const TensorInfo& t = tensors_[i];
-        Checksum sum = tensor_checksum(safetensors_dtype_name(t.dtype), std::span(t.shape.data(), t.shape.size()));
+        Checksum sum = tensor_checksum(t.format_dtype, std::span(t.shape.data(), t.shape.size()));
         sum.update(std::span<const uint8_t>(bytes_of(i)));
         computed[i] = sum.digest();
       }

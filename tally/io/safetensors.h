@@ -47,6 +47,11 @@ class ChecksumError : public SafetensorsError {
 /// Where one tensor lies in a safetensors file.
 struct TensorInfo {
   std::string name;
+  /// The dtype as the file names it ("F32", "I16", ...): every dtype of the format is read.
+  std::string format_dtype;
+  /// Whether tally computes with that dtype; loading a tensor of one it does not raises TypeError.
+  bool supported = true;
+  /// tally's dtype (meaningful only when supported).
   Dtype dtype = kFloat32;
   DimVector shape;
   uint64_t begin = 0, end = 0;  // byte offsets in the data section (after the header)
@@ -96,11 +101,14 @@ class SafetensorsReader {
   /// BOOL tensor with a byte other than 0 or 1.
   void read_bytes(const TensorInfo& t, std::span<uint8_t> out, bool verify = true) const;
   /// The tensor called `name`, copied into a new contiguous CPU tensor (verified as read_bytes does).
+  /// TypeError for a dtype of the format that tally does not compute with (I16, U32, ...).
   Tensor load(std::string_view name, bool verify = true) const;
   /// Every tensor, in file order, each copied as load() does.
   StateDict load_all(bool verify = true) const;
 
  private:
+  /// TypeError naming the file, the tensor and its dtype unless tally computes with that dtype.
+  void check_supported(const TensorInfo& t) const;
   SafetensorsReader() = default;
   void parse();
   void parse_checksums();

@@ -42,17 +42,21 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementation's limit
 constexpr size_t kMaxJsonDepth = 64;               // a real header nests 3 deep
 
+/// A dtype the format defines: its name, its width, and tally's dtype where tally has it.
 struct DtypeName {
   std::string_view name;
-  Dtype dtype;
+  int bits;
+  std::optional<Dtype> dtype;
 };
 constexpr DtypeName kDtypeNames[] = {
-    {"F64", kFloat64}, {"F32", kFloat32}, {"F16", kFloat16},       {"BF16", kBFloat16}, {"F8_E4M3", kFloat8_e4m3fn},
-    {"F8_E5M2", kFloat8_e5m2}, {"I64", kInt64}, {"I32", kInt32}, {"U8", kUInt8},      {"BOOL", kBool},
+    {"F64", 64, kFloat64},     {"F32", 32, kFloat32}, {"F16", 16, kFloat16}, {"BF16", 16, kBFloat16}, {"F8_E4M3", 8, kFloat8_e4m3fn},
+    {"F8_E5M2", 8, kFloat8_e5m2}, {"I64", 64, kInt64}, {"I32", 32, kInt32}, {"U8", 8, kUInt8},        {"BOOL", 8, kBool},
+    // The rest of the format's dtypes: read and listed, refused when loaded as a tensor.
+    {"I8", 8, std::nullopt},   {"I16", 16, std::nullopt}, {"U16", 16, std::nullopt}, {"U32", 32, std::nullopt},
+    {"U64", 64, std::nullopt}, {"C64", 64, std::nullopt}, {"F8_E8M0", 8, std::nullopt}, {"F8_E4M3FNUZ", 8, std::nullopt},
+    {"F8_E5M2FNUZ", 8, std::nullopt}, {"F6_E2M3", 6, std::nullopt}, {"F6_E3M2", 6, std::nullopt}, {"F4", 4, std::nullopt},
 };
-/// Names the format defines for dtypes tally does not have.
-constexpr std::string_view kOtherDtypeNames[] = {"I8",  "I16", "U16", "U32",     "U64",     "F8_E8M0",
-                                                 "F4",  "F6_E2M3", "F6_E3M2", "C64", "F8_E4M3FNUZ", "F8_E5M2FNUZ"};
+constexpr std::string_view kSupportedNames = "F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32 U8 BOOL";
 
 /// A JSON value as it appears in the header, shortened for a message.
 std::string show(const nlohmann::json& j) {
@@ -218,12 +222,10 @@ void SafetensorsReader::parse() {
     const DtypeName* found = nullptr;
     for (const DtypeName& d : kDtypeNames)
       if (d.name == dname) found = &d;
-    if (!found) {
-      if (std::find(std::begin(kOtherDtypeNames), std::end(kOtherDtypeNames), dname) != std::end(kOtherDtypeNames))
-        fail(name_, "tensor '", key, "': ", "dtype '", dname, "' is not supported by tally (it has F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32 U8 BOOL)");
-      fail(name_, "tensor '", key, "': ", "unknown dtype '", show(std::string_view(dname)), "' (safetensors dtypes tally reads: F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32 U8 BOOL)");
-    }
-    t.dtype = found->dtype;
+    if (!found) fail(name_, "tensor '", key, "': ", "unknown dtype '", show(std::string_view(dname)), "' (not a safetensors dtype)");
+    t.format_dtype = dname;
+    t.supported = found->dtype.has_value();
+    t.dtype = found->dtype.value_or(kUInt8);
 
     const nlohmann::json& shape = entry.at("shape");
     if (!shape.is_array()) fail(name_, "tensor '", key, "': ", "shape must be an array of non-negative integers, got ", shape.type_name(), " ", show(shape));
@@ -250,8 +252,10 @@ void SafetensorsReader::parse() {
 
     uint64_t numel = 1, nbytes = 0;
     for (int64_t d : t.shape) numel *= static_cast<uint64_t>(d);  // bounded by `extent` above
-    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(element_size(t.dtype)), &nbytes))
+    // Sub-byte dtypes (F4, F6) are packed: the bytes of their bits, rounded up.
+    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(found->bits), &nbytes))
       fail(name_, "tensor '", key, "': ", "shape ", show_shape(t.shape), " of ", dname, " is too large: its byte size overflows 64 bits");
+    nbytes = nbytes / 8 + (nbytes % 8 != 0);
     if (nbytes != t.end - t.begin)
       fail(name_, "tensor '", key, "': ", "shape ", show_shape(t.shape), " of ", dname, " is ", numel, " elements = ", nbytes, " bytes, but data_offsets [",
             t.begin, ", ", t.end, "] span ", t.end - t.begin, " bytes");
@@ -349,11 +353,17 @@ const TensorInfo& SafetensorsReader::info(std::string_view name) const {
                                    " tensor", tensors_.size() == 1 ? "" : "s", tensors_.empty() ? "" : ": ", some, ")"));
 }
 
+void SafetensorsReader::check_supported(const TensorInfo& t) const {
+  TALLY_CHECK_TYPE_ERROR(t.supported, "'", name_, "': tensor '", show(std::string_view(t.name)), "' has dtype ", t.format_dtype,
+                         ", which tally does not compute with (it has ", kSupportedNames,
+                         "); the file itself is valid, and `tally inspect` lists it");
+}
+
 void SafetensorsReader::read_bytes(const TensorInfo& t, std::span<uint8_t> out, bool verify) const {
   TALLY_CHECK(out.size() == t.end - t.begin, "read_bytes: tensor '", t.name, "' is ", t.end - t.begin, " bytes, the buffer ",
               out.size());
   std::optional<Checksum> sum;
-  if (verify && t.checksum) sum = tensor_checksum(safetensors_dtype_name(t.dtype), std::span(t.shape.data(), t.shape.size()));
+  if (verify && t.checksum) sum = tensor_checksum(t.format_dtype, std::span(t.shape.data(), t.shape.size()));
   uint64_t offset = 8 + header_bytes_ + t.begin;
   // Each chunk is hashed right after it is read, while it is still in the cache (Note [Checksums]).
   for_each_chunk(out, [&](std::span<uint8_t> chunk) {
@@ -366,7 +376,7 @@ void SafetensorsReader::read_bytes(const TensorInfo& t, std::span<uint8_t> out, 
     if (sum) sum->update(chunk);
   });
   if (sum) check_checksum(t, sum->digest());
-  if (t.dtype == kBool) {
+  if (t.supported && t.dtype == kBool) {
     const auto wrong = std::find_if(out.begin(), out.end(), [](uint8_t b) { return b > 1; });
     if (wrong != out.end())
       fail(name_, "tensor '", t.name, "' (BOOL) holds byte ", static_cast<int>(*wrong), " at element ", wrong - out.begin(),

@@ -95,6 +95,16 @@ def write(out_dir):
     write_file(f"{out_dir}/python.safetensors", by_size, padded=True)
     # Data in reverse name order, an indented header with newlines, no padding.
     write_file(f"{out_dir}/python_unpadded.safetensors", sorted(TABLE, reverse=True), padded=False, indent=1)
+    # Dtypes of the format tally reads and lists but does not compute with, beside one it does.
+    others = {"ids": ("I16", [3], struct.pack("<3h", -1, 2, 3)), "mask": ("U32", [2], struct.pack("<2I", 1, 7)),
+              "packed": ("F4", [3], bytes(2)), "w": ("F32", [1], struct.pack("<f", 0.5))}
+    header, data = {}, b""
+    for name, (dtype, shape, raw) in others.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    with open(f"{out_dir}/other_dtypes.safetensors", "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
     with open(f"{out_dir}/expected.json", "w", encoding="utf-8") as f:
         json.dump({"tensors": {n: {"dtype": d, "shape": s, "values": v} for n, (d, s, v) in TABLE.items()},
                    "metadata": METADATA}, f, ensure_ascii=False)

@@ -126,6 +126,27 @@ TEST(Safetensors, TensorsAreListedInDataOffsetOrder) {
   EXPECT_EQ(r.load_all().keys(), (std::vector<std::string>{"z", "m", "a"}));
 }
 
+// Every dtype of the format is read and listed; one tally does not compute with is refused when
+// loaded, with a TypeError that names it and says the file is valid.
+TEST(Safetensors, DtypesTallyDoesNotComputeWithAreListedAndRefusedWhenLoaded) {
+  const std::string header =
+      R"({"ids": {"dtype": "I16", "shape": [2], "data_offsets": [0, 4]}, "packed": {"dtype": "F4", "shape": [3], "data_offsets": [4, 6]},)"
+      R"( "w": {"dtype": "U8", "shape": [1], "data_offsets": [6, 7]}})";
+  const SafetensorsReader r = SafetensorsReader::from_bytes(file_bytes(header, {1, 0, 2, 0, 0, 0, 5}), "mixed");
+  ASSERT_EQ(r.tensors().size(), 3u);
+  EXPECT_EQ(r.tensors()[0].format_dtype, "I16");
+  EXPECT_FALSE(r.tensors()[0].supported);
+  EXPECT_EQ(r.tensors()[1].format_dtype, "F4");
+  EXPECT_TRUE(r.tensors()[2].supported);
+  EXPECT_EQ(r.load("w").item<uint8_t>(), 5);
+  std::vector<uint8_t> raw(4);
+  r.read_bytes(r.tensors()[0], raw);  // the bytes themselves can still be read
+  EXPECT_EQ(raw, (std::vector<uint8_t>{1, 0, 2, 0}));
+  expect_error<TypeError>([&] { r.load("ids"); }, {"'mixed'", "tensor 'ids' has dtype I16, which tally does not compute with",
+                                                   "the file itself is valid"});
+  expect_error<TypeError>([&] { r.load_all(); }, {"has dtype I16"});
+}
+
 TEST(Safetensors, MissingTensorNamesSome) {
   StateDict d("tensor");
   for (int i = 0; i < 8; ++i) d.insert(std::string("t") + std::to_string(i), zeros({1}));

@@ -25,8 +25,8 @@ void run_info() {
   fmt::print("  model            {} ({}, family {:#x})\n", cpu.model_name, cpu.vendor, cpu.family);
   fmt::print("  usable cores     {} ({} thread{} per core as the OS reports it{})\n", cpu.usable_cores, cpu.threads_per_core,
              cpu.threads_per_core == 1 ? "" : "s", cpu.hypervisor ? "; under a hypervisor, whose vCPUs may share physical cores" : "");
-  fmt::print("  clock            {:.2f} GHz, {}; {:.2f} GHz measured in this run\n", cpu.clock_ghz, cpu.clock_source,
-             cpu.clock_ghz_now);
+  fmt::print("  clock            {:.2f} GHz, {}{}\n", cpu.clock_ghz, cpu.clock_source,
+             cpu.clock_source.starts_with("rated") ? fmt::format("; {:.2f} GHz measured in this run", cpu.clock_ghz_now) : "");
   fmt::print("  AVX2/FMA/F16C    {} / {} / {}\n", yes_no(cpu.avx2), yes_no(cpu.fma), yes_no(cpu.f16c));
   fmt::print("  AVX-512F         {}{}\n", yes_no(cpu.avx512f),
              cpu.avx512f ? fmt::format(" ({}-bit FMA datapath)", cpu.fma_datapath_bits) : "");

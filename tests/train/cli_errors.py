@@ -306,6 +306,15 @@ for ok, what in ((r.returncode == 0, "exit 0"),
     if not ok:
         failures.append("train --help: expected %s, got:\n%s" % (what, r.stdout))
 
+# tally info says whether CUDA is built in, and a GPU message says which of the two is missing.
+r = run(tally, ["info"])
+cuda_line = next((l for l in r.stdout.splitlines() if l.strip().startswith("CUDA ")), "")
+gpu_none = next((l for l in r.stdout.splitlines() if l.strip().startswith("none:")), "")
+built = "built in" in cuda_line and "not built in" not in cuda_line
+if r.returncode != 0 or not cuda_line or (gpu_none and ("built with CUDA, but no CUDA device" in gpu_none) != built) or \
+        "or this tally was built without CUDA" in r.stdout:
+    failures.append("info: expected a CUDA line and a GPU message that agree, got %r / %r" % (cuda_line, gpu_none))
+
 # Output that cannot be written (a full disk behind a redirection) is a failure, not exit 0.
 with open("/dev/full", "w") as full:
     p = subprocess.run([tally, "estimate", "tensor", "--shape", "3,4"], stdout=full, stderr=subprocess.PIPE, text=True)

@@ -55,8 +55,11 @@ tsan_areas=(core autograd ops nn)
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE_THREAD=ON -DTALLY_NATIVE=ON \
   -DTALLY_BUILD_BENCH=OFF -DTALLY_CUDA=OFF
 cmake --build build-tsan -j "$jobs" --target "${tsan_areas[@]/#/test_}"
+# Random.SameValuesWithOneThreadOrTwo sets two OpenMP threads itself: what libgomp synchronises is
+# invisible to ThreadSanitizer, which reports the worker's reuse of the caller's stack as a race.
 OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L "^($(IFS='|'; echo "${tsan_areas[*]}"))\$"
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L "^($(IFS='|'; echo "${tsan_areas[*]}"))\$" \
+  -E "^Random\.SameValuesWithOneThreadOrTwo\$"
 
 echo "== safetensors reader fuzzer (60 s) =="
 tests/io/run_fuzz.sh build-fuzz 60

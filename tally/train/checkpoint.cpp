@@ -107,12 +107,18 @@ std::optional<Checkpoint> CheckpointManager::load_latest(std::vector<std::string
     const std::string path = it->second.string();
     try {
       const io::SafetensorsReader reader = io::SafetensorsReader::open(it->second);
-      // save() writes checksums into every checkpoint: one without them was damaged where the
-      // key is (a flipped bit in its name) or was not written by tally, and cannot be verified.
-      TALLY_CHECK_TYPE(io::SafetensorsError, reader.has_checksums(), "it carries no checksums ('", io::kChecksumsKey,
-                       "' is not in its metadata), so it cannot be verified");
+      // save() writes checksums into every checkpoint of the current format: one without them was
+      // damaged where the key is (a flipped bit in its name) or was not written by tally. One of
+      // the format before checksums is an earlier tally's, resumed as it was then.
+      const auto format = reader.metadata().find(kFormatKey);
+      const bool before_checksums = format != reader.metadata().end() && format->second == kFormatBeforeChecksums;
+      TALLY_CHECK_TYPE(io::SafetensorsError, reader.has_checksums() || before_checksums, "it carries no checksums ('",
+                       io::kChecksumsKey, "' is not in its metadata), so it cannot be verified");
       Checkpoint c{it->first, it->second, reader.load_all(), reader.metadata()};
       for (const auto& u : unreadable) notes.push_back(u + ": falling back to the one before");
+      if (!reader.has_checksums())
+        notes.push_back("checkpoint " + path + " was written before tally's checkpoints carried checksums (" + kFormatBeforeChecksums +
+                        "): it is resumed without verification; the checkpoints this run writes carry them");
       return c;
     } catch (const io::ChecksumError& e) {
       const std::string what = e.entry() == io::kMetadataChecksumName ? "its metadata" : "tensor '" + e.entry() + "'";

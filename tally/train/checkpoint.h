@@ -16,6 +16,14 @@
 
 namespace tally::train {
 
+/// The metadata key naming a training checkpoint's format, and the format tally writes: every
+/// tensor and the metadata carry checksums.
+inline constexpr const char* kFormatKey = "tally.format";
+inline constexpr const char* kFormat = "tally-checkpoint-2";
+/// The format of checkpoints written before they carried checksums: still resumed, unverified,
+/// with a note. A file of the current format without checksums is damaged, and skipped.
+inline constexpr const char* kFormatBeforeChecksums = "tally-checkpoint-1";
+
 /// A loaded checkpoint.
 struct Checkpoint {
   int64_t step = 0;
@@ -40,7 +48,8 @@ class CheckpointManager {
   /// The newest checkpoint that reads back whole and verifies (Note [Checksums] in
   /// io/checksum.cpp); each newer one that does not is skipped, never deleted, with a line in
   /// `notes` naming it and why (for a checksum, the tensor or the metadata that fails). Empty when there is none (or none readable: then `notes`
-  /// has a line for every checkpoint).
+  /// has a line for every checkpoint). A checkpoint of kFormatBeforeChecksums loads unverified,
+  /// with a note that says so.
   std::optional<Checkpoint> load_latest(std::vector<std::string>& notes) const;
 
   /// Delete the temporaries of saves that never committed (a process killed while writing):

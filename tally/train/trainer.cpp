@@ -71,8 +71,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-constexpr std::string_view kFormat = "tally-checkpoint-1";
-
 /// The config's token file (raw, or .npy by its extension).
 data::TokenFile open_data_file(const TrainConfig& c) {
   TALLY_CHECK_TYPE(IOError, fs::exists(c.data), "data file ", c.data, " does not exist");
@@ -384,8 +382,9 @@ ResumePoint read_resume_point(const CheckpointManager& checkpoints, const fs::pa
   }
   for (const auto& n : notes) note(n);
   const auto& m = c->metadata;
-  TALLY_CHECK(m.contains("tally.format") && m.at("tally.format") == kFormat, "checkpoint ", c->path.string(),
-              " is not a tally training checkpoint (metadata tally.format is not ", kFormat, ")");
+  TALLY_CHECK(m.contains(kFormatKey) && (m.at(kFormatKey) == kFormat || m.at(kFormatKey) == kFormatBeforeChecksums), "checkpoint ",
+              c->path.string(), " is not a tally training checkpoint (metadata ", kFormatKey, " is neither ", kFormat, " nor ",
+              kFormatBeforeChecksums, ")");
   ResumePoint r;
   json saved_config;
   auto json_of = [&](const std::string& key) {
@@ -638,7 +637,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
     check_state_finite(at, all, checkpoints.dir());
     const data::LoaderState ls = loader.state();
     const std::map<std::string, std::string> metadata = {
-        {"tally.format", std::string(kFormat)},
+        {kFormatKey, kFormat},
         {"tally.step", std::to_string(at)},
         {"tally.tokens", std::to_string(tokens_seen)},
         {"tally.config", to_json(config).dump()},

@@ -336,6 +336,30 @@ TEST(Train, AResumeFallsBackPastAFlippedBitAndIsBitExact) {
                           " is corrupt: tensor 'model.token_embedding.weight' does not match its checksum (the file is kept): falling back "
                           "to the one before");
 }
+// A checkpoint an earlier tally wrote, before checkpoints carried checksums (format 1, no
+// tally.checksums), is resumed unverified with a note, and the run still ends bit-exact; the same
+// file marked with the current format is damaged, and skipped.
+TEST(Train, ACheckpointFromBeforeChecksumsIsResumedWithANote) {
+  fs::path old;
+  std::vector<std::string> notes;
+  const auto rewrite = [&](const fs::path& checkpoints, const char* format) {
+    old = checkpoints / CheckpointManager::file_name(5);
+    const io::SafetensorsReader r = io::SafetensorsReader::open(old);
+    std::map<std::string, std::string> metadata = r.metadata();
+    metadata[kFormatKey] = format;
+    io::save_safetensors(old, r.load_all(), metadata, /*checksums=*/false);
+  };
+  expect_stop_and_resume_bit_exact(
+      tiny(""), [&](const fs::path& checkpoints) { return rewrite(checkpoints, kFormatBeforeChecksums), int64_t{5}; }, &notes);
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      "checkpoint " + old.string() + " was written before tally's checkpoints carried checksums (tally-checkpoint-1): it "
+                      "is resumed without verification; the checkpoints this run writes carry them"),
+            notes.end());
+  expect_stop_and_resume_bit_exact(
+      tiny(""), [&](const fs::path& checkpoints) { return rewrite(checkpoints, kFormat), int64_t{4}; }, &notes);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("it carries no checksums"), std::string::npos) << notes[0];
+}
 TEST(Train, StopAndResumeIsBitExactInBfloat16) { expect_stop_and_resume_bit_exact(tiny_in("bf16")); }
 // A skipped step before the stop: the scaler's backoff must be in the checkpoint.
 TEST(Train, StopAndResumeIsBitExactInFloat16WithTheLossScalersState) { expect_stop_and_resume_bit_exact(tiny_in("fp16", 3)); }

@@ -128,6 +128,18 @@ void print_memory(const json& mem) {
                cat == "other" ? "   (tensors no graph node keeps: the batch, the loss, gradients on their way to the "
                                 "parameters, outputs used once)"
                               : "");
+    if (cat == "other" && mem.contains("other") && mem.at("other").contains("highest_between_ops")) {
+      const json& o = mem.at("other");  // Note [What holds "other"] in tally/train/step_profile.cpp
+      const auto change = [&](const char* key) {
+        std::string text = bytes(o.at(key));
+        if (o.at(key).get<double>() >= 0) text.insert(0, 1, '+');  // not "+" + text: GCC 12 warns falsely (-Wrestrict)
+        return text;
+      };
+      fmt::print("                  its highest between ops, {} = {} live before the step, {} over the forward, {} over the "
+                 "backward, {} over the optimizer\n",
+                 bytes(o.at("highest_between_ops")), bytes(o.at("before_the_step")), change("change_in_forward"),
+                 change("change_in_backward"), change("change_in_optimizer"));
+    }
   }
   fmt::print("                {:<16} {:>12} {:>12}   (the simultaneous peak; the categories' own peaks add up to {})\n",
              "all at once", bytes(mem.at("predicted_peak_total")), bytes(mem.at("tracked_peak_total")), report::bytes_text(sum));

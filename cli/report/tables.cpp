@@ -65,6 +65,19 @@ std::string memory_table(const json& s) {
     if (std::isnan(p) && std::isnan(m)) continue;  // a category a run's summary predates (working_copies)
     t.rows.push_back({c, value_or_missing(p, bytes_text), value_or_missing(m, bytes_text), ratio_text(m, p)});
   }
+  // Note [What holds "other"] in tally/train/step_profile.cpp: its highest point between ops, split.
+  if (const double h = number_at(s, {"memory", "other", "highest_between_ops"}); !std::isnan(h)) {
+    const auto part = [&](const char* key) {
+      const double v = number_at(s, {"memory", "other", key});
+      std::string text = bytes_text(v);
+      if (v >= 0) text.insert(0, 1, '+');  // not "+" + text: GCC 12 warns falsely (-Wrestrict)
+      return text;
+    };
+    t.rows.push_back({"… other at its highest between ops: " + bytes_text(number_at(s, {"memory", "other", "before_the_step"})) +
+                          " live before the step, " + part("change_in_forward") + " over the forward, " + part("change_in_backward") +
+                          " over the backward, " + part("change_in_optimizer") + " over the optimizer",
+                      "", bytes_text(h), ""});
+  }
   const double pt = number_at(s, {"memory", "predicted_peak_total"}), mt = number_at(s, {"memory", "tracked_peak_total"});
   t.rows.push_back({"<b>all at once</b> (the simultaneous peak, below the sum of the rows above)", value_or_missing(pt, bytes_text),
                     value_or_missing(mt, bytes_text), ratio_text(mt, pt)});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "tally/error/error.h"
@@ -33,7 +34,9 @@ CategoryBytes live_bytes(const accounting::MemoryTracker& tracker) {
 
 }  // namespace
 
-StepProfile::StepProfile() { previous_ = ops::set_op_observer(this); }
+StepProfile::StepProfile() : other_at_start_(tracker_.allocated_bytes(MemoryCategory::Other)) {
+  previous_ = ops::set_op_observer(this);
+}
 
 StepProfile::~StepProfile() { finish(); }
 
@@ -53,6 +56,35 @@ void StepProfile::on_op(std::string_view name, const ops::Cost& cost, double sec
   json point = {{"op", timeline_.size()}, {"name", std::string(name)}, {"phase", accounting::phase_name(accounting::current_phase())}};
   point.update(category_json(live_bytes(tracker_)));
   timeline_.push_back(std::move(point));
+}
+
+// Note [What holds "other"]
+// "other" is every tensor that is neither a parameter, a gradient, optimizer state nor kept by a
+// graph node: the batch, results used once and dropped, gradients on their way to the
+// parameters. The timeline has its live bytes after every op of the step, each op with its phase,
+// so its highest point between ops splits exactly into what was live before the step began and
+// what the forward, the backward and the optimizer's ops added up to that point (each phase's
+// net change: what its ops allocated less what was freed while they ran). The tracked peak can be
+// higher still, inside one op (its temporaries).
+json StepProfile::other_json() const {
+  const std::string other(memory_category_name(MemoryCategory::Other));
+  std::map<std::string, int64_t> change, change_at_highest;
+  int64_t previous = other_at_start_, highest = other_at_start_;
+  for (const json& point : timeline_) {
+    const int64_t now = point.at(other).get<int64_t>();
+    change[point.at("phase").get<std::string>()] += now - previous;
+    previous = now;
+    if (now > highest) {
+      highest = now;
+      change_at_highest = change;
+    }
+  }
+  json j = {{"highest_between_ops", highest}, {"before_the_step", other_at_start_}};
+  for (accounting::Phase p : {accounting::Phase::Forward, accounting::Phase::Backward, accounting::Phase::Optimizer}) {
+    const std::string name = accounting::phase_name(p);
+    j["change_in_" + name] = change_at_highest.contains(name) ? change_at_highest.at(name) : 0;
+  }
+  return j;
 }
 
 CategoryBytes StepProfile::peak() const {

@@ -48,12 +48,17 @@ class StepProfile : public ops::OpObserver {
   nlohmann::json ops_json(const accounting::Roofline& roofline) const;
   nlohmann::json modules_json() const;
   nlohmann::json timeline_json() const { return timeline_; }
+  /// summary.json's "memory.other": the "other" category at its highest between the step's ops,
+  /// split exactly into what was held before the step and what each phase's ops added up to that
+  /// moment (Note [What holds "other"]).
+  nlohmann::json other_json() const;
   nlohmann::json time_split_json(const accounting::Roofline& roofline) const;
 
  private:
   accounting::MemoryTracker tracker_;
   accounting::FlopCounter counter_;
   ops::OpObserver* previous_ = nullptr;
+  int64_t other_at_start_ = 0;  ///< live bytes of "other" when the step began
   bool watching_ = true;
   CategoryBytes peak_{};
   int64_t peak_total_ = 0;

@@ -731,6 +731,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
                     {"ops", profile->ops_json(roofline)},
                     {"modules", profile->modules_json()},
                     {"memory_timeline", profile->timeline_json()},
+                    {"other", profile->other_json()},
                     {"time_split", profile->time_split_json(roofline)}};
   }
   const double measured_step_s = step_times.empty() ? 0.0 : median(step_times);
@@ -804,6 +805,7 @@ TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hook
         {"predicted_peak_total", predicted.peak_total},
         {"tracked_peak_total", profile_json.value("peak_total", int64_t{0})},
         {"tracked_peak_reserved", profile_json.value("peak_reserved", int64_t{0})},
+        {"other", profile_json.value("other", json::object())},
         {"process_peak_rss", run_peak_rss},
         {"process_at_end",
          {{"rss", process.rss_bytes},

@@ -66,6 +66,14 @@ peak_row = next((c for c in cells if c[0].startswith("<b>all at once</b>")), Non
 check(peak_row is not None and " ".join(peak_line.split()[3:5]) == peak_row[1] and " ".join(peak_line.split()[5:7]) == peak_row[2],
       "the simultaneous peak: CLI %r, report %r" % (peak_line, peak_row))
 check("the categories' own peaks add up to" in peak_line, "the simultaneous peak is labelled as such")
+o = s["memory"]["other"]
+check(o["highest_between_ops"] == o["before_the_step"] + o["change_in_forward"] + o["change_in_backward"] + o["change_in_optimizer"],
+      "other's highest point is split exactly: %r" % o)
+other_line = next((l for l in r.stdout.splitlines() if "its highest between ops" in l), "")
+other_row = next((c for c in cells if "other at its highest between ops" in c[0]), None)
+check(other_row is not None and other_line.split("its highest between ops, ")[1].split(" = ")[0] == other_row[2]
+      and other_line.split(" = ")[1].split(" live before")[0] in other_row[0],
+      "what holds other: CLI %r, report %r" % (other_line, other_row))
 rss = next((l for l in r.stdout.splitlines() if l.startswith("process RSS")), "")
 check("anonymous" in rss and "of files" in rss and s["memory"]["process_at_end"]["rss"] > 0, "RSS is accounted: %r" % rss)
 

@@ -464,6 +464,13 @@ TEST(Train, SummaryHasTheBooks) {
               (f["forward"].get<double>() + f["backward"].get<double>() + f["optimizer"].get<double>()) * tokens_per_step / step_s / peak,
               1e-9);
   EXPECT_GT(s["hfu"]["promised"].get<double>(), s["mfu"]["promised"].get<double>());
+  // "other" at its highest between ops is exactly what was live before the step plus what each
+  // phase added (Note [What holds "other"]), and no more than its tracked peak.
+  const json& o = s["memory"]["other"];
+  EXPECT_EQ(o["highest_between_ops"].get<int64_t>(), o["before_the_step"].get<int64_t>() + o["change_in_forward"].get<int64_t>() +
+                                                         o["change_in_backward"].get<int64_t>() + o["change_in_optimizer"].get<int64_t>());
+  EXPECT_LE(o["highest_between_ops"].get<int64_t>(), s["memory"]["tracked_peak"]["other"].get<int64_t>());
+  EXPECT_GT(o["highest_between_ops"].get<int64_t>(), 0);
   // The clock of the promise is named and kept (Note [The promised clock]).
   EXPECT_GT(s["machine"]["clock_ghz"].get<double>(), 0.0);
   EXPECT_FALSE(s["machine"]["clock_source"].get<std::string>().empty());

@@ -130,11 +130,7 @@ void print_memory(const json& mem) {
                               : "");
     if (cat == "other" && mem.contains("other") && mem.at("other").contains("highest_between_ops")) {
       const json& o = mem.at("other");  // Note [What holds "other"] in tally/train/step_profile.cpp
-      const auto change = [&](const char* key) {
-        std::string text = bytes(o.at(key));
-        if (o.at(key).get<double>() >= 0) text.insert(0, 1, '+');  // not "+" + text: GCC 12 warns falsely (-Wrestrict)
-        return text;
-      };
+      const auto change = [&](const char* key) { return report::signed_bytes_text(o.at(key).get<double>()); };
       fmt::print("                  its highest between ops, {} = {} live before the step, {} over the forward, {} over the "
                  "backward, {} over the optimizer\n",
                  bytes(o.at("highest_between_ops")), bytes(o.at("before_the_step")), change("change_in_forward"),

@@ -84,6 +84,12 @@ std::string bytes_text(double v) {
   return i == 0 ? fmt::format("{:.0f} B", x) : fmt::format("{} {}", three_digits(x), units[i]);
 }
 
+std::string signed_bytes_text(double v) {
+  std::string text = bytes_text(v);
+  if (v >= 0) text.insert(0, 1, '+');  // not "+" + text: GCC 12 warns falsely (-Wrestrict) on that
+  return text;
+}
+
 std::string seconds_text(double v) {
   if (!std::isfinite(v)) return fmt::format("{} s", v);
   const double a = std::fabs(v);

@@ -20,6 +20,8 @@ std::string si(double v, std::string_view unit);
 inline std::string flops_text(double v) { return si(v, "FLOP"); }
 /// A byte count with binary prefixes: "45.6 MiB".
 std::string bytes_text(double v);
+/// bytes_text with its sign, "+" included: a change ("+11.7 MiB", "-32.0 KiB").
+std::string signed_bytes_text(double v);
 /// A duration: "812 ns", "12.3 ms", "4.56 s", "12.5 min", "3.20 h".
 std::string seconds_text(double v);
 /// A fraction in [0, 1] as a percentage: "31.0%".

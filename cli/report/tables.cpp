@@ -67,12 +67,7 @@ std::string memory_table(const json& s) {
   }
   // Note [What holds "other"] in tally/train/step_profile.cpp: its highest point between ops, split.
   if (const double h = number_at(s, {"memory", "other", "highest_between_ops"}); !std::isnan(h)) {
-    const auto part = [&](const char* key) {
-      const double v = number_at(s, {"memory", "other", key});
-      std::string text = bytes_text(v);
-      if (v >= 0) text.insert(0, 1, '+');  // not "+" + text: GCC 12 warns falsely (-Wrestrict)
-      return text;
-    };
+    const auto part = [&](const char* key) { return signed_bytes_text(number_at(s, {"memory", "other", key})); };
     t.rows.push_back({"… other at its highest between ops: " + bytes_text(number_at(s, {"memory", "other", "before_the_step"})) +
                           " live before the step, " + part("change_in_forward") + " over the forward, " + part("change_in_backward") +
                           " over the backward, " + part("change_in_optimizer") + " over the optimizer",

@@ -11,8 +11,12 @@
 
 namespace tally::accounting {
 
+double attention_flops_per_token(int64_t layers, int64_t d_model, int64_t context_length) {
+  return 12 * static_cast<double>(layers) * static_cast<double>(d_model) * static_cast<double>(context_length);
+}
+
 double palm_flops_per_token(double non_embedding_params, int64_t layers, int64_t d_model, int64_t context_length) {
-  return 6 * non_embedding_params + 12 * static_cast<double>(layers) * static_cast<double>(d_model) * static_cast<double>(context_length);
+  return 6 * non_embedding_params + attention_flops_per_token(layers, d_model, context_length);
 }
 
 namespace {
@@ -159,8 +163,9 @@ TransformerEstimate transformer(const TransformerConfig& c, const Recipe& recipe
 
   r.six_n_flops_per_token = {6 * r.params.value, "FLOP/token", "6·N (N = all parameters)"};
   r.matmul_flops_per_token = {6 * (12 * L * d * d + V * d), "FLOP/token", "6·(12·L·d² + V·d)"};
-  r.attention_flops_per_token = {12 * L * T * d, "FLOP/token", "12·L·T·d (QKᵀ and P·V over all T×T scores, ×3 for backward)"};
-  r.attention_flops_per_token_causal = {6 * L * T * d, "FLOP/token", "6·L·T·d (masked half skipped)"};
+  r.attention_flops_per_token = {attention_flops_per_token(c.layers, c.d_model, c.seq_len), "FLOP/token",
+                                 "12·L·T·d (QKᵀ and P·V over all T×T scores, ×3 for backward)"};
+  r.attention_flops_per_token_causal = {r.attention_flops_per_token.value / 2, "FLOP/token", "6·L·T·d (masked half skipped)"};
   r.flops_per_token = {r.matmul_flops_per_token.value + r.attention_flops_per_token.value, "FLOP/token",
                        "6·(12·L·d² + V·d) + 12·L·T·d"};
   r.flops_per_token_causal = {r.matmul_flops_per_token.value + r.attention_flops_per_token_causal.value, "FLOP/token",

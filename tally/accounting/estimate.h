@@ -52,6 +52,9 @@ const Recipe& recipe(std::string_view name);
 std::string known_recipes();
 
 /// How many days training takes (the lecture's first question).
+/// Attention's FLOPs per token over all T×T scores, forward and backward: 12·L·T·d (QKᵀ and P·V,
+/// 2·T·d each per token and layer, ×3 with the backward).
+double attention_flops_per_token(int64_t layers, int64_t d_model, int64_t context_length);
 /// Model FLOPs per token by the PaLM paper's formula (Chowdhery et al. 2022, appendix B), the one
 /// nanoGPT and llm.c report MFU by: 6·N + 12·L·H·Q·T, with N the parameters less the position
 /// embeddings, H·Q = d_model and T the context length. What the hardware runs beyond the model's

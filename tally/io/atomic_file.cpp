@@ -95,7 +95,7 @@ void AtomicFile::write_at(uint64_t offset, std::span<const uint8_t> bytes) {
   TALLY_CHECK(offset <= written_bytes_ && bytes.size() <= written_bytes_ - offset, "AtomicFile::write_at: bytes [", offset, ", ",
               offset + bytes.size(), ") do not lie within the ", written_bytes_, " written");
   uint64_t written = 0;
-  const int error = write_all_at(fd_, offset, bytes, written);
+  const int error = write_all(fd_, bytes, written, offset);
   if (error != 0) fail(detail::str_cat("rewrite of bytes [", offset, ", ", offset + bytes.size(), ") failed after ", written, " bytes"), error);
 }
 

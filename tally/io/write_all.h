@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -14,23 +15,16 @@
 
 namespace tally::io {
 
-/// Write all of `bytes` to `fd`, retrying short writes and EINTR. Returns 0, or the errno of the
-/// write that failed (EIO for one that wrote nothing); `written` counts the bytes that went out.
-inline int write_all(int fd, std::span<const uint8_t> bytes, uint64_t& written) {
+/// Write all of `bytes` to `fd`, at its end (write) or, given `offset`, there (pwrite), retrying
+/// short writes and EINTR. Returns 0, or the errno of the write that failed (EIO for one that wrote
+/// nothing); `written` counts the bytes that went out.
+inline int write_all(int fd, std::span<const uint8_t> bytes, uint64_t& written, std::optional<uint64_t> offset = std::nullopt) {
   while (written < bytes.size()) {
-    const ssize_t n = retry_on_eintr([&] { return ::write(fd, bytes.data() + written, bytes.size() - written); });
-    if (n < 0) return errno;
-    if (n == 0) return EIO;
-    written += static_cast<uint64_t>(n);
-  }
-  return 0;
-}
-
-/// Write all of `bytes` to `fd` at `offset` (pwrite), as write_all does at the end.
-inline int write_all_at(int fd, uint64_t offset, std::span<const uint8_t> bytes, uint64_t& written) {
-  while (written < bytes.size()) {
-    const ssize_t n = retry_on_eintr(
-        [&] { return ::pwrite(fd, bytes.data() + written, bytes.size() - written, static_cast<off_t>(offset + written)); });
+    const ssize_t n = retry_on_eintr([&] {
+      const uint8_t* from = bytes.data() + written;
+      const size_t left = bytes.size() - written;
+      return offset ? ::pwrite(fd, from, left, static_cast<off_t>(*offset + written)) : ::write(fd, from, left);
+    });
     if (n < 0) return errno;
     if (n == 0) return EIO;
     written += static_cast<uint64_t>(n);

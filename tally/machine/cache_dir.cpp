@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 
 #include "tally/error/error.h"
 #include "tally/io/atomic_file.h"
@@ -18,6 +19,14 @@ fs::path cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') return fs::path(x) / "tally";
   if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return fs::path(h) / ".cache" / "tally";
   return fs::current_path();
+}
+
+std::optional<std::string> read_text_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 void write_file_atomically(const fs::path& path, const std::string& contents) {

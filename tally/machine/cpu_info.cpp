@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "tally/machine/cache_dir.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -122,13 +123,6 @@ double measure_clock_ghz() {
 }
 #endif  // TALLY_X86
 
-std::string read_proc_cpuinfo() {
-  std::ifstream in("/proc/cpuinfo");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string trim(std::string_view s) {
   const auto first = s.find_first_not_of(" \t");
   if (first == std::string_view::npos) return {};
@@ -180,7 +174,7 @@ void set_promised_clock(CpuInfo& info) {
 
 CpuInfo detect() {
   // What the OS says (topology, and everything on a CPU cpuid cannot ask), then cpuid on top.
-  const CpuInfo os = parse_proc_cpuinfo(read_proc_cpuinfo());
+  const CpuInfo os = parse_proc_cpuinfo(read_text_file("/proc/cpuinfo").value_or(""));
   CpuInfo info;
   info.usable_cores = count_usable_cores();
   info.threads_per_core = os.threads_per_core;

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string_view>
 
 #include "tally/core/allocator.h"
 #include "tally/error/error.h"
+#include "tally/machine/cache_dir.h"
 
 namespace tally::machine {
 
@@ -20,14 +20,6 @@ namespace {
 
 // A limit this high is none: cgroup v1 says "no limit" with 2^63 rounded down to a page.
 constexpr int64_t kNoLimit = int64_t{1} << 62;
-
-std::optional<std::string> read_text(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::optional<int64_t> parse_int(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
@@ -50,7 +42,7 @@ std::optional<int64_t> field(const std::string& text, std::string_view key) {
 }
 
 std::optional<int64_t> read_int(const fs::path& path) {
-  const std::optional<std::string> text = read_text(path);
+  const std::optional<std::string> text = read_text_file(path);
   return text ? parse_int(*text) : std::nullopt;
 }
 
@@ -65,7 +57,7 @@ struct CgroupDir {
 /// The memory cgroup hierarchies of this process: v1's "memory" controller and v2's unified one.
 std::vector<CgroupDir> memory_cgroups(const fs::path& self) {
   std::vector<CgroupDir> found;
-  const std::optional<std::string> cgroups = read_text(self / "cgroup"), mounts = read_text(self / "mountinfo");
+  const std::optional<std::string> cgroups = read_text_file(self / "cgroup"), mounts = read_text_file(self / "mountinfo");
   if (!cgroups || !mounts) return found;
   std::string v1_group, v2_group;
   bool has_v2 = false;
@@ -111,7 +103,7 @@ void cgroup_bounds(const CgroupDir& c, std::vector<MemoryBound>& bounds) {
     const std::optional<int64_t> limit = read_int(dir / limit_file), usage = read_int(dir / usage_file);
     if (limit && usage && *limit < kNoLimit) {
       int64_t reclaimable = 0;
-      if (const std::optional<std::string> stat = read_text(dir / "memory.stat"))
+      if (const std::optional<std::string> stat = read_text_file(dir / "memory.stat"))
         reclaimable = field(*stat, c.v2 ? "inactive_file" : "total_inactive_file").value_or(field(*stat, "inactive_file").value_or(0));
       const std::string below = fs::relative(dir, top).generic_string();
       std::string name(1, '/');  // not "/" + below: GCC 12 warns falsely (-Wrestrict) on that
@@ -129,7 +121,7 @@ void cgroup_bounds(const CgroupDir& c, std::vector<MemoryBound>& bounds) {
 
 ProcessMemory process_memory(const fs::path& self) {
   ProcessMemory m;
-  const std::optional<std::string> status = read_text(self / "status");
+  const std::optional<std::string> status = read_text_file(self / "status");
   if (!status) return m;
   auto kib = [&](std::string_view key) { return field(*status, key).value_or(0) * 1024; };
   m.rss_bytes = kib("VmRSS:");
@@ -141,7 +133,7 @@ ProcessMemory process_memory(const fs::path& self) {
 
 std::vector<MemoryBound> memory_bounds(const MemoryBoundSources& sources) {
   std::vector<MemoryBound> bounds;
-  if (const std::optional<std::string> meminfo = read_text(sources.proc / "meminfo"))
+  if (const std::optional<std::string> meminfo = read_text_file(sources.proc / "meminfo"))
     if (const std::optional<int64_t> kib = field(*meminfo, "MemAvailable:"))
       bounds.push_back({"the machine's available memory (MemAvailable)", *kib * 1024});
   for (const CgroupDir& c : memory_cgroups(sources.self)) cgroup_bounds(c, bounds);
@@ -152,7 +144,7 @@ std::vector<MemoryBound> memory_bounds(const MemoryBoundSources& sources) {
     as_limit = static_cast<int64_t>(r.rlim_cur);
   }
   if (as_limit < kNoLimit) {
-    const std::optional<std::string> status = read_text(sources.self / "status");
+    const std::optional<std::string> status = read_text_file(sources.self / "status");
     const int64_t mapped = status ? field(*status, "VmSize:").value_or(0) * 1024 : 0;
     bounds.push_back({::tally::detail::str_cat("the address-space limit (RLIMIT_AS ", describe_bytes(as_limit), ")"),
                       std::max<int64_t>(as_limit - mapped, 0)});

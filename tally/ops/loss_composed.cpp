@@ -25,9 +25,14 @@ Tensor reduce(const Tensor& losses, Reduction reduction) {
   return losses.mean();
 }
 
+/// PyTorch's words for a target of another shape than the input's.
+std::string target_size_differs(const Tensor& input, const Tensor& target) {
+  return ::tally::detail::str_cat("Using a target size (", target.sizes(), ") that is different to the input size (", input.sizes(), ")");
+}
+
 void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
-  TALLY_CHECK(input.sizes() == target.sizes(), "Using a target size (", target.sizes(), ") that is different to the input size (",
-              input.sizes(), ") is deprecated. Please ensure they have the same size. (", op, ")");
+  TALLY_CHECK(input.sizes() == target.sizes(), target_size_differs(input, target), " is deprecated. Please ensure they have the same size. (",
+              op, ")");
 }
 
 }  // namespace
@@ -35,8 +40,8 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target)
 Tensor mse_loss(const Tensor& input_, const Tensor& target_, Reduction reduction) {
   Tensor input = input_, target = target_;
   if (input.sizes() != target.sizes())
-    TALLY_WARN_ONCE("Using a target size (", target.sizes(), ") that is different to the input size (", input.sizes(),
-                    "). This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size. (mse_loss)");
+    TALLY_WARN_ONCE(target_size_differs(input, target),
+                    ". This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size. (mse_loss)");
   const ops::AutocastRegion autocast("mse_loss", {&input, &target});
   return reduce(square(input - target), reduction);
 }

@@ -23,6 +23,7 @@ struct AccumulateGrad final : Node {
   Tensor copy_in_grad_layout(const Tensor& grad) const;
 
   std::shared_ptr<AutogradMeta> leaf_;
+  std::weak_ptr<TensorImpl> leaf_impl_;  // for the post-accumulate hooks' argument; weak: the graph must not keep the leaf alive
   DimVector sizes_, grad_strides_;
   Dtype dtype_;
   Device device_;

@@ -154,6 +154,27 @@ void Tensor::retain_grad() {
   meta->grad_fn->retained_output = meta;
 }
 
+unsigned Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  TALLY_CHECK(requires_grad(), "cannot register a hook on a tensor that doesn't require gradient (shape ", sizes(), ")");
+  TALLY_CHECK(is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors (grad_fn ", grad_fn()->name(), ")");
+  TALLY_CHECK(hook, "register_post_accumulate_grad_hook: the hook is empty");
+  AutogradMeta& meta = *impl().autograd;
+  std::lock_guard lock(meta.mutex);
+  const unsigned handle = meta.next_hook_handle++;
+  meta.post_accumulate_grad_hooks.emplace_back(handle, std::move(hook));
+  return handle;
+}
+
+void Tensor::remove_post_accumulate_grad_hook(unsigned handle) const {
+  const auto& meta = impl().autograd;
+  bool removed = false;
+  if (meta) {
+    std::lock_guard lock(meta->mutex);
+    removed = std::erase_if(meta->post_accumulate_grad_hooks, [&](const auto& h) { return h.first == handle; }) > 0;
+  }
+  TALLY_CHECK(removed, "remove_post_accumulate_grad_hook: this tensor holds no hook with handle ", handle);
+}
+
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   TALLY_CHECK(requires_grad(), "element 0 of tensors does not require grad and does not have a grad_fn");
   Tensor g = gradient;

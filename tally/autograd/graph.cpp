@@ -76,6 +76,7 @@ Edge gradient_edge(const Tensor& t) {
 
 AccumulateGrad::AccumulateGrad(const Tensor& leaf)
     : leaf_(leaf.impl().autograd),
+      leaf_impl_(leaf.impl_ptr()),
       sizes_(leaf.sizes()),
       grad_strides_(geometry::is_non_overlapping_and_dense(leaf.sizes(), leaf.strides()) ? DimVector(leaf.strides())
                                                                                           : geometry::contiguous_strides(leaf.sizes())),
@@ -99,14 +100,25 @@ Tensor AccumulateGrad::copy_in_grad_layout(const Tensor& grad) const {
 TensorList AccumulateGrad::apply(const Tensor& grad_output) {
   // A leaf whose requires_grad was turned off after the graph was built takes nothing, as torch's.
   if (!leaf_->requires_grad) return {};
-  std::lock_guard lock(leaf_->mutex);  // several threads' backward passes may add at once
-  if (!leaf_->grad.defined()) {
-    // The incoming tensor itself where nothing else holds it (the usual case: a weight's
-    // gradient made for it), else a private copy.
-    leaf_->grad = can_steal(grad_output) ? grad_output.detach() : copy_in_grad_layout(grad_output);
-    accounting::set_memory_category(leaf_->grad, MemoryCategory::Gradients);
-  } else {
-    leaf_->grad.add_(grad_output);
+  std::vector<std::pair<unsigned, std::function<void(const Tensor&)>>> hooks;
+  {
+    std::lock_guard lock(leaf_->mutex);  // several threads' backward passes may add at once
+    if (!leaf_->grad.defined()) {
+      // The incoming tensor itself where nothing else holds it (the usual case: a weight's
+      // gradient made for it), else a private copy.
+      leaf_->grad = can_steal(grad_output) ? grad_output.detach() : copy_in_grad_layout(grad_output);
+      accounting::set_memory_category(leaf_->grad, MemoryCategory::Gradients);
+    } else {
+      leaf_->grad.add_(grad_output);
+    }
+    hooks = leaf_->post_accumulate_grad_hooks;
+  }
+  // Outside the lock: a hook reads (or clears) the leaf's grad().
+  if (!hooks.empty()) {
+    if (std::shared_ptr<TensorImpl> impl = leaf_impl_.lock()) {
+      const Tensor leaf(std::move(impl));
+      for (const auto& [handle, hook] : hooks) hook(leaf);
+    }
   }
   return {};
 }

@@ -4,6 +4,7 @@
 // the engine that walks the graph is tally/autograd/engine.cpp.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,8 +78,12 @@ struct AutogradMeta {
   /// For leaves: the node that accumulates into `grad`, shared by every use of the leaf.
   std::weak_ptr<Node> grad_accumulator;
   bool retains_grad = false;
-  /// Guards `grad` while a backward adds into it and `grad_accumulator` while one is made
-  /// (Note [Concurrent backward]).
+  /// Leaves: run after each backward pass has accumulated into `grad`, in registration order
+  /// (Tensor::register_post_accumulate_grad_hook), each with its handle.
+  std::vector<std::pair<unsigned, std::function<void(const Tensor&)>>> post_accumulate_grad_hooks;
+  unsigned next_hook_handle = 0;
+  /// Guards `grad` while a backward adds into it, `grad_accumulator` while one is made and the
+  /// hooks while they change (Note [Concurrent backward]).
   std::mutex mutex;
 };
 

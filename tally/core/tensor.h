@@ -3,6 +3,7 @@
 // Copying a Tensor copies the handle; views share storage and never copy bytes.
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -170,6 +171,15 @@ class Tensor {
   std::shared_ptr<struct Node> grad_fn() const;
   /// Keep .grad() for this non-leaf after backward.
   void retain_grad();
+  /// Call `hook(leaf)` each time a backward pass has added this leaf's gradient into grad()
+  /// (PyTorch's register_post_accumulate_grad_hook), after the addition, on the thread running
+  /// that backward. Data-parallel training starts a bucket's all-reduce from it while the rest of
+  /// backward runs. Returns a handle for remove_post_accumulate_grad_hook. ValueError on a
+  /// non-leaf, or on a tensor that does not require gradients.
+  unsigned register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  /// Remove a hook by the handle its registration returned; ValueError for a handle this tensor
+  /// does not hold.
+  void remove_post_accumulate_grad_hook(unsigned handle) const;
   /// Compute gradients of this tensor with respect to the leaves; `gradient` is required unless
   /// this is a single-element tensor. The graph is freed unless retain_graph.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;

@@ -42,6 +42,8 @@ OpTotals& OpTotals::operator+=(const OpTotals& o) {
   bytes_read = sums[2];
   bytes_written = sums[3];
   seconds += o.seconds;
+  bytes_sent += o.bytes_sent;  // a rank's traffic: far from 2^63 bytes
+  bytes_received += o.bytes_received;
   return *this;
 }
 
@@ -55,7 +57,7 @@ void FlopCounter::stop() {
 
 void FlopCounter::on_op(std::string_view name, const ops::Cost& cost, double seconds) {
   const Phase phase = current_phase();
-  const OpTotals t{1, cost.flops, cost.bytes_read, cost.bytes_written, seconds};
+  const OpTotals t{1, cost.flops, cost.bytes_read, cost.bytes_written, seconds, cost.bytes_sent, cost.bytes_received};
   by_op_[{std::string(name), phase}] += t;
   by_module_[{current_module_path(), phase}] += t;
   if (previous_) previous_->on_op(name, cost, seconds);

@@ -41,6 +41,8 @@ struct OpTotals {
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
   double seconds = 0;
+  int64_t bytes_sent = 0;      ///< collectives: this rank's traffic (ops::Cost)
+  int64_t bytes_received = 0;
   /// FLOPs per byte moved (the roofline's x axis).
   double arithmetic_intensity() const {
     const int64_t b = bytes_read + bytes_written;

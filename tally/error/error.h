@@ -29,6 +29,8 @@ class OutOfMemoryError : public Error { using Error::Error; };
 class DeviceError : public Error { using Error::Error; };
 /// A file could not be read or written.
 class IOError : public Error { using Error::Error; };
+/// A collective between processes failed, or the job's ranks disagree (torch's DistBackendError).
+class DistError : public Error { using Error::Error; };
 /// A broken invariant inside tally: a bug, not a user mistake.
 class InternalError : public Error { using Error::Error; };
 

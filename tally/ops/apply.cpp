@@ -225,6 +225,10 @@ OpObserver* set_op_observer(OpObserver* observer) {
   return previous;
 }
 
+void record_op(std::string_view name, const Cost& cost, double seconds) {
+  if (detail::tls_observer) detail::tls_observer->on_op(name, cost, seconds);
+}
+
 Tensor detail::unsaved_stand_in(const Tensor& t) {
   // One no-bytes storage per device and thread, shared by every stand-in made there.
   thread_local std::vector<std::pair<Device, Storage>> storages;

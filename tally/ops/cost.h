@@ -15,8 +15,13 @@ struct Cost {
   int64_t flops = 0;
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
+  /// A collective's traffic on this rank's link (tally/dist): bytes it sent and received, by the
+  /// bandwidth-optimal algorithm's count (an all-reduce of S bytes over p ranks: 2·(p−1)/p·S each way).
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
   Cost& operator+=(const Cost& o) {
     flops += o.flops; bytes_read += o.bytes_read; bytes_written += o.bytes_written;
+    bytes_sent += o.bytes_sent; bytes_received += o.bytes_received;
     return *this;
   }
 };
@@ -32,5 +37,8 @@ class OpObserver {
 
 /// Install (or, with nullptr, remove) the observer for the calling thread; returns the previous one.
 OpObserver* set_op_observer(OpObserver* observer);
+/// Tell the calling thread's observer, if any, of work that ran outside an op: a collective,
+/// which tally/dist records when its caller has waited for it.
+void record_op(std::string_view name, const Cost& cost, double seconds);
 
 }  // namespace tally::ops

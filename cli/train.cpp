@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/report/format.h"
 #include "tally/core/allocator.h"
+#include "tally/dist/process_group.h"
 #include "tally/error/error.h"
 #include "tally/train/trainer.h"
 
@@ -85,6 +86,7 @@ void print_step(const train::StepReport& r, bool tty, int64_t log_interval) {
 
 using report::si;
 std::string bytes(const json& j) { return report::bytes_text(j.get<double>()); }
+std::string duration_ms_text(double seconds) { return fmt::format("{:.3g} ms", seconds * 1e3); }
 
 double num(const json& j, const char* a, const char* b) { return j.at(a).at(b).get<double>(); }
 
@@ -159,6 +161,12 @@ void print_summary(const json& s) {
   fmt::print("loss            {:.4f} -> {:.4f} nats/token (the corpus's unigram entropy: {:.4f})\n", run.at("first_loss").get<double>(),
              run.at("final_loss").get<double>(), run.at("unigram_entropy").get<double>());
   fmt::print("parameters      {}\n", s.at("parameters").get<int64_t>());
+  if (const json dp = s.value("data_parallel", json::object()); !dp.empty())
+    fmt::print("data parallel   {} ranks ({}), {} reduction, {} micro-batches a step; per rank and step {} sent and received, "
+               "communication {} of which {} exposed (medians)\n",
+               dp.at("world_size").get<int>(), dp.at("backend").get<std::string>(), dp.at("reduce").get<std::string>(),
+               dp.at("micro_batches_per_step").get<int64_t>(), bytes(dp.at("bytes_per_step")),
+               duration_ms_text(dp.at("comm_s").get<double>()), duration_ms_text(dp.at("exposed_comm_s").get<double>()));
   const json& f = s.at("flops_per_token");
   fmt::print("FLOPs/token     forward {} predicted, {} measured; backward {} predicted, {} measured\n",
              si(num(f, "predicted", "forward"), "FLOP"), si(num(f, "measured", "forward"), "FLOP"),
@@ -263,6 +271,9 @@ void add_train_command(CLI::App& app) {
     const std::string out_flag = overrides.contains("out") ? overrides["out"].get<std::string>() : "";
     TALLY_CHECK(!*resume || !out_flag.empty(), "--resume needs --out RUN_DIR, the run to continue");
     train::TrainConfig config = settle_config(*resume, out_flag, *config_file, overrides);
+    // Under mpirun every rank must name one run directory: a time stamp each picks could differ.
+    TALLY_CHECK(!config.out.empty() || !dist::launched_by_mpirun(), "under mpirun, name the run directory with --out (every rank writes to it ",
+                "through rank 0)");
     if (config.out.empty()) config.out = "runs/" + utc_stamp();
     refuse_foreign_report(config.out);  // the run ends by writing its report there
     install_signal_handlers();
@@ -276,10 +287,24 @@ void add_train_command(CLI::App& app) {
       fmt::print("{}\n", line);
       std::fflush(stdout);
     };
+    // Under mpirun, rank 0 speaks for the job; a rank that fails ends every rank at once, so that
+    // none waits for it in a collective.
+    dist::ProcessGroup& group = dist::world();
+    if (group.rank() != 0) hooks.on_step = nullptr, hooks.note = nullptr;
     const auto model = config.model();
-    fmt::print("tally train: {} layers, d_model {}, {} heads, context {}, batch {}, {} steps -> {}\n", model.num_layers, model.d_model,
+    if (group.rank() == 0)
+      fmt::print("tally train: {} layers, d_model {}, {} heads, context {}, batch {}, {} steps -> {}\n", model.num_layers, model.d_model,
                model.num_heads, model.context_length, config.batch_size, config.steps, config.out);
-    const train::TrainResult result = train::train(config, *resume, hooks);
+    train::TrainResult result;
+    try {
+      result = train::train(config, *resume, hooks);
+    } catch (const std::exception& e) {
+      if (group.size() == 1) throw;
+      std::fprintf(stderr, "tally: error on rank %d of %d: %s\n", group.rank(), group.size(), e.what());
+      std::fflush(stderr);
+      group.abort(1);
+    }
+    if (group.rank() != 0) return;
     if (result.nothing_to_do) {  // exit 0, as a finished loop does: the run is where it was asked to end
       fmt::print("{}\n", nothing_to_do_text(config, result.last_step));
       std::error_code ec;

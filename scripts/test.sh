@@ -11,10 +11,15 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 # Test-only packages that scripts/setup.sh does not install: clang and libFuzzer for the safetensors
-# fuzzer (tests/io/run_fuzz.sh), headless Chromium for the report test (tests/report/check_report.py).
-test_packages=(clang libclang-rt-14-dev chromium)
+# fuzzer (tests/io/run_fuzz.sh), headless Chromium for the report test (tests/report/check_report.py),
+# Open MPI for data-parallel training (tests/dist/data_parallel.py).
+test_packages=(clang libclang-rt-14-dev chromium openmpi-bin libopenmpi-dev)
 source scripts/install_missing.sh
 install_missing test "${test_packages[@]}"
+# build/ was configured by scripts/setup.sh, before Open MPI was here: configure again so that
+# the MPI backend (tally/dist/mpi) joins the library (an incremental build).
+cmake -S . -B build >/dev/null
+cmake --build build -j "$jobs"
 
 echo "== Release tests =="
 ctest --test-dir build --output-on-failure -j "$jobs"
@@ -29,7 +34,7 @@ esac
 # The forced runs leave out what does not depend on the kernel set and takes long (the install
 # check, the symbol listings, the CLI's process-level tests) or compares with PyTorch at length
 # (the layer and loss references, which the first run covers): the suite stays well under 15 minutes.
-skip="install_consumer|kernel_pass_symbols|kernel_isa_symbols|LayersVsTorch|LossesVsTorch|Cuda|train_|report_|io_inspect"
+skip="install_consumer|kernel_pass_symbols|kernel_isa_symbols|LayersVsTorch|LossesVsTorch|Cuda|train_|report_|io_inspect|dist_"
 for set in $smaller; do
   echo "== Release tests, TALLY_CPU_KERNELS=$set =="
   TALLY_CPU_KERNELS=$set ctest --test-dir build --output-on-failure -j "$jobs" -E "$skip"

@@ -42,7 +42,13 @@ struct TrainConfig {
   double grad_clip = 1.0;  ///< max total gradient norm; 0 turns clipping off
 
   // The run.
-  int64_t batch_size = 16;
+  int64_t batch_size = 16;      ///< sequences per micro-batch, on each rank
+  int64_t grad_accum_steps = 1;  ///< micro-batches per rank per optimizer step
+
+  // Data parallelism (under mpirun; tally/dist).
+  std::string reduce = "fast";  ///< fast | ordered (Note [Ordered reduction] in dist/grad_reducer.h)
+  double bucket_mb = 25;        ///< gradient bucket size, MiB
+  bool verify_replicas = false;  ///< hash the parameters after every step and compare the ranks'
   int64_t steps = 500;
   int64_t seed = 0;
   std::string precision = "fp32";  ///< fp32 | bf16 | bf16-params | fp16 | fp8 (train/precision.h)

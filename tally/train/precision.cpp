@@ -5,6 +5,7 @@
 
 #include "tally/amp/fp8_linear.h"
 #include "tally/error/error.h"
+#include "tally/ops/elementwise.h"
 #include "tally/optim/clip_grad.h"
 
 namespace tally::train {
@@ -28,9 +29,19 @@ StepPrecision::StepPrecision(const TrainConfig& config, nn::Module& model) : mod
 
 StepPrecision::StepResult StepPrecision::run(const std::function<Tensor()>& loss_fn, optim::Optimizer& optimizer, double grad_clip,
                                               bool inject_inf) {
-  StepResult r;
-  r.loss = forward(loss_fn);
-  backward(r.loss);
+  Tensor loss = micro_step(loss_fn);
+  const auto [grad_norm, stepped] = update(optimizer, grad_clip, inject_inf);
+  return {loss, grad_norm, stepped};
+}
+
+Tensor StepPrecision::micro_step(const std::function<Tensor()>& loss_fn, double loss_factor) {
+  Tensor loss = forward(loss_fn);
+  backward(loss_factor == 1.0 ? loss : loss * loss_factor);
+  return loss;
+}
+
+StepPrecision::UpdateResult StepPrecision::update(optim::Optimizer& optimizer, double grad_clip, bool inject_inf) {
+  UpdateResult r;
   const std::vector<Tensor> params = optimizer.parameters();
   if (inject_inf) params.at(0).grad().view({-1}).narrow(0, 0, 1).fill_(INFINITY);
   if (scaler_) scaler_->unscale_(optimizer);  // clipping sees the true gradients

@@ -50,6 +50,15 @@ class StepPrecision {
   /// unscaled and clipped to total norm `grad_clip` (0: not clipped); the optimizer step unless
   /// the scaler skips it, then the scaler's update; zero_grad.
   StepResult run(const std::function<Tensor()>& loss_fn, optim::Optimizer& optimizer, double grad_clip, bool inject_inf = false);
+  /// run() in parts, for gradient accumulation: a micro-step's forward and its backward on the
+  /// loss × `loss_factor` (1/micro-batches; 1 multiplies nothing), returning the unscaled loss…
+  Tensor micro_step(const std::function<Tensor()>& loss_fn, double loss_factor = 1.0);
+  /// …and after the step's micro-steps, the update: what run() does after backward.
+  struct UpdateResult {
+    double grad_norm;
+    bool stepped;
+  };
+  UpdateResult update(optim::Optimizer& optimizer, double grad_clip, bool inject_inf = false);
   /// The backward of a step from its (unscaled) loss: scaled first where a loss scaler runs.
   /// run() and the meta-device prediction of a step (step_profile.h) both start it here.
   void backward(const Tensor& loss) const;

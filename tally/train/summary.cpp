@@ -167,6 +167,7 @@ json run_summary(const TrainConfig& config, const RunRecord& r, accounting::Flop
         {"resumed_from_step", r.first_step - 1},
         {"interrupted", r.interrupted}}},
       {"parameters", r.parameters},
+      {"data_parallel", r.data_parallel.is_null() ? json::object() : r.data_parallel},
       {"precision", precision_json},
       {"flops_per_token",
        {{"predicted",

@@ -59,7 +59,8 @@ struct RunRecord {
   std::pair<Tensor, Tensor> last_batch;  ///< for the float32 comparison
   int64_t parameters = 0;
   double model_flops_per_step = 0;  ///< PaLM's (Note [MFU and HFU])
-  double promised_flops = 0;        ///< the run's promised peak (Note [The run's peak])
+  double promised_flops = 0;        ///< the run's promised peak (Note [The run's peak]), every rank's
+  nlohmann::json data_parallel;     ///< under mpirun: the ranks and their communication
 };
 
 /// summary.json's contents. Call it as the steps end: it reads the process's memory first (the

@@ -24,7 +24,10 @@
 #include "tally/accounting/flop_counter.h"
 #include "tally/core/generator.h"
 #include "tally/data/loader.h"
+#include "tally/dist/grad_reducer.h"
+#include "tally/dist/process_group.h"
 #include "tally/error/error.h"
+#include "tally/io/checksum.h"
 #include "tally/io/dir_lock.h"
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/machine/cache_dir.h"
@@ -48,6 +51,10 @@ json StepReport::to_json() const {
             {"mfu", mfu},         {"hfu", hfu},       {"elapsed_s", elapsed_s}};
   if (loss_scale) j["loss_scale"] = *loss_scale;
   if (skipped) j["skipped"] = true;
+  if (comm_s) j["comm_s"] = *comm_s;
+  if (exposed_comm_s) j["exposed_comm_s"] = *exposed_comm_s;
+  if (comm_bytes) j["comm_bytes"] = *comm_bytes;
+  if (param_hash) j["param_hash"] = *param_hash;
   return j;
 }
 
@@ -130,29 +137,32 @@ double check_data(const data::TokenFile& tokens, const TrainConfig& config) {
 
 /// Phase 1: the checks and reads that may refuse the run, with the run directory locked so that
 /// what they read stays so. Nothing is written.
-Preflight preflight(const TrainConfig& config, bool resume, const TrainHooks& hooks, const CheckpointManager& checkpoints) {
+Preflight preflight(const TrainConfig& config, bool resume, const TrainHooks& hooks, const CheckpointManager& checkpoints,
+                    const dist::ProcessGroup& group) {
   config.validate();
   TALLY_CHECK(!config.out.empty(), "train: the config names no run directory (out)");
   const fs::path out = config.out;
+  const bool leader = group.rank() == 0;  // Note [Rank 0 writes]
   Preflight p;
-  // One process at a time in a run directory, locked before anything in it is read (a directory
-  // not made yet is locked once made).
+  // One run at a time in a run directory, locked before anything in it is read (a directory not
+  // made yet is locked once made).
   std::error_code ec;
-  if (fs::is_directory(out, ec)) p.lock.emplace(out, "tally train");
+  if (leader && fs::is_directory(out, ec)) p.lock.emplace(out, "tally train");
   if (resume) {
     p.from = read_resume_point(checkpoints, out, config, [&](const std::string& s) {
       if (hooks.note) hooks.note(s);
     });
     if (p.from->step >= config.steps) return p;  // nothing to do: the caller returns before the next checks
-  } else {
+  } else if (leader) {
     refuse_existing_run(out, checkpoints);
   }
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
+  else if (group.size() > 1) omp_set_num_threads(std::max(1, kernels::num_threads() / dist::local_world_size()));  // the cores shared
   if (hooks.check_memory) check_memory_fits(config, kernels::num_threads(), machine::memory_bounds());
   if (!config.data.empty()) {
     p.tokens = open_data_file(config);
-    p.entropy = check_data(*p.tokens, config);
-  } else {
+    if (leader) p.entropy = check_data(*p.tokens, config);
+  } else if (leader) {
     p.corpus = builtin_corpus_file_bytes(config.corpus_bytes);
     p.corpus_there = corpus_in_place(out, p.corpus);
   }
@@ -166,28 +176,53 @@ Generator seeded_generators(const TrainConfig& config) {
   return Generator(static_cast<uint64_t>(config.seed));
 }
 
+// Note [Rank 0 writes]
+// Under mpirun every rank trains and rank 0 alone writes the run directory: it locks it, refuses
+// another run's record, writes the corpus, config.json, metrics.jsonl, the checkpoints and the
+// summary. The other ranks read what they need (the data, a checkpoint to resume) and wait for
+// rank 0 at a barrier before reading a corpus it writes. Data parallelism keeps every rank's
+// model and optimizer state equal (their gradients are summed before each update), so rank 0's
+// checkpoint is the job's, and resuming with another number of ranks is resuming from it.
+//
+// Note [Global micro-batches]
+// A step's batch is M = grad_accum_steps × ranks micro-batches of batch_size sequences, drawn as
+// one batch of M·batch_size rows by the loader (so which sequences a step trains on depends on
+// M and the seed, never on how M is split into ranks and micro-steps). Micro-step k of rank r
+// takes micro-batch m = k·ranks + r; each micro-batch's loss is scaled by 1/M and the gradients
+// are summed; the step's loss is the micro-batches' mean, summed in m order. With dropout and
+// M > 1, micro-batch m's masks come from a generator state of its own, (seed, step, m): the same
+// whichever rank draws them.
+
 /// One invocation of `tally train` after its preflight: the model and its optimizer, the run
 /// directory's files, the steps, and the books. Each phase is one method.
 class Run {
  public:
-  Run(const TrainConfig& config, const TrainHooks& hooks, const CheckpointManager& checkpoints, Preflight pre)
+  Run(const TrainConfig& config, const TrainHooks& hooks, const CheckpointManager& checkpoints, Preflight pre, dist::ProcessGroup& group)
       : config_(config),
         hooks_(hooks),
         checkpoints_(checkpoints),
         out_(config.out),
+        group_(group),
+        leader_(group.rank() == 0),
+        micro_batches_(config.grad_accum_steps * group.size()),
         pre_(std::move(pre)),
         init_(seeded_generators(config)),
         model_(config.model(), {}, &init_),
         precision_(config, model_),
         optimizer_(make_optimizer(model_, config)),
-        schedule_(make_schedule(optimizer_, config)) {}
+        schedule_(make_schedule(optimizer_, config)) {
+    if (group_.size() > 1) {
+      reducer_ = std::make_unique<dist::GradReducer>(
+          model_.parameters(), group_,
+          dist::ReducerOptions{.bucket_cap_bytes = static_cast<int64_t>(config.bucket_mb * (1 << 20)),
+                               .mode = config.reduce == "ordered" ? dist::ReduceMode::Ordered : dist::ReduceMode::Fast});
+    }
+  }
 
   /// Phase 2: the run directory made and locked, its data in place, config.json and metrics.jsonl
-  /// written. Files a new run creates are removed again if it fails before its first step.
+  /// written (Note [Rank 0 writes]); with --resume, the state restored; the ranks' parameters made
+  /// equal. Files a new run creates are removed again if it fails before its first step.
   void open_run_dir();
-  /// Phase 3 (--resume): the model, optimizer, schedule, loader and generators as the checkpoint
-  /// left them (Note [Bit-exact resume]).
-  void restore();
   /// Phase 4: steps until config.steps, or until hooks.stop is set; checkpoints between them.
   void train_steps();
   /// Phase 5: the books (summary.json), and the result. Right after train_steps: the books read
@@ -195,9 +230,19 @@ class Run {
   TrainResult finish();
 
  private:
-  /// One optimizer step: its batch, forward, backward and update, and its metrics line.
+  /// Phase 3 (--resume): the model, optimizer, schedule, loader and generators as the checkpoint
+  /// left them (Note [Bit-exact resume]).
+  void restore();
+  /// One optimizer step: its micro-batches' forward and backward, the gradients summed over the
+  /// ranks, the update, and its metrics line.
   StepReport step_once();
-  /// A checkpoint of step `at` (Note [Bit-exact resume]).
+  /// The step's loss: its micro-batches' mean, in global order (Note [Global micro-batches]).
+  double step_loss(const std::vector<float>& local) const;
+  /// Whether any rank was asked to stop (each rank's signal may arrive between different steps).
+  bool any_rank_stops(bool here) const;
+  /// The parameters' hash, checked equal on every rank.
+  std::string verified_param_hash(int64_t step) const;
+  /// A checkpoint of step `at` (Note [Bit-exact resume]), written by rank 0.
   void save(int64_t at);
   void note(const std::string& s) const {
     if (hooks_.note) hooks_.note(s);
@@ -207,44 +252,57 @@ class Run {
   const TrainHooks& hooks_;
   const CheckpointManager& checkpoints_;
   const fs::path out_;
+  dist::ProcessGroup& group_;
+  const bool leader_;
+  const int64_t micro_batches_;  // M (Note [Global micro-batches])
   Preflight pre_;
   Generator init_;  // the model's: it initialised the weights and then draws dropout's masks
   nn::TransformerLM model_;
   StepPrecision precision_;
   optim::AdamW optimizer_;
   optim::WarmupCosineLR schedule_;
+  std::unique_ptr<dist::GradReducer> reducer_;  // under mpirun
   CreatedFiles created_;
   std::optional<data::TokenLoader> loader_;
   std::optional<MetricsFile> metrics_;
 
   int64_t step_ = 0;  // the last step done
   RunRecord record_;
+  std::vector<double> comm_seconds_, exposed_seconds_;
   std::optional<accounting::FlopCounter> ledger_;  // every step's ops, from the first step on
   std::unique_ptr<StepProfile> profile_;
 };
 
 void Run::open_run_dir() {
   std::error_code ec;
-  if (pre_.from) created_.keep();
-  created_.will_create(out_);
-  fs::create_directories(out_, ec);
-  TALLY_CHECK_TYPE(IOError, !ec, "cannot create run directory ", out_.string(), ": ", ec.message());
-  if (!pre_.lock) {  // made just now: another run may have made it too, and started in it
-    pre_.lock.emplace(out_, "tally train");
-    refuse_existing_run(out_, checkpoints_);
+  if (leader_) {
+    if (pre_.from) created_.keep();
+    created_.will_create(out_);
+    fs::create_directories(out_, ec);
+    TALLY_CHECK_TYPE(IOError, !ec, "cannot create run directory ", out_.string(), ": ", ec.message());
+    if (!pre_.lock) {  // made just now: another run may have made it too, and started in it
+      pre_.lock.emplace(out_, "tally train");
+      refuse_existing_run(out_, checkpoints_);
+    }
+    if (const int64_t n = checkpoints_.remove_stale_temporaries(); n > 0)
+      note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
+    if (!pre_.tokens) {
+      created_.will_create(out_ / "corpus.u16");
+      pre_.tokens = write_builtin_corpus(out_, pre_.corpus, pre_.corpus_there);
+      pre_.entropy = check_data(*pre_.tokens, config_);
+    }
   }
-  if (const int64_t n = checkpoints_.remove_stale_temporaries(); n > 0)
-    note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
-  if (!pre_.tokens) {
-    created_.will_create(out_ / "corpus.u16");
-    pre_.tokens = write_builtin_corpus(out_, pre_.corpus, pre_.corpus_there);
-    pre_.entropy = check_data(*pre_.tokens, config_);
-  }
-  loader_.emplace(*pre_.tokens, data::LoaderOptions{.batch_size = config_.batch_size,
+  if (group_.size() > 1) group_.barrier()->wait();  // rank 0's corpus is whole
+  if (!pre_.tokens) pre_.tokens = data::TokenFile::open_raw((out_ / "corpus.u16").string(), data::TokenDtype::UInt16);
+  loader_.emplace(*pre_.tokens, data::LoaderOptions{.batch_size = config_.batch_size * micro_batches_,
                                                     .context_length = config_.context_length,
                                                     .sampling = data::Sampling::Random,
                                                     .seed = static_cast<uint64_t>(config_.seed) + 1});  // check_tokens checked every id once
   if (pre_.from) restore();
+  // Data parallelism starts from rank 0's parameters (PyTorch DDP's broadcast).
+  if (group_.size() > 1)
+    for (const Tensor& w : model_.parameters()) group_.broadcast(w, 0)->wait();
+  if (!leader_) return;
   created_.will_create(out_ / "config.json");
   created_.will_create(checkpoints_.dir());
   machine::write_file_atomically(out_ / "config.json", to_json(config_).dump(2) + "\n");
@@ -263,6 +321,13 @@ void Run::open_run_dir() {
 void Run::restore() {
   const Checkpoint& c = pre_.from->checkpoint;
   check_checkpoint_whole(c, model_, optimizer_);
+  // The step's batch must be the one the checkpoint was trained with (Note [Global micro-batches]).
+  const auto saved = c.metadata.find("tally.micro_batches");
+  const int64_t saved_micro_batches = saved == c.metadata.end() ? 1 : std::stoll(saved->second);
+  TALLY_CHECK(saved_micro_batches == micro_batches_, "checkpoint ", c.path.string(), " was trained with ", saved_micro_batches,
+              " micro-batches per step (grad_accum_steps × ranks) and this run has ", micro_batches_, " (grad_accum_steps ",
+              config_.grad_accum_steps, " × ", group_.size(), " ranks): set --grad-accum-steps so that the product is ",
+              saved_micro_batches, ", and the run continues on the same batches");
   model_.load_state_dict(with_prefix_removed(c.tensors, "model."));
   optimizer_.load_state_dict(with_prefix_removed(c.tensors, "optimizer."));
   schedule_.load_state_dict(with_prefix_removed(c.tensors, "scheduler."));
@@ -281,6 +346,7 @@ void Run::restore() {
 }
 
 void Run::save(int64_t at) {
+  if (!leader_) return;  // Note [Rank 0 writes]
   StateDict all;
   for (const auto& [k, t] : model_.state_dict()) all.insert("model." + k, t);
   for (const auto& [k, t] : optimizer_.state_dict()) all.insert("optimizer." + k, t);
@@ -296,9 +362,55 @@ void Run::save(int64_t at) {
       {"tally.data_position", json{{"epoch", ls.epoch}, {"index", ls.index}, {"generator", generator_json(ls.generator)}}.dump()},
       {"tally.generators",
        json{{"default", generator_json(default_generator().get_state())}, {"model", generator_json(init_.get_state())}}.dump()},
+      {"tally.micro_batches", std::to_string(micro_batches_)},
+      {"tally.world_size", std::to_string(group_.size())},
   };
   const fs::path path = checkpoints_.save(at, all, metadata);
   note("saved " + path.string());
+}
+
+double Run::step_loss(const std::vector<float>& local) const {
+  if (micro_batches_ == 1) return static_cast<double>(local[0]);
+  const int64_t a = config_.grad_accum_steps, p = group_.size();
+  Tensor mine = empty({a});
+  std::copy(local.begin(), local.end(), mine.data_ptr<float>());
+  Tensor all = mine;
+  if (p > 1) {
+    all = empty({a * p});
+    group_.allgather(all, mine)->wait();
+  }
+  const float* v = all.data_ptr<float>();  // rank r's micro-step k at r·a + k holds micro-batch m = k·p + r
+  double sum = 0;
+  for (int64_t m = 0; m < micro_batches_; ++m) sum += static_cast<double>(v[(m % p) * a + m / p]);
+  return sum / static_cast<double>(micro_batches_);
+}
+
+bool Run::any_rank_stops(bool here) const {
+  if (group_.size() == 1) return here;
+  Tensor flag = full({1}, here ? 1 : 0, TensorOptions().dtype(kInt32));
+  group_.allreduce(flag)->wait();
+  return flag.item<int32_t>() > 0;
+}
+
+std::string Run::verified_param_hash(int64_t step) const {
+  io::Checksum hash;
+  for (const Tensor& w : model_.parameters()) {
+    const Tensor c = w.contiguous();
+    hash.update(std::span(static_cast<const uint8_t*>(c.data_ptr()), static_cast<size_t>(c.nbytes())));
+  }
+  const uint64_t mine = hash.digest();
+  if (group_.size() > 1) {
+    Tensor all = empty({group_.size()}, TensorOptions().dtype(kInt64));
+    Tensor own = empty({1}, TensorOptions().dtype(kInt64));
+    own.data_ptr<int64_t>()[0] = static_cast<int64_t>(mine);
+    group_.allgather(all, own)->wait();
+    for (int r = 0; r < group_.size(); ++r) {
+      const auto theirs = static_cast<uint64_t>(all.data_ptr<int64_t>()[r]);
+      TALLY_CHECK_TYPE(DistError, theirs == mine, "after step ", step, " rank ", r, "'s parameters differ from rank ", group_.rank(),
+                       "'s (hash ", io::checksum_text(theirs), " against ", io::checksum_text(mine), "): the replicas have diverged");
+    }
+  }
+  return io::checksum_text(mine);
 }
 
 StepReport Run::step_once() {
@@ -307,19 +419,30 @@ StepReport Run::step_once() {
   if (profiled) profile_ = std::make_unique<StepProfile>();
   const int64_t flops_before = ledger_->total_flops();
   const auto t0 = Clock::now();
-  auto [x, y] = loader_->next();
-  record_.last_batch = {x, y};
+  auto [x, y] = loader_->next();  // the step's whole batch (Note [Global micro-batches])
+  const int64_t b = config_.batch_size, a = config_.grad_accum_steps, p = group_.size();
   const double lr = optimizer_.param_groups()[0].options().get_lr();
   const std::optional<double> loss_scale = precision_.loss_scale();
-  const auto [loss, grad_norm, stepped] =
-      precision_.run([&] { return model_.loss(x, y); }, optimizer_, config_.grad_clip, step == config_.inject_inf_step);
+  std::vector<float> losses;
+  for (int64_t k = 0; k < a; ++k) {
+    const int64_t m = k * p + group_.rank();
+    const Tensor xm = micro_batches_ == 1 ? x : x.narrow(0, m * b, b), ym = micro_batches_ == 1 ? y : y.narrow(0, m * b, b);
+    if (k == 0) record_.last_batch = {xm, ym};
+    if (config_.dropout > 0 && micro_batches_ > 1)
+      init_.set_state({static_cast<uint64_t>(config_.seed) + 3, static_cast<uint64_t>((step - 1) * micro_batches_ + m) << 36});
+    if (reducer_) reducer_->prepare_for_backward(k == 0, k == a - 1);
+    const Tensor loss = precision_.micro_step([&] { return model_.loss(xm, ym); }, micro_batches_ > 1 ? 1.0 / static_cast<double>(micro_batches_) : 1.0);
+    if (reducer_) reducer_->finalize_backward();
+    losses.push_back(loss.item<float>());
+  }
+  const auto [grad_norm, stepped] = precision_.update(optimizer_, config_.grad_clip, step == config_.inject_inf_step);
   if (stepped) schedule_.step();  // a skipped step moves neither the optimizer's counts nor the schedule
   if (!stepped) {
     ++record_.skipped_steps;
     note("step " + std::to_string(step) + ": inf or NaN gradients at loss scale " + json(loss_scale.value_or(1.0)).dump() +
          ": optimizer step skipped, the scale backs off");
   }
-  const double loss_value = static_cast<double>(loss.item<float>());
+  const double loss_value = step_loss(losses);
   check_step_finite(step, loss_value, grad_norm, stepped, checkpoints_.dir());
   const double step_s = seconds_since(t0);
   record_.steps_seconds += step_s;
@@ -327,20 +450,33 @@ StepReport Run::step_once() {
   if (step == record_.first_step) record_.first_loss = loss_value;
   record_.last_loss = loss_value;
   if (step > record_.first_step) record_.step_times.push_back(step_s);  // the first step of a process warms caches and pools
-  const double step_flops = static_cast<double>(ledger_->total_flops() - flops_before);
+  const double step_flops = static_cast<double>(ledger_->total_flops() - flops_before) * static_cast<double>(p);  // every rank's
   if (profiled) profile_->finish();
   const double promised = record_.promised_flops;
-  return {step, config_.steps, loss_value, lr, grad_norm, record_.tokens_seen, step_s,
-          static_cast<double>(record_.tokens_per_step) / step_s, record_.model_flops_per_step / step_s / promised,
-          step_flops / step_s / promised, 0.0, loss_scale, !stepped};
+  StepReport r{step, config_.steps, loss_value, lr, grad_norm, record_.tokens_seen, step_s,
+               static_cast<double>(record_.tokens_per_step) / step_s, record_.model_flops_per_step / step_s / promised,
+               step_flops / step_s / promised, 0.0, loss_scale, !stepped, {}, {}, {}, {}};
+  if (reducer_) {
+    const dist::CommStats& c = reducer_->step_stats();
+    r.comm_s = c.comm_seconds;
+    r.exposed_comm_s = c.exposed_seconds;
+    r.comm_bytes = c.bytes_sent;
+    if (step > record_.first_step) {
+      comm_seconds_.push_back(c.comm_seconds);
+      exposed_seconds_.push_back(c.exposed_seconds);
+    }
+  }
+  if (config_.verify_replicas) r.param_hash = verified_param_hash(step);
+  return r;
 }
 
 void Run::train_steps() {
   // Every step goes on the run's ledger; one step (the third of this invocation, or its last if
   // shorter) is profiled in detail for the summary.
   record_.first_step = step_ + 1;
-  record_.tokens_per_step = config_.batch_size * config_.context_length;
-  record_.promised_flops = run_peak(config_, kernels::num_threads()).promised.flops_per_sec;  // Note [The run's peak]
+  record_.tokens_per_step = config_.batch_size * micro_batches_ * config_.context_length;
+  // The job's peak: every rank's threads (Note [The run's peak]).
+  record_.promised_flops = run_peak(config_, kernels::num_threads()).promised.flops_per_sec * group_.size();
   record_.model_flops_per_step = model_flops_per_token(model_, config_) * static_cast<double>(record_.tokens_per_step);
   record_.parameters = model_.num_parameters();
   record_.entropy = pre_.entropy;
@@ -349,19 +485,36 @@ void Run::train_steps() {
   while (step_ < config_.steps) {
     StepReport r = step_once();
     r.elapsed_s = seconds_since(run_start);
-    metrics_->append(r.to_json().dump() + "\n");
-    created_.keep();
+    if (leader_) {
+      metrics_->append(r.to_json().dump() + "\n");
+      created_.keep();
+    }
     if (hooks_.on_step) hooks_.on_step(r);
-    record_.interrupted = hooks_.stop && hooks_.stop->load();
+    record_.interrupted = any_rank_stops(hooks_.stop && hooks_.stop->load());
     if (step_ % config_.checkpoint_interval == 0 || step_ == config_.steps || record_.interrupted) save(step_);
     if (record_.interrupted) break;
   }
   record_.last_step = step_;
   record_.run_seconds = seconds_since(run_start);  // the steps and saves, not the books
   record_.loss_scale = precision_.loss_scale();
+  if (reducer_) {
+    record_.data_parallel = {
+        {"world_size", group_.size()},
+        {"backend", group_.backend()},
+        {"reduce", config_.reduce},
+        {"grad_accum_steps", config_.grad_accum_steps},
+        {"micro_batches_per_step", micro_batches_},
+        {"buckets", reducer_->bucket_numels().size()},
+        {"bytes_per_step", reducer_->bytes_per_step(config_.grad_accum_steps)},
+        {"comm_s", comm_seconds_.empty() ? 0.0 : median(comm_seconds_)},
+        {"exposed_comm_s", exposed_seconds_.empty() ? 0.0 : median(exposed_seconds_)},
+        {"note", "rank 0's: bytes sent per step (the same are received) by the bandwidth-optimal count, 2·(p−1)/p·S for an "
+                 "all-reduce of S bytes; comm: the collectives' own time; exposed: the part backward did not hide (medians)"}};
+  }
 }
 
 TrainResult Run::finish() {
+  if (!leader_) return {.first_step = record_.first_step, .last_step = step_, .interrupted = record_.interrupted, .summary = {}};
   json summary = run_summary(config_, record_, *ledger_, profile_.get(), [&](const std::string& s) { note(s); });
   machine::write_file_atomically(out_ / "summary.json", summary.dump(1) + "\n");
   return {.first_step = record_.first_step, .last_step = step_, .interrupted = record_.interrupted, .summary = std::move(summary)};
@@ -371,11 +524,12 @@ TrainResult Run::finish() {
 
 TrainResult train(const TrainConfig& config, bool resume, const TrainHooks& hooks) {
   const CheckpointManager checkpoints(fs::path(config.out) / "checkpoints", config.keep);
-  Preflight pre = preflight(config, resume, hooks, checkpoints);
+  dist::ProcessGroup& group = dist::world();
+  Preflight pre = preflight(config, resume, hooks, checkpoints, group);
   if (pre.from && pre.from->step >= config.steps) {  // a finished run, or --steps at or below its step: its record stays
     return {.first_step = pre.from->step + 1, .last_step = pre.from->step, .nothing_to_do = true, .summary = {}};
   }
-  Run run(config, hooks, checkpoints, std::move(pre));
+  Run run(config, hooks, checkpoints, std::move(pre), group);
   run.open_run_dir();
   run.train_steps();
   return run.finish();

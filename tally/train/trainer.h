@@ -30,6 +30,10 @@ struct StepReport {
   double elapsed_s = 0;
   std::optional<double> loss_scale;  ///< the step's loss scale (fp16)
   bool skipped = false;              ///< the loss scaler skipped the optimizer step (inf or NaN gradients)
+  /// Under mpirun: this rank's gradient communication in the step (dist::CommStats).
+  std::optional<double> comm_s, exposed_comm_s;
+  std::optional<int64_t> comm_bytes;  ///< sent by this rank (the same are received)
+  std::optional<std::string> param_hash;  ///< with verify_replicas: the parameters' XXH3-64 after the update
   nlohmann::json to_json() const;
 };
 
@@ -55,7 +59,8 @@ struct TrainResult {
   nlohmann::json summary;  ///< summary.json's contents (docs/run_dir.md)
 };
 
-/// Run `config`. With `resume`, start from the newest readable checkpoint in config.out: ValueError
+/// Run `config`, in this process or, under mpirun, as one rank of a data-parallel job
+/// (dist::world(); rank 0 writes the run directory, every rank trains). With `resume`, start from the newest readable checkpoint in config.out: ValueError
 /// when there is none (naming why each checkpoint there did not load), and nothing_to_do when it
 /// is already at or past config.steps. Without `resume`, refuse an out directory that holds a run
 /// (checkpoints, metrics or a summary). ValueError for a bad config or data file, naming the

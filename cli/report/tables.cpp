@@ -38,7 +38,7 @@ std::string predicted_vs_measured(const json& s) {
             number_at(s, {"flops_per_token", "measured", "optimizer"}));
   const double promised = number_at(s, {"machine", "peak_flops_promised"});
   const double measured_peak = number_at(s, {"machine", "peak_flops_measured"});
-  // MFU by PaLM's model FLOPs, HFU by every FLOP on the ledger (Note [MFU and HFU] in tally/train/trainer.cpp).
+  // MFU by PaLM's model FLOPs, HFU by every FLOP on the ledger (Note [MFU and HFU] in tally/train/summary.h).
   for (const char* kind : {"mfu", "hfu"}) {
     const std::string name = kind == std::string("mfu") ? "MFU (model FLOPs, PaLM's 6·N + 12·L·H·Q·T)" : "HFU (every FLOP on the ledger)";
     t.rows.push_back({name + " against the promised peak (" + value_or_missing(promised, [](double v) { return si(v, "FLOP/s"); }) + ")",
@@ -98,6 +98,8 @@ std::string time_split(const json& s) {
                     value_or_missing(f, percent_text)});
   t.rows.push_back({"memory-bound (intensity below the ridge point)", value_or_missing(m, seconds_text),
                     value_or_missing(std::isnan(f) ? f : 1 - f, percent_text)});
+  if (const double comm = number_at(s, {"time_split", "communication_s"}); comm > 0)  // NaN (absent) compares false
+    t.rows.push_back({"collectives (data parallel: bytes between ranks; not in the shares)", seconds_text(comm), ""});
   std::string out = render_table(t, "numbers");
   if (!std::isnan(f)) {
     const double pc = std::clamp(f, 0.0, 1.0) * 100;

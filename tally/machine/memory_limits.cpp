@@ -147,7 +147,7 @@ std::vector<MemoryBound> memory_bounds(const MemoryBoundSources& sources) {
     const std::optional<std::string> status = read_text_file(sources.self / "status");
     const int64_t mapped = status ? field(*status, "VmSize:").value_or(0) * 1024 : 0;
     bounds.push_back({::tally::detail::str_cat("the address-space limit (RLIMIT_AS ", describe_bytes(as_limit), ")"),
-                      std::max<int64_t>(as_limit - mapped, 0)});
+                      std::max<int64_t>(as_limit - mapped, 0), /*per_process=*/true});
   }
   std::stable_sort(bounds.begin(), bounds.end(), [](const MemoryBound& a, const MemoryBound& b) { return a.available_bytes < b.available_bytes; });
   return bounds;

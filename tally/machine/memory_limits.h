@@ -17,6 +17,9 @@ namespace tally::machine {
 struct MemoryBound {
   std::string source;           ///< what sets it, e.g. "memory cgroup /a/b (v1 limit 1.50 GiB)"
   int64_t available_bytes = 0;  ///< bytes left under it now (0 when it is exhausted)
+  /// This process's own (the address-space limit); the others are shared with every process on
+  /// the machine or in the cgroup.
+  bool per_process = false;
 };
 
 /// Where the bounds are read from: the real /proc and /proc/self, or a test's fake tree.

@@ -11,7 +11,7 @@ namespace tally::train {
 
 namespace {
 
-// The books' bandwidth probe: three arrays of 64 MiB (measure_roofline in trainer.cpp).
+// The books' bandwidth probe: three arrays of 64 MiB (measure_roofline in summary.cpp).
 constexpr int64_t kBandwidthProbeBytes = 3 * (int64_t{64} << 20);
 // Per thread: glibc's malloc arena (64 MiB of address space, touched as used) and a stack.
 constexpr int64_t kPerThreadBytes = (int64_t{64} << 20) + (int64_t{8} << 20);
@@ -42,12 +42,15 @@ MemoryNeed predict_memory_need(const TrainConfig& config, int threads) {
   return need;
 }
 
-void check_memory_fits(const TrainConfig& config, int threads, const std::vector<machine::MemoryBound>& bounds) {
+void check_memory_fits(const TrainConfig& config, int threads, const std::vector<machine::MemoryBound>& bounds, int processes) {
   if (bounds.empty()) return;
-  const machine::MemoryBound& tightest = bounds.front();
+  const auto share = [&](const machine::MemoryBound& b) { return b.per_process ? b.available_bytes : b.available_bytes / std::max(processes, 1); };
+  const machine::MemoryBound& tightest =
+      *std::min_element(bounds.begin(), bounds.end(), [&](const auto& a, const auto& b) { return share(a) < share(b); });
+  const int64_t available = share(tightest);
   const MemoryNeed need = predict_memory_need(config, threads);
-  if (need.total() <= tightest.available_bytes) return;
-  auto fits = [&](const TrainConfig& c) { return predict_memory_need(c, threads).total() <= tightest.available_bytes; };
+  if (need.total() <= available) return;
+  auto fits = [&](const TrainConfig& c) { return predict_memory_need(c, threads).total() <= available; };
   // The largest batch that fits: the need grows with the batch, so a bisection finds it.
   std::optional<int64_t> batch;
   for (int64_t lo = 1, hi = config.batch_size - 1; lo <= hi;) {
@@ -77,7 +80,9 @@ void check_memory_fits(const TrainConfig& config, int threads, const std::vector
   throw OutOfMemoryError(::tally::detail::str_cat(
       "not enough memory for this run: it needs about ", describe_bytes(need.total()), " (tensors at their peak ",
       describe_bytes(need.tensor_bytes), ", the allocator's size classes and the process's threads and heap the rest) but ",
-      describe_bytes(tightest.available_bytes), " is available under ", tightest.source, "; ", would_fit,
+      describe_bytes(available), " is available under ", tightest.source,
+      available != tightest.available_bytes ? ::tally::detail::str_cat(" (its share for each of ", processes, " processes on this machine)") : "",
+      "; ", would_fit,
       "; --no-memory-check runs it anyway"));
 }
 

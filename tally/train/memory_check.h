@@ -43,7 +43,9 @@ MemoryNeed predict_memory_need(const TrainConfig& config, int threads);
 
 /// Raises OutOfMemoryError, in one line naming the predicted need, the available bytes and their
 /// bound, and what would fit (the largest batch size, or bf16 autocast), unless a run of
-/// `config` fits the tightest of `bounds`. No bounds: nothing to check against.
-void check_memory_fits(const TrainConfig& config, int threads, const std::vector<machine::MemoryBound>& bounds);
+/// `config` fits the tightest of `bounds`. `processes`: the runs on this machine checking at once
+/// (a data-parallel job's ranks here), each of which gets its share of a bound they share. No
+/// bounds: nothing to check against.
+void check_memory_fits(const TrainConfig& config, int threads, const std::vector<machine::MemoryBound>& bounds, int processes = 1);
 
 }  // namespace tally::train

@@ -94,17 +94,29 @@ CategoryBytes StepProfile::peak() const {
   return b;
 }
 
+namespace {
+
+/// What bounds an op: "communication" for a collective (tally/dist), whose time goes to moving
+/// bytes between ranks, not through this machine's memory or units; else the roofline's verdict.
+const char* op_bound(const accounting::OpTotals& t, const accounting::Roofline& roofline) {
+  return t.bytes_sent + t.bytes_received > 0 ? "communication" : roofline.bound(t.arithmetic_intensity());
+}
+
+}  // namespace
+
 json StepProfile::ops_json(const accounting::Roofline& roofline) const {
   json out = json::array();
   for (const auto& [key, t] : counter_.by_op()) {
-    out.push_back({{"name", key.first},
-                   {"phase", accounting::phase_name(key.second)},
-                   {"calls", t.calls},
-                   {"flops", t.flops},
-                   {"bytes", t.bytes_read + t.bytes_written},
-                   {"seconds", t.seconds},
-                   {"intensity", t.arithmetic_intensity()},
-                   {"bound", roofline.bound(t.arithmetic_intensity())}});
+    json op = {{"name", key.first},
+               {"phase", accounting::phase_name(key.second)},
+               {"calls", t.calls},
+               {"flops", t.flops},
+               {"bytes", t.bytes_read + t.bytes_written},
+               {"seconds", t.seconds},
+               {"intensity", t.arithmetic_intensity()},
+               {"bound", op_bound(t, roofline)}};
+    if (t.bytes_sent + t.bytes_received > 0) op.update({{"bytes_sent", t.bytes_sent}, {"bytes_received", t.bytes_received}});
+    out.push_back(std::move(op));
   }
   std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["seconds"].get<double>() > b["seconds"].get<double>(); });
   return out;
@@ -118,10 +130,16 @@ json StepProfile::modules_json() const {
 }
 
 json StepProfile::time_split_json(const accounting::Roofline& roofline) const {
-  double compute = 0, memory = 0;
-  for (const auto& [key, t] : counter_.by_op()) (std::string_view(roofline.bound(t.arithmetic_intensity())) == "compute" ? compute : memory) += t.seconds;
-  const double total = compute + memory;
-  return {{"compute_bound_s", compute}, {"memory_bound_s", memory}, {"compute_bound_fraction", total > 0 ? compute / total : 0.0}};
+  double compute = 0, memory = 0, communication = 0;
+  for (const auto& [key, t] : counter_.by_op()) {
+    const std::string_view bound = op_bound(t, roofline);
+    (bound == "compute" ? compute : bound == "memory" ? memory : communication) += t.seconds;
+  }
+  const double total = compute + memory;  // the fraction is of the computing ops' time
+  return {{"compute_bound_s", compute},
+          {"memory_bound_s", memory},
+          {"communication_s", communication},
+          {"compute_bound_fraction", total > 0 ? compute / total : 0.0}};
 }
 
 StepPrediction predict_step(const TrainConfig& config, const accounting::Roofline& roofline) {

@@ -68,6 +68,19 @@ TEST(MemoryCheck, ARefusalGivesBothFiguresTheBoundAndTheLargestBatchThatFits) {
        describe_bytes(fits) + " is available under a test's bound", "--batch-size 20 would fit", "--no-memory-check"});
 }
 
+// Ranks of a data-parallel job on one machine check at once: each gets its share of a bound they
+// share (the machine's memory, a cgroup), but all of its own address-space limit.
+TEST(MemoryCheck, ProcessesOnOneMachineEachGetTheirShareOfASharedBound) {
+  const TrainConfig run = small_run();
+  const int64_t need = predict_memory_need(run, 2).total();
+  const machine::MemoryBound machine_memory{"a test's machine", need * 3, /*per_process=*/false};
+  EXPECT_NO_THROW(check_memory_fits(run, 2, {machine_memory}, 3));
+  test::expect_error<OutOfMemoryError>([&] { check_memory_fits(run, 2, {machine_memory}, 4); },
+                                       {describe_bytes(need * 3 / 4) + " is available under a test's machine",
+                                        "(its share for each of 4 processes on this machine)"});
+  EXPECT_NO_THROW(check_memory_fits(run, 2, {{"a test's address-space limit", need * 3, /*per_process=*/true}}, 4));
+}
+
 TEST(MemoryCheck, WhenNoBatchFitsItSaysWhatBatchOneNeeds) {
   test::expect_error<OutOfMemoryError>([&] { check_memory_fits(small_run(), 2, {{"a tiny bound", 1 << 20}}); },
                                        {"even --batch-size 1 would need", "a smaller model would fit"});

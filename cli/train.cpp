@@ -86,7 +86,6 @@ void print_step(const train::StepReport& r, bool tty, int64_t log_interval) {
 
 using report::si;
 std::string bytes(const json& j) { return report::bytes_text(j.get<double>()); }
-std::string duration_ms_text(double seconds) { return fmt::format("{:.3g} ms", seconds * 1e3); }
 
 double num(const json& j, const char* a, const char* b) { return j.at(a).at(b).get<double>(); }
 
@@ -166,12 +165,12 @@ void print_summary(const json& s) {
                "communication {} of which {} exposed (medians)\n",
                dp.at("world_size").get<int>(), dp.at("backend").get<std::string>(), dp.at("reduce").get<std::string>(),
                dp.at("micro_batches_per_step").get<int64_t>(), bytes(dp.at("bytes_per_step")),
-               duration_ms_text(dp.at("comm_s").get<double>()), duration_ms_text(dp.at("exposed_comm_s").get<double>()));
+               report::seconds_text(dp.at("comm_s").get<double>()), report::seconds_text(dp.at("exposed_comm_s").get<double>()));
   const json& f = s.at("flops_per_token");
   fmt::print("FLOPs/token     forward {} predicted, {} measured; backward {} predicted, {} measured\n",
              si(num(f, "predicted", "forward"), "FLOP"), si(num(f, "measured", "forward"), "FLOP"),
              si(num(f, "predicted", "backward"), "FLOP"), si(num(f, "measured", "backward"), "FLOP"));
-  // Note [MFU and HFU] in tally/train/trainer.cpp.
+  // Note [MFU and HFU] in tally/train/summary.h.
   fmt::print("peak            {} promised ({}, {} at {:.2f} GHz, {}), {} measured at the end of the run\n",
              si(m.at("peak_flops_promised").get<double>(), "FLOP/s"), m.value("peak_instruction", std::string("float32 FMA")),
              m.at("threads").get<int64_t>() == 1 ? "1 thread" : fmt::format("{} threads", m.at("threads").get<int64_t>()),
@@ -187,8 +186,11 @@ void print_summary(const json& s) {
              1e3 * num(s, "step_time", "predicted_s"), 1e3 * num(s, "step_time", "measured_s"));
   print_memory(s.at("memory"));
   if (const json& split = s.at("time_split"); split.contains("compute_bound_s"))
-    fmt::print("time split      {:.0f}% in compute-bound ops, {:.0f}% in memory-bound ops\n", 100 * split.at("compute_bound_fraction").get<double>(),
-               100 * (1 - split.at("compute_bound_fraction").get<double>()));
+    fmt::print("time split      {:.0f}% in compute-bound ops, {:.0f}% in memory-bound ops{}\n", 100 * split.at("compute_bound_fraction").get<double>(),
+               100 * (1 - split.at("compute_bound_fraction").get<double>()),
+               split.value("communication_s", 0.0) > 0
+                   ? fmt::format(" (besides {} in collectives)", report::seconds_text(split.at("communication_s").get<double>()))
+                   : "");
   print_precision(s);
   fmt::print("costliest ops  ");
   for (const json& op : s.at("top_ops"))
@@ -290,11 +292,12 @@ void add_train_command(CLI::App& app) {
     // Under mpirun, rank 0 speaks for the job; a rank that fails ends every rank at once, so that
     // none waits for it in a collective.
     dist::ProcessGroup& group = dist::world();
-    if (group.rank() != 0) hooks.on_step = nullptr, hooks.note = nullptr;
+    const bool speaks = group.rank() == 0;
+    if (!speaks) hooks.on_step = nullptr, hooks.note = nullptr;
     const auto model = config.model();
-    if (group.rank() == 0)
-      fmt::print("tally train: {} layers, d_model {}, {} heads, context {}, batch {}, {} steps -> {}\n", model.num_layers, model.d_model,
-               model.num_heads, model.context_length, config.batch_size, config.steps, config.out);
+    if (speaks)
+      fmt::print("tally train: {} layers, d_model {}, {} heads, context {}, batch {}, {} steps -> {}\n", model.num_layers,
+                 model.d_model, model.num_heads, model.context_length, config.batch_size, config.steps, config.out);
     train::TrainResult result;
     try {
       result = train::train(config, *resume, hooks);
@@ -304,7 +307,7 @@ void add_train_command(CLI::App& app) {
       std::fflush(stderr);
       group.abort(1);
     }
-    if (group.rank() != 0) return;
+    if (!speaks) return;
     if (result.nothing_to_do) {  // exit 0, as a finished loop does: the run is where it was asked to end
       fmt::print("{}\n", nothing_to_do_text(config, result.last_step));
       std::error_code ec;

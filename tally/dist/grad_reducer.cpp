@@ -19,8 +19,7 @@ struct GradReducer::Bucket {
   Dtype dtype = kFloat32;
   Tensor flat;       // the gradients, laid end to end
   Tensor slice_sum;  // Ordered: this rank's slice of the sum so far
-  std::vector<std::shared_ptr<Work>> works;
-  bool launched = false;
+  std::vector<std::shared_ptr<Work>> works;  // its collectives in flight: started when not empty
 };
 
 GradReducer::GradReducer(std::vector<Tensor> params, ProcessGroup& group, ReducerOptions options)
@@ -78,7 +77,7 @@ void GradReducer::on_gradient(size_t param, const Tensor& leaf) {
   if (options_.mode == ReduceMode::Fast && !last_) return;
   auto [bi, j] = where_[param];
   Bucket& b = buckets_[bi];
-  TALLY_CHECK(!b.launched && !b.ready[j], "GradReducer: parameter ", param, "'s gradient arrived twice in one backward, or after its bucket ",
+  TALLY_CHECK(b.works.empty() && !b.ready[j], "GradReducer: parameter ", param, "'s gradient arrived twice in one backward, or after its bucket ",
               "was sent (a second backward before finalize_backward?)");
   b.flat.narrow(0, b.offsets[j], leaf.numel()).copy_(leaf.grad().reshape({-1}));
   // Ordered: the sum so far lives in the buckets (Note [Ordered reduction]); the next micro-step
@@ -95,7 +94,6 @@ void GradReducer::launch_ready() {
 void GradReducer::launch(Bucket& b) {
   for (size_t j = 0; j < b.params.size(); ++j)  // a parameter backward did not reach adds nothing
     if (!b.ready[j]) b.flat.narrow(0, b.offsets[j], params_[b.params[j]].numel()).zero_();
-  b.launched = true;
   if (options_.mode == ReduceMode::Fast) {
     b.works.push_back(group_.allreduce(b.flat));
     return;
@@ -119,9 +117,7 @@ void GradReducer::finalize_backward() {
   for (Bucket& b : buckets_) {
     for (const auto& w : b.works) {
       stats_.bytes_sent += w->cost().bytes_sent;
-      stats_.bytes_received += w->cost().bytes_received;
       stats_.comm_seconds += w->seconds();
-      ++stats_.collectives;
     }
     if (communicates && last_) {
       for (size_t j = 0; j < b.params.size(); ++j) {
@@ -130,7 +126,6 @@ void GradReducer::finalize_backward() {
       }
     }
     b.works.clear();
-    b.launched = false;
     b.ready.assign(b.params.size(), false);
     b.pending = b.params.size();
   }
@@ -141,18 +136,6 @@ std::vector<int64_t> GradReducer::bucket_numels() const {
   std::vector<int64_t> n;
   for (const Bucket& b : buckets_) n.push_back(b.numel);
   return n;
-}
-
-int64_t GradReducer::bytes_per_step(int64_t micro_steps) const {
-  const int p = group_.size();
-  int64_t bytes = 0;
-  for (const Bucket& b : buckets_) {
-    const int64_t e = element_size(b.dtype);
-    bytes += options_.mode == ReduceMode::Fast
-                 ? allreduce_cost(b.numel, e, p).bytes_sent
-                 : micro_steps * reduce_scatter_cost(b.numel, e, p).bytes_sent + gather_cost(b.numel, e, p).bytes_sent;
-  }
-  return bytes;
 }
 
 }  // namespace tally::dist

@@ -44,9 +44,7 @@ struct ReducerOptions {
 
 /// One step's communication on this rank.
 struct CommStats {
-  int64_t bytes_sent = 0;      ///< by the bandwidth-optimal count (comm_cost.h)
-  int64_t bytes_received = 0;
-  int64_t collectives = 0;
+  int64_t bytes_sent = 0;      ///< by the bandwidth-optimal count (comm_cost.h); as many are received
   double comm_seconds = 0;     ///< the collectives' own time, start to end, summed
   double exposed_seconds = 0;  ///< the time backward's caller waited for them after backward
 };
@@ -72,8 +70,6 @@ class GradReducer {
   const CommStats& step_stats() const { return stats_; }
   /// The buckets' element counts (padded), in launch order.
   std::vector<int64_t> bucket_numels() const;
-  /// The bytes each step moves each way on this rank: the formula, before any step runs.
-  int64_t bytes_per_step(int64_t micro_steps) const;
 
  private:
   struct Bucket;

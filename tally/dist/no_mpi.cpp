@@ -5,8 +5,6 @@
 
 namespace tally::dist {
 
-bool mpi_available() { return false; }
-
 std::unique_ptr<ProcessGroup> make_mpi_process_group() {
   throw DistError(
       "this process was started by mpirun, but this tally was built without MPI: install Open MPI's development files "

@@ -74,6 +74,17 @@ void check_scattered(const Tensor& big, const Tensor& small, int size, const cha
               " × the ", small_name, "'s ", small.numel(), " elements (shape ", small.sizes(), ")");
 }
 
+/// `out` (one slice) = the p slices of `received` added in rank order, after `out`'s own value
+/// when accumulating (Note [Ordered reduction] in dist/grad_reducer.h).
+void add_in_rank_order(Tensor out, const Tensor& received, int p, bool accumulate) {
+  const int64_t slice = out.numel();
+  for (int r = 0; r < p; ++r) {
+    const Tensor part = received.narrow(0, r * slice, slice);
+    if (r == 0 && !accumulate) out.copy_(part);
+    else out.add_(part);
+  }
+}
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(int rank, int size) : rank_(rank), size_(size) {
@@ -86,34 +97,33 @@ std::shared_ptr<Work> ProcessGroup::start(std::string name, ops::Cost cost, std:
   return work;
 }
 
+// The collectives below call the backend's primitives at every world size: one process's
+// primitives are a one-rank job's (a copy, or nothing), so no collective has a case of its own.
+
 std::shared_ptr<Work> ProcessGroup::allreduce(const Tensor& tensor) {
   check_buffer(tensor, "allreduce", "");
   if (!can_sum(tensor.dtype())) return allreduce_ordered(tensor);
-  const int p = size();
-  return start("all_reduce", allreduce_cost(tensor.numel(), tensor.element_size(), p), [this, tensor] {
-    if (size() > 1) allreduce_sum_now(tensor.data_ptr(), tensor.numel(), tensor.dtype());
-  });
+  return start("all_reduce", allreduce_cost(tensor.numel(), tensor.element_size(), size()),
+               [this, tensor] { allreduce_sum_now(tensor.data_ptr(), tensor.numel(), tensor.dtype()); });
 }
 
 std::shared_ptr<Work> ProcessGroup::allreduce_ordered(const Tensor& tensor) {
   check_buffer(tensor, "allreduce_ordered", "");
   const int p = size();
   return start("all_reduce_ordered", allreduce_cost(tensor.numel(), tensor.element_size(), p), [this, tensor, p] {
-    if (p == 1) return;
     const int64_t n = tensor.numel(), slice = slice_numel(n, p), bytes = slice * tensor.element_size();
     Tensor flat = tensor.view({-1});
-    Tensor send = flat;
-    if (slice * p != n) {  // padded to p whole slices
-      send = zeros({slice * p}, TensorOptions().dtype(tensor.dtype()));
-      send.narrow(0, 0, n).copy_(flat);
+    Tensor padded = flat;  // p whole slices
+    if (slice * p != n) {
+      padded = zeros({slice * p}, TensorOptions().dtype(tensor.dtype()));
+      padded.narrow(0, 0, n).copy_(flat);
     }
     const Tensor received = empty({slice * p}, TensorOptions().dtype(tensor.dtype()));
-    alltoall_now(send.data_ptr(), received.data_ptr(), bytes);
-    Tensor sum = received.narrow(0, 0, slice);
-    for (int r = 1; r < p; ++r) sum.add_(received.narrow(0, r * slice, slice));
-    const Tensor gathered = slice * p == n ? flat : empty({slice * p}, TensorOptions().dtype(tensor.dtype()));
-    allgather_now(sum.data_ptr(), gathered.data_ptr(), bytes);
-    if (!gathered.is_same(flat)) flat.copy_(gathered.narrow(0, 0, n));
+    alltoall_now(padded.data_ptr(), received.data_ptr(), bytes);
+    const Tensor sum = empty({slice}, TensorOptions().dtype(tensor.dtype()));
+    add_in_rank_order(sum, received, p, /*accumulate=*/false);
+    allgather_now(sum.data_ptr(), padded.data_ptr(), bytes);
+    if (!padded.is_same(flat)) flat.copy_(padded.narrow(0, 0, n));
   });
 }
 
@@ -121,28 +131,16 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter(const Tensor& output, const T
   check_scattered(input, output, size(), "reduce_scatter", "input", "output");
   const int p = size();
   return start("reduce_scatter", reduce_scatter_cost(input.numel(), input.element_size(), p), [this, output, input, p, accumulate] {
-    const int64_t slice = output.numel();
-    const Tensor received = p == 1 ? input.view({-1}) : empty({slice * p}, TensorOptions().dtype(input.dtype()));
-    if (p > 1) alltoall_now(input.data_ptr(), received.data_ptr(), slice * input.element_size());
-    Tensor out = output.view({-1});
-    for (int r = 0; r < p; ++r) {
-      const Tensor part = received.narrow(0, r * slice, slice);
-      if (r == 0 && !accumulate) out.copy_(part);
-      else out.add_(part);
-    }
+    const Tensor received = empty({input.numel()}, TensorOptions().dtype(input.dtype()));
+    alltoall_now(input.data_ptr(), received.data_ptr(), output.nbytes());
+    add_in_rank_order(output.view({-1}), received, p, accumulate);
   });
 }
 
 std::shared_ptr<Work> ProcessGroup::allgather(const Tensor& output, const Tensor& input) {
   check_scattered(output, input, size(), "allgather", "output", "input");
-  const int p = size();
-  return start("all_gather", gather_cost(output.numel(), output.element_size(), p), [this, output, input, p] {
-    if (p == 1) {
-      if (output.data_ptr() != input.data_ptr()) std::memcpy(output.data_ptr(), input.data_ptr(), input.nbytes());
-      return;
-    }
-    allgather_now(input.data_ptr(), output.data_ptr(), input.nbytes());
-  });
+  return start("all_gather", gather_cost(output.numel(), output.element_size(), size()),
+               [this, output, input] { allgather_now(input.data_ptr(), output.data_ptr(), input.nbytes()); });
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoall(const Tensor& output, const Tensor& input) {
@@ -152,27 +150,19 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const Tensor& output, const Tensor&
   TALLY_CHECK(output.dtype() == input.dtype() && output.numel() == input.numel() && input.numel() % p == 0, "alltoall: the input (",
               dtype_name(input.dtype()), ", shape ", input.sizes(), ") and output (", dtype_name(output.dtype()), ", shape ",
               output.sizes(), ") must have one dtype and the same number of elements, a multiple of world size ", p);
-  return start("all_to_all", gather_cost(input.numel(), input.element_size(), p), [this, output, input, p] {
-    if (p == 1) {
-      if (output.data_ptr() != input.data_ptr()) std::memcpy(output.data_ptr(), input.data_ptr(), input.nbytes());
-      return;
-    }
-    alltoall_now(input.data_ptr(), output.data_ptr(), input.nbytes() / p);
-  });
+  return start("all_to_all", gather_cost(input.numel(), input.element_size(), p),
+               [this, output, input, p] { alltoall_now(input.data_ptr(), output.data_ptr(), input.nbytes() / p); });
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast(const Tensor& tensor, int root) {
   check_buffer(tensor, "broadcast", "");
   TALLY_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of this group of ", size());
-  return start("broadcast", broadcast_cost(tensor.nbytes(), size()), [this, tensor, root] {
-    if (size() > 1) broadcast_now(tensor.data_ptr(), tensor.nbytes(), root);
-  });
+  return start("broadcast", broadcast_cost(tensor.nbytes(), size()),
+               [this, tensor, root] { broadcast_now(tensor.data_ptr(), tensor.nbytes(), root); });
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier() {
-  return start("barrier", {}, [this] {
-    if (size() > 1) barrier_now();
-  });
+  return start("barrier", {}, [this] { barrier_now(); });
 }
 
 namespace {

@@ -122,8 +122,6 @@ std::unique_ptr<ProcessGroup> make_single_process_group();
 /// The MPI world of this process (MPI_COMM_WORLD, duplicated), initialising MPI. DistError when
 /// tally was built without MPI (Open MPI's libopenmpi-dev was not found by CMake).
 std::unique_ptr<ProcessGroup> make_mpi_process_group();
-/// Whether this build has the MPI backend.
-bool mpi_available();
 /// Whether this process was started by mpirun (Open MPI's environment names its rank).
 bool launched_by_mpirun();
 /// The job's ranks on this machine (Open MPI's local size; 1 outside mpirun): they share its cores.

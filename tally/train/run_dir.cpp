@@ -50,7 +50,7 @@ bool file_holds(const fs::path& path, const std::string& bytes) {
 }  // namespace
 
 bool corpus_in_place(const fs::path& out, const std::string& corpus) {
-  const fs::path path = out / "corpus.u16";
+  const fs::path path = builtin_corpus_path(out);
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(path, ec))) return false;
   if (file_holds(path, corpus)) return true;
@@ -64,9 +64,12 @@ bool corpus_in_place(const fs::path& out, const std::string& corpus) {
 }
 
 data::TokenFile write_builtin_corpus(const fs::path& out, const std::string& corpus, bool in_place) {
-  const fs::path path = out / "corpus.u16";
-  if (!in_place) machine::write_file_atomically(path, corpus);
-  return data::TokenFile::open_raw(path.string(), data::TokenDtype::UInt16);
+  if (!in_place) machine::write_file_atomically(builtin_corpus_path(out), corpus);
+  return open_builtin_corpus(out);
+}
+
+data::TokenFile open_builtin_corpus(const fs::path& out) {
+  return data::TokenFile::open_raw(builtin_corpus_path(out).string(), data::TokenDtype::UInt16);
 }
 
 double check_tokens(const data::TokenFile& file, int64_t vocab_size) {
@@ -84,13 +87,6 @@ double check_tokens(const data::TokenFile& file, int64_t vocab_size) {
   }
   return unigram_entropy(counts);
 }
-// Note [Refuse before writing]
-// Whatever can refuse a run — a bad config, a data file that does not fit the vocabulary, a run
-// directory that holds another run, a resume with nothing to resume from or nothing left to do —
-// is checked before the first byte is written, so that a refused command leaves the run
-// directory exactly as it was: config.json, metrics.jsonl, summary.json and report.html are a
-// finished run's record, and rewriting them from a run that never started loses it.
-
 
 void refuse_existing_run(const fs::path& out, const CheckpointManager& checkpoints) {
   TALLY_CHECK(checkpoints.list().empty(), "run directory ", out.string(),

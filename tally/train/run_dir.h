@@ -21,10 +21,15 @@ data::TokenFile open_data_file(const TrainConfig& c);
 std::string builtin_corpus_file_bytes(int64_t corpus_bytes);
 /// Whether the run directory's corpus.u16 already holds `corpus`, this config's built-in corpus.
 /// A built-in corpus of another size (left by a run killed before its first step) is the run's own
-/// to write over; anything else there is the user's, and a ValueError (Note [Refuse before writing]).
+/// to write over; anything else there is the user's, and a ValueError (Note [Refuse before writing] in trainer.cpp).
 bool corpus_in_place(const std::filesystem::path& out, const std::string& corpus);
 /// The built-in corpus in the run directory, written there unless corpus_in_place found it.
+/// Under mpirun, rank 0 writes it and the other ranks open it.
 data::TokenFile write_builtin_corpus(const std::filesystem::path& out, const std::string& corpus, bool in_place);
+/// Where the run directory keeps the built-in corpus: corpus.u16.
+inline std::filesystem::path builtin_corpus_path(const std::filesystem::path& out) { return out / "corpus.u16"; }
+/// The run directory's built-in corpus, as written.
+data::TokenFile open_builtin_corpus(const std::filesystem::path& out);
 /// Checks every token is a class of the model and returns the tokens' unigram entropy (nats).
 double check_tokens(const data::TokenFile& file, int64_t vocab_size);
 

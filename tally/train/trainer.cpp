@@ -116,6 +116,13 @@ void check_state_finite(int64_t step, const StateDict& state, const fs::path& ch
     TALLY_CHECK(all_finite(t), "step ", step, ": ", name, " holds NaN or inf after the optimizer's update", nothing_saved(checkpoint_dir));
 }
 
+// Note [Refuse before writing]
+// Whatever can refuse a run — a bad config, a data file that does not fit the vocabulary, a run
+// directory that holds another run, a resume with nothing to resume from or nothing left to do —
+// is checked before the first byte is written, so that a refused command leaves the run
+// directory exactly as it was: config.json, metrics.jsonl, summary.json and report.html are a
+// finished run's record, and rewriting them from a run that never started loses it.
+
 /// What train() reads and checks before it writes anything (Note [Refuse before writing]).
 struct Preflight {
   std::optional<io::DirLock> lock;       ///< the run directory's, when it exists already
@@ -158,7 +165,7 @@ Preflight preflight(const TrainConfig& config, bool resume, const TrainHooks& ho
   }
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
   else if (group.size() > 1) omp_set_num_threads(std::max(1, kernels::num_threads() / dist::local_world_size()));  // the cores shared
-  if (hooks.check_memory) check_memory_fits(config, kernels::num_threads(), machine::memory_bounds());
+  if (hooks.check_memory) check_memory_fits(config, kernels::num_threads(), machine::memory_bounds(), dist::local_world_size());
   if (!config.data.empty()) {
     p.tokens = open_data_file(config);
     if (leader) p.entropy = check_data(*p.tokens, config);
@@ -236,10 +243,15 @@ class Run {
   /// One optimizer step: its micro-batches' forward and backward, the gradients summed over the
   /// ranks, the update, and its metrics line.
   StepReport step_once();
-  /// The step's loss: its micro-batches' mean, in global order (Note [Global micro-batches]).
-  double step_loss(const std::vector<float>& local) const;
-  /// Whether any rank was asked to stop (each rank's signal may arrive between different steps).
-  bool any_rank_stops(bool here) const;
+  /// What the ranks agree on after a step's micro-steps, from every rank's micro-batch losses and
+  /// stop request, in one all-gather: the step's loss (its micro-batches' mean, summed in global
+  /// order, Note [Global micro-batches]) and whether any rank was asked to stop (each rank's signal
+  /// arrives when it does; all stop after the same step).
+  struct StepAgreement {
+    double loss;
+    bool stop;
+  };
+  StepAgreement agree_on_step(const std::vector<float>& losses, bool stop_here) const;
   /// The parameters' hash, checked equal on every rank.
   std::string verified_param_hash(int64_t step) const;
   /// A checkpoint of step `at` (Note [Bit-exact resume]), written by rank 0.
@@ -266,7 +278,8 @@ class Run {
   std::optional<data::TokenLoader> loader_;
   std::optional<MetricsFile> metrics_;
 
-  int64_t step_ = 0;  // the last step done
+  int64_t step_ = 0;      // the last step done
+  bool stop_agreed_ = false;  // some rank was asked to stop during the last step
   RunRecord record_;
   std::vector<double> comm_seconds_, exposed_seconds_;
   std::optional<accounting::FlopCounter> ledger_;  // every step's ops, from the first step on
@@ -287,13 +300,13 @@ void Run::open_run_dir() {
     if (const int64_t n = checkpoints_.remove_stale_temporaries(); n > 0)
       note("removed " + std::to_string(n) + " unfinished checkpoint file(s) of an interrupted save");
     if (!pre_.tokens) {
-      created_.will_create(out_ / "corpus.u16");
+      created_.will_create(builtin_corpus_path(out_));
       pre_.tokens = write_builtin_corpus(out_, pre_.corpus, pre_.corpus_there);
       pre_.entropy = check_data(*pre_.tokens, config_);
     }
   }
   if (group_.size() > 1) group_.barrier()->wait();  // rank 0's corpus is whole
-  if (!pre_.tokens) pre_.tokens = data::TokenFile::open_raw((out_ / "corpus.u16").string(), data::TokenDtype::UInt16);
+  if (!pre_.tokens) pre_.tokens = open_builtin_corpus(out_);
   loader_.emplace(*pre_.tokens, data::LoaderOptions{.batch_size = config_.batch_size * micro_batches_,
                                                     .context_length = config_.context_length,
                                                     .sampling = data::Sampling::Random,
@@ -369,27 +382,22 @@ void Run::save(int64_t at) {
   note("saved " + path.string());
 }
 
-double Run::step_loss(const std::vector<float>& local) const {
-  if (micro_batches_ == 1) return static_cast<double>(local[0]);
-  const int64_t a = config_.grad_accum_steps, p = group_.size();
-  Tensor mine = empty({a});
-  std::copy(local.begin(), local.end(), mine.data_ptr<float>());
-  Tensor all = mine;
+Run::StepAgreement Run::agree_on_step(const std::vector<float>& losses, bool stop_here) const {
+  const int64_t a = config_.grad_accum_steps, p = group_.size(), row = a + 1;  // a rank's row: its losses, then its stop flag
+  std::vector<float> all(losses);
+  all.push_back(stop_here ? 1.0f : 0.0f);
   if (p > 1) {
-    all = empty({a * p});
-    group_.allgather(all, mine)->wait();
+    Tensor mine = empty({row}), gathered = empty({row * p});
+    std::copy(all.begin(), all.end(), mine.data_ptr<float>());
+    group_.allgather(gathered, mine)->wait();
+    all.assign(gathered.data_ptr<float>(), gathered.data_ptr<float>() + row * p);
   }
-  const float* v = all.data_ptr<float>();  // rank r's micro-step k at r·a + k holds micro-batch m = k·p + r
-  double sum = 0;
-  for (int64_t m = 0; m < micro_batches_; ++m) sum += static_cast<double>(v[(m % p) * a + m / p]);
-  return sum / static_cast<double>(micro_batches_);
-}
-
-bool Run::any_rank_stops(bool here) const {
-  if (group_.size() == 1) return here;
-  Tensor flag = full({1}, here ? 1 : 0, TensorOptions().dtype(kInt32));
-  group_.allreduce(flag)->wait();
-  return flag.item<int32_t>() > 0;
+  const float* v = all.data();  // rank r's micro-step k at r·row + k holds micro-batch m = k·p + r
+  StepAgreement agreed{0.0, false};
+  for (int64_t m = 0; m < micro_batches_; ++m) agreed.loss += static_cast<double>(v[(m % p) * row + m / p]);
+  agreed.loss /= static_cast<double>(micro_batches_);
+  for (int64_t r = 0; r < p; ++r) agreed.stop = agreed.stop || v[r * row + a] > 0;
+  return agreed;
 }
 
 std::string Run::verified_param_hash(int64_t step) const {
@@ -426,12 +434,12 @@ StepReport Run::step_once() {
   std::vector<float> losses;
   for (int64_t k = 0; k < a; ++k) {
     const int64_t m = k * p + group_.rank();
-    const Tensor xm = micro_batches_ == 1 ? x : x.narrow(0, m * b, b), ym = micro_batches_ == 1 ? y : y.narrow(0, m * b, b);
+    const Tensor xm = x.narrow(0, m * b, b), ym = y.narrow(0, m * b, b);
     if (k == 0) record_.last_batch = {xm, ym};
     if (config_.dropout > 0 && micro_batches_ > 1)
       init_.set_state({static_cast<uint64_t>(config_.seed) + 3, static_cast<uint64_t>((step - 1) * micro_batches_ + m) << 36});
     if (reducer_) reducer_->prepare_for_backward(k == 0, k == a - 1);
-    const Tensor loss = precision_.micro_step([&] { return model_.loss(xm, ym); }, micro_batches_ > 1 ? 1.0 / static_cast<double>(micro_batches_) : 1.0);
+    const Tensor loss = precision_.micro_step([&] { return model_.loss(xm, ym); }, 1.0 / static_cast<double>(micro_batches_));
     if (reducer_) reducer_->finalize_backward();
     losses.push_back(loss.item<float>());
   }
@@ -442,7 +450,9 @@ StepReport Run::step_once() {
     note("step " + std::to_string(step) + ": inf or NaN gradients at loss scale " + json(loss_scale.value_or(1.0)).dump() +
          ": optimizer step skipped, the scale backs off");
   }
-  const double loss_value = step_loss(losses);
+  const StepAgreement agreed = agree_on_step(losses, hooks_.stop && hooks_.stop->load());
+  stop_agreed_ = agreed.stop;
+  const double loss_value = agreed.loss;
   check_step_finite(step, loss_value, grad_norm, stepped, checkpoints_.dir());
   const double step_s = seconds_since(t0);
   record_.steps_seconds += step_s;
@@ -490,7 +500,8 @@ void Run::train_steps() {
       created_.keep();
     }
     if (hooks_.on_step) hooks_.on_step(r);
-    record_.interrupted = any_rank_stops(hooks_.stop && hooks_.stop->load());
+    // One process stops as soon as it is asked; ranks after the step they agreed on (step_once).
+    record_.interrupted = stop_agreed_ || (group_.size() == 1 && hooks_.stop && hooks_.stop->load());
     if (step_ % config_.checkpoint_interval == 0 || step_ == config_.steps || record_.interrupted) save(step_);
     if (record_.interrupted) break;
   }
@@ -505,7 +516,7 @@ void Run::train_steps() {
         {"grad_accum_steps", config_.grad_accum_steps},
         {"micro_batches_per_step", micro_batches_},
         {"buckets", reducer_->bucket_numels().size()},
-        {"bytes_per_step", reducer_->bytes_per_step(config_.grad_accum_steps)},
+        {"bytes_per_step", reducer_->step_stats().bytes_sent},  // every step's the same: the buckets' fixed collectives
         {"comm_s", comm_seconds_.empty() ? 0.0 : median(comm_seconds_)},
         {"exposed_comm_s", exposed_seconds_.empty() ? 0.0 : median(exposed_seconds_)},
         {"note", "rank 0's: bytes sent per step (the same are received) by the bandwidth-optimal count, 2·(p−1)/p·S for an "

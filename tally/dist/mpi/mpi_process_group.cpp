@@ -126,8 +126,6 @@ class MpiProcessGroup final : public ProcessGroup {
 
 }  // namespace
 
-bool mpi_available() { return true; }
-
 std::unique_ptr<ProcessGroup> make_mpi_process_group() {
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);  // Note [One thread talks to MPI]
   int initialised = 0;

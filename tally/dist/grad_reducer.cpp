@@ -118,6 +118,7 @@ void GradReducer::finalize_backward() {
     for (const auto& w : b.works) {
       stats_.bytes_sent += w->cost().bytes_sent;
       stats_.comm_seconds += w->seconds();
+      ++stats_.collectives;
     }
     if (communicates && last_) {
       for (size_t j = 0; j < b.params.size(); ++j) {

@@ -45,6 +45,7 @@ struct ReducerOptions {
 /// One step's communication on this rank.
 struct CommStats {
   int64_t bytes_sent = 0;      ///< by the bandwidth-optimal count (comm_cost.h); as many are received
+  int64_t collectives = 0;     ///< how many ran (the α-β model's latency terms, link_model.h)
   double comm_seconds = 0;     ///< the collectives' own time, start to end, summed
   double exposed_seconds = 0;  ///< the time backward's caller waited for them after backward
 };

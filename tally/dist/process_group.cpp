@@ -10,9 +10,10 @@
 
 namespace tally::dist {
 
-Work::Work(std::string name, ops::Cost cost) : name_(std::move(name)), cost_(cost), start_(std::chrono::steady_clock::now()) {}
+Work::Work(std::string name, ops::Cost cost) : name_(std::move(name)), cost_(cost) {}
 
 void Work::run(const std::function<void()>& task) {
+  const auto start = std::chrono::steady_clock::now();  // its own time: not the wait behind collectives queued before it
   // The task's own ops (a reduction's additions) are this collective's cost, recorded once when
   // it is waited for: not rows of whatever ledger the running thread has.
   ops::OpObserver* observer = ops::set_op_observer(nullptr);
@@ -25,7 +26,7 @@ void Work::run(const std::function<void()>& task) {
   }
   ops::set_op_observer(observer);
   std::lock_guard lock(mutex_);
-  seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   error_ = error;
   done_ = true;
   done_cv_.notify_all();

@@ -36,7 +36,8 @@ class Work {
   void wait();
   /// Whether it has finished (wait() would not block).
   bool is_completed() const;
-  /// Its time from start to end, once completed.
+  /// Its time from when it started running (after the collectives queued before it) to its end,
+  /// once completed.
   double seconds() const;
   const ops::Cost& cost() const { return cost_; }
   const std::string& name() const { return name_; }
@@ -52,7 +53,6 @@ class Work {
   bool done_ = false;
   bool recorded_ = false;
   std::exception_ptr error_;
-  std::chrono::steady_clock::time_point start_;
   double seconds_ = 0;
 };
 

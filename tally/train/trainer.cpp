@@ -25,6 +25,7 @@
 #include "tally/core/generator.h"
 #include "tally/data/loader.h"
 #include "tally/dist/grad_reducer.h"
+#include "tally/dist/link_model.h"
 #include "tally/dist/process_group.h"
 #include "tally/error/error.h"
 #include "tally/io/checksum.h"
@@ -53,6 +54,7 @@ json StepReport::to_json() const {
   if (skipped) j["skipped"] = true;
   if (comm_s) j["comm_s"] = *comm_s;
   if (exposed_comm_s) j["exposed_comm_s"] = *exposed_comm_s;
+  if (comm_predicted_s) j["comm_predicted_s"] = *comm_predicted_s;
   if (comm_bytes) j["comm_bytes"] = *comm_bytes;
   if (param_hash) j["param_hash"] = *param_hash;
   return j;
@@ -274,6 +276,7 @@ class Run {
   optim::AdamW optimizer_;
   optim::WarmupCosineLR schedule_;
   std::unique_ptr<dist::GradReducer> reducer_;  // under mpirun
+  dist::LinkModel link_;                        // under mpirun: measured as the run starts
   CreatedFiles created_;
   std::optional<data::TokenLoader> loader_;
   std::optional<MetricsFile> metrics_;
@@ -313,8 +316,11 @@ void Run::open_run_dir() {
                                                     .seed = static_cast<uint64_t>(config_.seed) + 1});  // check_tokens checked every id once
   if (pre_.from) restore();
   // Data parallelism starts from rank 0's parameters (PyTorch DDP's broadcast).
-  if (group_.size() > 1)
+  if (group_.size() > 1) {
     for (const Tensor& w : model_.parameters()) group_.broadcast(w, 0)->wait();
+    const std::vector<int64_t> buckets = reducer_->bucket_numels();
+    link_ = dist::calibrate_link(group_, config_.reduce == "ordered", *std::max_element(buckets.begin(), buckets.end()));
+  }
   if (!leader_) return;
   created_.will_create(out_ / "config.json");
   created_.will_create(checkpoints_.dir());
@@ -465,12 +471,13 @@ StepReport Run::step_once() {
   const double promised = record_.promised_flops;
   StepReport r{step, config_.steps, loss_value, lr, grad_norm, record_.tokens_seen, step_s,
                static_cast<double>(record_.tokens_per_step) / step_s, record_.model_flops_per_step / step_s / promised,
-               step_flops / step_s / promised, 0.0, loss_scale, !stepped, {}, {}, {}, {}};
+               step_flops / step_s / promised, 0.0, loss_scale, !stepped, {}, {}, {}, {}, {}};
   if (reducer_) {
     const dist::CommStats& c = reducer_->step_stats();
     r.comm_s = c.comm_seconds;
     r.exposed_comm_s = c.exposed_seconds;
     r.comm_bytes = c.bytes_sent;
+    r.comm_predicted_s = link_.seconds(c.collectives, c.bytes_sent);
     if (step > record_.first_step) {
       comm_seconds_.push_back(c.comm_seconds);
       exposed_seconds_.push_back(c.exposed_seconds);
@@ -519,8 +526,11 @@ void Run::train_steps() {
         {"bytes_per_step", reducer_->step_stats().bytes_sent},  // every step's the same: the buckets' fixed collectives
         {"comm_s", comm_seconds_.empty() ? 0.0 : median(comm_seconds_)},
         {"exposed_comm_s", exposed_seconds_.empty() ? 0.0 : median(exposed_seconds_)},
+        {"comm_predicted_s", link_.seconds(reducer_->step_stats().collectives, reducer_->step_stats().bytes_sent)},
+        {"link", {{"latency_s", link_.latency_s}, {"bytes_per_s", link_.bytes_per_s}}},
         {"note", "rank 0's: bytes sent per step (the same are received) by the bandwidth-optimal count, 2·(p−1)/p·S for an "
-                 "all-reduce of S bytes; comm: the collectives' own time; exposed: the part backward did not hide (medians)"}};
+                 "all-reduce of S bytes; comm: the collectives' own time; exposed: the part backward did not hide (medians); "
+                 "predicted: the α-β model of the link measured as the run started, collectives × latency + bytes / bandwidth"}};
   }
 }
 

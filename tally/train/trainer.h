@@ -32,6 +32,7 @@ struct StepReport {
   bool skipped = false;              ///< the loss scaler skipped the optimizer step (inf or NaN gradients)
   /// Under mpirun: this rank's gradient communication in the step (dist::CommStats).
   std::optional<double> comm_s, exposed_comm_s;
+  std::optional<double> comm_predicted_s;  ///< comm_s as the link's α-β model predicts it (dist/link_model.h)
   std::optional<int64_t> comm_bytes;  ///< sent by this rank (the same are received)
   std::optional<std::string> param_hash;  ///< with verify_replicas: the parameters' XXH3-64 after the update
   nlohmann::json to_json() const;

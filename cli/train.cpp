@@ -58,6 +58,9 @@ void install_signal_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);  // SIGXFSZ is ignored by main, for every command
+  // mpirun forwards SIGUSR1 to every rank and goes on waiting for them; a SIGTERM it receives it
+  // forwards and then ends the job itself (README, "Data parallel, over MPI").
+  sigaction(SIGUSR1, &sa, nullptr);
 }
 
 std::string duration_text(double s) {
@@ -162,12 +165,13 @@ void print_summary(const json& s) {
   fmt::print("parameters      {}\n", s.at("parameters").get<int64_t>());
   if (const json dp = s.value("data_parallel", json::object()); !dp.empty())
     fmt::print("data parallel   {} ranks ({}), {} reduction, {} micro-batches a step; per rank and step {} sent and received, "
-               "communication {} (the link's α-β model: {}) of which {} exposed (medians); link {} latency, {}\n",
+               "communication {} (the link's α-β model: {}) of which {} exposed (medians); link {} latency, {}{}\n",
                dp.at("world_size").get<int>(), dp.at("backend").get<std::string>(), dp.at("reduce").get<std::string>(),
                dp.at("micro_batches_per_step").get<int64_t>(), bytes(dp.at("bytes_per_step")),
                report::seconds_text(dp.at("comm_s").get<double>()), report::seconds_text(dp.value("comm_predicted_s", 0.0)),
                report::seconds_text(dp.at("exposed_comm_s").get<double>()), report::seconds_text(dp.at("link").at("latency_s").get<double>()),
-               si(dp.at("link").at("bytes_per_s").get<double>(), "B/s"));
+               si(dp.at("link").at("bytes_per_s").get<double>(), "B/s"),
+               dp.value("zero", 0) == 1 ? "; the optimizer's state sharded over the ranks (ZeRO-1)" : "");
   const json& f = s.at("flops_per_token");
   fmt::print("FLOPs/token     forward {} predicted, {} measured; backward {} predicted, {} measured\n",
              si(num(f, "predicted", "forward"), "FLOP"), si(num(f, "measured", "forward"), "FLOP"),

@@ -1,5 +1,6 @@
 #include "tally/dist/grad_reducer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "tally/accounting/memory_tracker.h"
@@ -9,18 +10,6 @@
 #include "tally/ops/creation.h"
 
 namespace tally::dist {
-
-struct GradReducer::Bucket {
-  std::vector<size_t> params;
-  std::vector<int64_t> offsets;  // each parameter's first element in `flat`
-  std::vector<bool> ready;       // its gradient arrived in this micro-step
-  size_t pending = 0;            // parameters still to arrive
-  int64_t numel = 0;             // padded to a multiple of the world size
-  Dtype dtype = kFloat32;
-  Tensor flat;       // the gradients, laid end to end
-  Tensor slice_sum;  // Ordered: this rank's slice of the sum so far
-  std::vector<std::shared_ptr<Work>> works;  // its collectives in flight: started when not empty
-};
 
 GradReducer::GradReducer(std::vector<Tensor> params, ProcessGroup& group, ReducerOptions options)
     : params_(std::move(params)), group_(group), options_(options) {
@@ -133,9 +122,9 @@ void GradReducer::finalize_backward() {
   next_launch_ = 0;
 }
 
-std::vector<int64_t> GradReducer::bucket_numels() const {
-  std::vector<int64_t> n;
-  for (const Bucket& b : buckets_) n.push_back(b.numel);
+int64_t GradReducer::largest_bucket_numel() const {
+  int64_t n = 0;
+  for (const Bucket& b : buckets_) n = std::max(n, b.numel);
   return n;
 }
 

@@ -54,6 +54,20 @@ struct CommStats {
 /// gradients. The reducer's hooks stay on the parameters until it is destroyed.
 class GradReducer {
  public:
+  /// One bucket: its parameters (indices into the reducer's list), where each begins in the flat
+  /// layout, and the flat buffer that holds their gradients.
+  struct Bucket {
+    std::vector<size_t> params;
+    std::vector<int64_t> offsets;  // each parameter's first element in `flat`
+    std::vector<bool> ready;       // its gradient arrived in this micro-step
+    size_t pending = 0;            // parameters still to arrive
+    int64_t numel = 0;             // padded to a multiple of the world size
+    Dtype dtype = kFloat32;
+    Tensor flat;       // the gradients, laid end to end
+    Tensor slice_sum;  // Ordered: this rank's slice of the sum so far
+    std::vector<std::shared_ptr<Work>> works;  // its collectives in flight: started when not empty
+  };
+
   GradReducer(std::vector<Tensor> params, ProcessGroup& group, ReducerOptions options = {});
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
@@ -69,11 +83,12 @@ class GradReducer {
 
   /// The communication since the step's first micro-step.
   const CommStats& step_stats() const { return stats_; }
-  /// The buckets' element counts (padded), in launch order.
-  std::vector<int64_t> bucket_numels() const;
+  /// The buckets, in launch order.
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  /// The largest bucket's element count (padded).
+  int64_t largest_bucket_numel() const;
 
  private:
-  struct Bucket;
   void on_gradient(size_t param, const Tensor& leaf);
   void launch_ready();
   void launch(Bucket& b);

@@ -69,6 +69,10 @@ const std::vector<Field>& fields() {
        -kInf, false, kInf, {"fast", "ordered"}},
       {"bucket_mb", &TrainConfig::bucket_mb, "under mpirun, the gradient buckets' size in MiB (each sent as soon as it is full)", 0, true,
        1e6},
+      {"zero", &TrainConfig::zero,
+       "under mpirun, ZeRO stage: 1 shards the optimizer's state over the ranks (each keeps 1/ranks of it); 0 keeps it whole "
+       "on every rank",
+       0, false, 1},
       {"verify_replicas", &TrainConfig::verify_replicas,
        "hash the parameters after every step, check that every rank holds the same, and write the hash to metrics.jsonl", -kInf, false,
        kInf},
@@ -189,6 +193,8 @@ void TrainConfig::validate() const {
               ") needs precision fp16: only the loss scaler skips a step with an inf gradient (precision is ", precision, ")");
   TALLY_CHECK(inject_inf_step <= steps, "config: inject_inf_step (", inject_inf_step, ") is past the last step (", steps,
               "): no step would get the inf");
+  TALLY_CHECK(zero == 0 || (precision != "fp16" && precision != "bf16-params"), "config: zero 1 shards float32 parameters' optimizer ",
+              "state and needs the gradients unscaled: it does not run with precision ", precision, " yet (fp32, bf16 and fp8 do)");
   model().validate();
 }
 

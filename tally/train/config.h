@@ -49,6 +49,7 @@ struct TrainConfig {
   std::string reduce = "fast";  ///< fast | ordered (Note [Ordered reduction] in dist/grad_reducer.h)
   double bucket_mb = 25;        ///< gradient bucket size, MiB
   bool verify_replicas = false;  ///< hash the parameters after every step and compare the ranks'
+  int64_t zero = 0;              ///< 1: the optimizer's state sharded over the ranks (Note [ZeRO-1] in dist/zero.h)
   int64_t steps = 500;
   int64_t seed = 0;
   std::string precision = "fp32";  ///< fp32 | bf16 | bf16-params | fp16 | fp8 (train/precision.h)

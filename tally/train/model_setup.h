@@ -9,11 +9,13 @@
 
 namespace tally::train {
 
-/// AdamW over every parameter of `model` with the config's hyper-parameters.
-inline optim::AdamW make_optimizer(const nn::Module& model, const TrainConfig& c) {
-  return optim::AdamW(model.parameters(),
-                      optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(c.weight_decay));
+/// AdamW over `params` with the config's hyper-parameters.
+inline optim::AdamW make_optimizer(std::vector<Tensor> params, const TrainConfig& c) {
+  return optim::AdamW(std::move(params), optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(c.weight_decay));
 }
+
+/// AdamW over every parameter of `model` with the config's hyper-parameters.
+inline optim::AdamW make_optimizer(const nn::Module& model, const TrainConfig& c) { return make_optimizer(model.parameters(), c); }
 
 /// Linear warm-up over warmup_steps, cosine decay to min_lr at the run's last step.
 inline optim::WarmupCosineLR make_schedule(optim::Optimizer& optimizer, const TrainConfig& c) {

@@ -40,9 +40,10 @@ Tensor StepPrecision::micro_step(const std::function<Tensor()>& loss_fn, double 
   return loss;
 }
 
-StepPrecision::UpdateResult StepPrecision::update(optim::Optimizer& optimizer, double grad_clip, bool inject_inf) {
+StepPrecision::UpdateResult StepPrecision::update(optim::Optimizer& optimizer, double grad_clip, bool inject_inf,
+                                                  const std::vector<Tensor>& clipped) {
   UpdateResult r;
-  const std::vector<Tensor> params = optimizer.parameters();
+  const std::vector<Tensor> params = clipped.empty() ? optimizer.parameters() : clipped;
   if (inject_inf) params.at(0).grad().view({-1}).narrow(0, 0, 1).fill_(INFINITY);
   if (scaler_) scaler_->unscale_(optimizer);  // clipping sees the true gradients
   r.grad_norm = nn::utils::clip_grad_norm_(params, grad_clip > 0 ? grad_clip : std::numeric_limits<double>::infinity());

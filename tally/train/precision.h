@@ -53,12 +53,14 @@ class StepPrecision {
   /// run() in parts, for gradient accumulation: a micro-step's forward and its backward on the
   /// loss × `loss_factor` (1/micro-batches; 1 multiplies nothing), returning the unscaled loss…
   Tensor micro_step(const std::function<Tensor()>& loss_fn, double loss_factor = 1.0);
-  /// …and after the step's micro-steps, the update: what run() does after backward.
+  /// …and after the step's micro-steps, the update: what run() does after backward. The gradients
+  /// clipped are those of `clipped` (the optimizer's parameters when empty: ZeRO-1's optimizer
+  /// holds shards, and the norm is the model's).
   struct UpdateResult {
     double grad_norm;
     bool stepped;
   };
-  UpdateResult update(optim::Optimizer& optimizer, double grad_clip, bool inject_inf = false);
+  UpdateResult update(optim::Optimizer& optimizer, double grad_clip, bool inject_inf = false, const std::vector<Tensor>& clipped = {});
   /// The backward of a step from its (unscaled) loss: scaled first where a loss scaler runs.
   /// run() and the meta-device prediction of a step (step_profile.h) both start it here.
   void backward(const Tensor& loss) const;

@@ -79,7 +79,7 @@ ResumePoint read_resume_point(const CheckpointManager& checkpoints, const fs::pa
   return r;
 }
 
-void check_checkpoint_whole(const Checkpoint& c, const nn::Module& model, const optim::Optimizer& optimizer) {
+void check_checkpoint_whole(const Checkpoint& c, const nn::Module& model) {
   const std::string file = c.path.string();
   for (const auto& [key, t] : c.tensors) {
     const bool known = key.starts_with("model.") || key.starts_with("optimizer.") || key.starts_with("scheduler.") || key.starts_with("precision.");
@@ -93,12 +93,11 @@ void check_checkpoint_whole(const Checkpoint& c, const nn::Module& model, const 
   }
   // Every parameter has a gradient in every step, so each has optimizer state or none has (fp16
   // steps all skipped so far).
-  int64_t params = 0, with_state = 0, missing = -1;
-  for (const optim::OptimizerParamGroup& group : optimizer.param_groups()) {
-    for (size_t k = 0; k < group.params().size(); ++k, ++params) {
-      if (c.tensors.contains("optimizer.state." + std::to_string(params) + ".step")) ++with_state;
-      else if (missing < 0) missing = params;
-    }
+  const auto params = static_cast<int64_t>(model.parameters().size());
+  int64_t with_state = 0, missing = -1;
+  for (int64_t i = 0; i < params; ++i) {
+    if (c.tensors.contains("optimizer.state." + std::to_string(i) + ".step")) ++with_state;
+    else if (missing < 0) missing = i;
   }
   TALLY_CHECK(with_state == 0 || with_state == params, "checkpoint ", file, " holds the optimizer state of ", with_state, " of its ",
               params, " parameters (parameter ", missing, "'s is missing): resuming would restart the missing ones");

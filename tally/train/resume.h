@@ -9,7 +9,6 @@
 
 #include "tally/core/generator.h"
 #include "tally/nn/module.h"
-#include "tally/optim/optimizer.h"
 #include "tally/train/checkpoint.h"
 #include "tally/train/config.h"
 
@@ -32,10 +31,10 @@ ResumePoint read_resume_point(const CheckpointManager& checkpoints, const std::f
 
 /// What Module::load_state_dict and Optimizer::load_state_dict take, as torch's do, a resume
 /// refuses: tally train writes every part of a run's state itself, so a key of no part, a model
-/// tensor of another dtype (which the model would convert) or some parameters' optimizer state
-/// missing (which the optimizer would restart) mean the file is not this run's checkpoint as it
-/// was written, and the run would not continue bit-exactly (Note [Bit-exact resume]).
-void check_checkpoint_whole(const Checkpoint& c, const nn::Module& model, const optim::Optimizer& optimizer);
+/// tensor of another dtype (which the model would convert) or some of the model's parameters'
+/// optimizer state missing (which the optimizer would restart) mean the file is not this run's
+/// checkpoint as it was written, and the run would not continue bit-exactly (Note [Bit-exact resume]).
+void check_checkpoint_whole(const Checkpoint& c, const nn::Module& model);
 
 /// A generator's state as a checkpoint's metadata holds it, {"seed", "offset"}, and back.
 GeneratorState generator_from(const nlohmann::json& j);

@@ -27,6 +27,7 @@
 #include "tally/dist/grad_reducer.h"
 #include "tally/dist/link_model.h"
 #include "tally/dist/process_group.h"
+#include "tally/dist/zero.h"
 #include "tally/error/error.h"
 #include "tally/io/checksum.h"
 #include "tally/io/dir_lock.h"
@@ -202,6 +203,15 @@ Generator seeded_generators(const TrainConfig& config) {
 // M > 1, micro-batch m's masks come from a generator state of its own, (seed, step, m): the same
 // whichever rank draws them.
 
+/// Under mpirun, the reducer that sums the ranks' gradients (Note [Buckets]); none in one process.
+std::unique_ptr<dist::GradReducer> make_reducer(const TrainConfig& config, dist::ProcessGroup& group, const nn::Module& model) {
+  if (group.size() == 1) return nullptr;
+  return std::make_unique<dist::GradReducer>(
+      model.parameters(), group,
+      dist::ReducerOptions{.bucket_cap_bytes = static_cast<int64_t>(config.bucket_mb * (1 << 20)),
+                           .mode = config.reduce == "ordered" ? dist::ReduceMode::Ordered : dist::ReduceMode::Fast});
+}
+
 /// One invocation of `tally train` after its preflight: the model and its optimizer, the run
 /// directory's files, the steps, and the books. Each phase is one method.
 class Run {
@@ -218,15 +228,10 @@ class Run {
         init_(seeded_generators(config)),
         model_(config.model(), {}, &init_),
         precision_(config, model_),
-        optimizer_(make_optimizer(model_, config)),
-        schedule_(make_schedule(optimizer_, config)) {
-    if (group_.size() > 1) {
-      reducer_ = std::make_unique<dist::GradReducer>(
-          model_.parameters(), group_,
-          dist::ReducerOptions{.bucket_cap_bytes = static_cast<int64_t>(config.bucket_mb * (1 << 20)),
-                               .mode = config.reduce == "ordered" ? dist::ReduceMode::Ordered : dist::ReduceMode::Fast});
-    }
-  }
+        reducer_(make_reducer(config, group, model_)),
+        zero_(reducer_ && config.zero == 1 ? std::make_unique<dist::ZeroShards>(model_.parameters(), *reducer_, group) : nullptr),
+        optimizer_(make_optimizer(zero_ ? zero_->shards() : model_.parameters(), config)),
+        schedule_(make_schedule(optimizer_, config)) {}
 
   /// Phase 2: the run directory made and locked, its data in place, config.json and metrics.jsonl
   /// written (Note [Rank 0 writes]); with --resume, the state restored; the ranks' parameters made
@@ -273,10 +278,11 @@ class Run {
   Generator init_;  // the model's: it initialised the weights and then draws dropout's masks
   nn::TransformerLM model_;
   StepPrecision precision_;
-  optim::AdamW optimizer_;
-  optim::WarmupCosineLR schedule_;
   std::unique_ptr<dist::GradReducer> reducer_;  // under mpirun
-  dist::LinkModel link_;                        // under mpirun: measured as the run starts
+  std::unique_ptr<dist::ZeroShards> zero_;      // under mpirun with zero 1
+  optim::AdamW optimizer_;                      // over the model's parameters, or over zero_'s shards
+  optim::WarmupCosineLR schedule_;
+  dist::LinkModel link_;  // under mpirun: measured as the run starts
   CreatedFiles created_;
   std::optional<data::TokenLoader> loader_;
   std::optional<MetricsFile> metrics_;
@@ -318,8 +324,7 @@ void Run::open_run_dir() {
   // Data parallelism starts from rank 0's parameters (PyTorch DDP's broadcast).
   if (group_.size() > 1) {
     for (const Tensor& w : model_.parameters()) group_.broadcast(w, 0)->wait();
-    const std::vector<int64_t> buckets = reducer_->bucket_numels();
-    link_ = dist::calibrate_link(group_, config_.reduce == "ordered", *std::max_element(buckets.begin(), buckets.end()));
+    link_ = dist::calibrate_link(group_, config_.reduce == "ordered", reducer_->largest_bucket_numel());
   }
   if (!leader_) return;
   created_.will_create(out_ / "config.json");
@@ -339,7 +344,7 @@ void Run::open_run_dir() {
 
 void Run::restore() {
   const Checkpoint& c = pre_.from->checkpoint;
-  check_checkpoint_whole(c, model_, optimizer_);
+  check_checkpoint_whole(c, model_);
   // The step's batch must be the one the checkpoint was trained with (Note [Global micro-batches]).
   const auto saved = c.metadata.find("tally.micro_batches");
   const int64_t saved_micro_batches = saved == c.metadata.end() ? 1 : std::stoll(saved->second);
@@ -348,7 +353,8 @@ void Run::restore() {
               config_.grad_accum_steps, " × ", group_.size(), " ranks): set --grad-accum-steps so that the product is ",
               saved_micro_batches, ", and the run continues on the same batches");
   model_.load_state_dict(with_prefix_removed(c.tensors, "model."));
-  optimizer_.load_state_dict(with_prefix_removed(c.tensors, "optimizer."));
+  const StateDict optimizer_state = with_prefix_removed(c.tensors, "optimizer.");
+  optimizer_.load_state_dict(zero_ ? zero_->shard(optimizer_state) : optimizer_state);  // Note [ZeRO-1]
   schedule_.load_state_dict(with_prefix_removed(c.tensors, "scheduler."));
   precision_.load_state_dict(with_prefix_removed(c.tensors, "precision."));
   try {
@@ -365,10 +371,12 @@ void Run::restore() {
 }
 
 void Run::save(int64_t at) {
+  // Every rank's shards of the optimizer's state, gathered (a collective: every rank takes part).
+  const StateDict optimizer_state = zero_ ? zero_->consolidate(optimizer_.state_dict()) : optimizer_.state_dict();
   if (!leader_) return;  // Note [Rank 0 writes]
   StateDict all;
   for (const auto& [k, t] : model_.state_dict()) all.insert("model." + k, t);
-  for (const auto& [k, t] : optimizer_.state_dict()) all.insert("optimizer." + k, t);
+  for (const auto& [k, t] : optimizer_state) all.insert("optimizer." + k, t);
   for (const auto& [k, t] : schedule_.state_dict()) all.insert("scheduler." + k, t);
   for (const auto& [k, t] : precision_.state_dict()) all.insert("precision." + k, t);
   check_state_finite(at, all, checkpoints_.dir());
@@ -449,7 +457,10 @@ StepReport Run::step_once() {
     if (reducer_) reducer_->finalize_backward();
     losses.push_back(loss.item<float>());
   }
-  const auto [grad_norm, stepped] = precision_.update(optimizer_, config_.grad_clip, step == config_.inject_inf_step);
+  if (zero_) zero_->before_step();
+  const auto [grad_norm, stepped] =
+      precision_.update(optimizer_, config_.grad_clip, step == config_.inject_inf_step, zero_ ? model_.parameters() : std::vector<Tensor>{});
+  if (zero_) zero_->after_step();
   if (stepped) schedule_.step();  // a skipped step moves neither the optimizer's counts nor the schedule
   if (!stepped) {
     ++record_.skipped_steps;
@@ -520,9 +531,10 @@ void Run::train_steps() {
         {"world_size", group_.size()},
         {"backend", group_.backend()},
         {"reduce", config_.reduce},
+        {"zero", config_.zero},
         {"grad_accum_steps", config_.grad_accum_steps},
         {"micro_batches_per_step", micro_batches_},
-        {"buckets", reducer_->bucket_numels().size()},
+        {"buckets", reducer_->buckets().size()},
         {"bytes_per_step", reducer_->step_stats().bytes_sent},  // every step's the same: the buckets' fixed collectives
         {"comm_s", comm_seconds_.empty() ? 0.0 : median(comm_seconds_)},
         {"exposed_comm_s", exposed_seconds_.empty() ? 0.0 : median(exposed_seconds_)},

@@ -9,7 +9,10 @@ usage: data_parallel.py TALLY WORK_DIR
 - fast mode on 2 ranks: every step's loss within 1e-5 relative of one process's;
 - the bytes each rank sends per step equal the formula, 2·(p−1)·⌈N/p⌉·4 for an all-reduce of N
   float32 gradients (one bucket), and an ordered step's reduce-scatters and all-gather;
-- resume at another world size, 2 → 4 and 4 → 1, bit-exact against the uninterrupted run;
+- ZeRO-1 (--zero 1) at 2 and 4 ranks: the same results, and ⌈N/p⌉·8 bytes of AdamW state per rank;
+- resume at the same and at another world size, 2 → 4 and 4 → 1, sharded or not, bit-exact against
+  the uninterrupted run;
+- SIGUSR1 to mpirun stops every rank after the same step, saved;
 - a rank killed mid-run ends the whole job non-zero within 60 s, and the last checkpoint resumes.
 """
 import json
@@ -94,6 +97,19 @@ for p, transport, mpi in ((2, "shared memory", SM), (2, "TCP", TCP), (4, "shared
         check(dp["world_size"] == p and dp["bytes_per_step"] == want and "exposed_comm_s" in dp,
               f"-np {p} ordered: summary.json's data_parallel names the ranks, the bytes and the exposed time")
 
+# ZeRO-1: the optimizer's state sharded, the results those of one process all the same.
+for p in (2, 4):
+    out = fresh(f"zero_np{p}")
+    r = train(out, STEPS, ranks=p, extra=["--reduce", "ordered", "--zero", "1", "--checkpoint-interval", "10"])
+    check(r.returncode == 0, f"mpirun -np {p} --zero 1, ordered: runs")
+    if r.returncode == 0:
+        same_as_reference(out, p, f"-np {p} --zero 1, ordered")
+        summary = json.load(open(os.path.join(out, "summary.json")))
+        n = summary["parameters"]
+        want = -(-n // p) * 8  # exp_avg and exp_avg_sq, float32, of ⌈N/p⌉ elements (one bucket, padded to p slices)
+        got_state = summary["memory"]["tracked_peak"]["optimizer_state"]
+        check(got_state == want, f"-np {p} --zero 1: optimizer state per rank {got_state} B = ⌈N/p⌉·8 = {want} B (N = {n})")
+
 # Fast mode: MPI's all-reduce, close to one process.
 out = fresh("fast_np2")
 r = train(out, STEPS, ranks=2, extra=["--reduce", "fast"])
@@ -113,13 +129,13 @@ check(train(out, STEPS, ranks=2, accum=2, extra=["--reduce", "ordered", "--check
 same_as_reference(out, 4, "-np 2 × accum 2, ordered")
 
 
-def resumed_from_step_10(source, ranks, accum, label):
+def resumed_from_step_10(source, ranks, accum, label, extra=()):
     """A copy of `source` cut back to its step-10 checkpoint, resumed to the end at another world size."""
     out = fresh(label.replace(" ", "_").replace("→", "to"))
     shutil.copytree(source, out)
     os.remove(os.path.join(out, "checkpoints", "step-000000020.safetensors"))
     os.remove(os.path.join(out, "summary.json"))
-    r = train(out, STEPS, ranks=ranks, accum=accum, extra=["--reduce", "ordered"], resume=True)
+    r = train(out, STEPS, ranks=ranks, accum=accum, extra=["--reduce", "ordered", *extra], resume=True)
     check(r.returncode == 0 and "resumed from" in r.stdout and "at step 10" in r.stdout, f"{label}: resumes from step 10")
     if r.returncode == 0:
         got = metrics(out)
@@ -130,6 +146,29 @@ def resumed_from_step_10(source, ranks, accum, label):
 
 resumed_from_step_10(os.path.join(WORK, "ordered_np2_accum2"), 4, 1, "resume 2 → 4 ranks")
 resumed_from_step_10(os.path.join(WORK, "ordered_np4_shared_memory"), 1, 4, "resume 4 → 1 rank")
+resumed_from_step_10(os.path.join(WORK, "ordered_np2_accum2"), 2, 2, "resume at 2 ranks, the same")
+# Sharded state is saved whole (every rank's shards gathered) and taken apart again on resume.
+resumed_from_step_10(os.path.join(WORK, "zero_np4"), 2, 2, "resume 4 ranks --zero 1 → 2 ranks", ["--zero", "1"])
+resumed_from_step_10(os.path.join(WORK, "ordered_np2_accum2"), 4, 1, "resume 2 ranks → 4 ranks --zero 1", ["--zero", "1"])
+
+# SIGUSR1 to mpirun, which forwards it to every rank: all stop after one step and save it.
+out = fresh("usr1")
+job = subprocess.Popen([*MPIRUN, *SM, "-np", "2", TALLY, "train", *MODEL, "--steps", "100000", "--checkpoint-interval", "100000",
+                        "--out", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+metrics_path = os.path.join(out, "metrics.jsonl")
+deadline = time.time() + 120
+while time.time() < deadline and job.poll() is None and not (os.path.exists(metrics_path) and os.path.getsize(metrics_path) > 0):
+    time.sleep(0.2)
+job.send_signal(signal.SIGUSR1)
+try:
+    output, _ = job.communicate(timeout=60)
+    saved = sorted(os.listdir(os.path.join(out, "checkpoints")))
+    last = metrics(out)[-1]["step"]
+    check(job.returncode == 0 and "stopped at step" in output and saved == [f"step-{last:09d}.safetensors"],
+          f"SIGUSR1 to mpirun: every rank stops after the same step and it is saved (exit {job.returncode}, step {last}, {saved})")
+except subprocess.TimeoutExpired:
+    job.kill()
+    check(False, "SIGUSR1 to mpirun: the job stops within 60 s")
 
 # A rank killed mid-run ends the job, and the last checkpoint resumes.
 out = fresh("killed")

@@ -6,6 +6,7 @@
 #include "tally/dist/comm_cost.h"
 #include "tally/dist/grad_reducer.h"
 #include "tally/dist/process_group.h"
+#include "tally/dist/zero.h"
 #include "tally/tally.h"
 
 namespace tally::dist {
@@ -80,7 +81,7 @@ TEST(GradReducer, OneRankLeavesTheGradientsAsBackwardMadeThem) {
   for (const Tensor& w : layer.parameters()) expected.push_back(w.grad().clone()), Tensor(w).set_grad(Tensor());
   for (ReduceMode mode : {ReduceMode::Fast, ReduceMode::Ordered}) {
     GradReducer reducer(layer.parameters(), *g, {.bucket_cap_bytes = 64, .mode = mode});
-    EXPECT_EQ(reducer.bucket_numels().size(), 2u) << "a 128-byte weight and a 16-byte bias under a 64-byte cap";
+    EXPECT_EQ(reducer.buckets().size(), 2u) << "a 128-byte weight and a 16-byte bias under a 64-byte cap";
     // Two micro-steps of half the batch each: their sum is the whole batch's gradient.
     for (int k = 0; k < 2; ++k) {
       reducer.prepare_for_backward(k == 0, k == 1);
@@ -92,6 +93,35 @@ TEST(GradReducer, OneRankLeavesTheGradientsAsBackwardMadeThem) {
     EXPECT_EQ(reducer.step_stats().bytes_sent, 0);
     for (const Tensor& w : params) Tensor(w).set_grad(Tensor());
   }
+}
+
+TEST(ZeroShards, StateGoesToShardsAndBackWhole) {
+  auto g = make_single_process_group();
+  Generator gen(5);
+  nn::Linear layer(6, 3, true, {}, &gen);
+  const std::vector<Tensor> params = layer.parameters();
+  GradReducer reducer(params, *g, {.bucket_cap_bytes = 40, .mode = ReduceMode::Ordered});
+  ZeroShards zero(params, reducer, *g);
+  ASSERT_EQ(zero.shards().size(), reducer.buckets().size());
+  // A state dict over every parameter, as AdamW's would be after a step.
+  StateDict full("optimizer state key");
+  for (size_t i = 0; i < params.size(); ++i) {
+    full.insert("state." + std::to_string(i) + ".step", scalar_tensor(3, TensorOptions().dtype(kInt64)));
+    full.insert("state." + std::to_string(i) + ".exp_avg", randn(params[i].sizes(), {}, &gen));
+  }
+  full.insert("param_groups.0.lr", scalar_tensor(0.1, TensorOptions().dtype(kFloat64)));
+  full.insert("param_groups.0.params", arange(static_cast<int64_t>(params.size()), TensorOptions().dtype(kInt64)));
+  const StateDict sharded = zero.shard(full);
+  EXPECT_EQ(sharded.at("param_groups.0.params").numel(), static_cast<int64_t>(zero.shards().size()));
+  const StateDict back = zero.consolidate(sharded);
+  ASSERT_EQ(back.keys().size(), full.keys().size());
+  for (const auto& [key, t] : full) EXPECT_TRUE(back.at(key).equal(t)) << key;
+  // The shards take the parameters' values, and give them back.
+  zero.before_step();
+  Tensor moved = params[0].detach().clone();
+  for (const Tensor& s : zero.shards()) s.detach().add_(1.0);
+  zero.after_step();
+  EXPECT_TRUE(params[0].equal(moved + 1.0));
 }
 
 }  // namespace

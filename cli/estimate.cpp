@@ -119,6 +119,42 @@ void run_train_time(const TrainTimeArgs& a) {
   print_figures("Results", figures);
 }
 
+
+// --- data-parallel ------------------------------------------------------------------------------
+
+struct DataParallelArgs {
+  double params = 0, tokens_per_step = 0, mfu = 0.5, bandwidth = 0, latency = 0, grad_bytes = 4;
+  std::string device = "h100", dtype = "bfloat16";
+  int64_t count = 8;
+  bool json = false;
+};
+
+void run_data_parallel(const DataParallelArgs& a) {
+  const auto peak = machine::promised_peak(machine::device_spec(a.device), a.dtype, false);
+  const auto r = accounting::data_parallel_step(a.params, a.tokens_per_step, peak, a.count, a.mfu, a.bandwidth, a.latency, a.grad_bytes);
+  const std::vector<NamedFigure> figures = {{"compute_s", &r.compute_s},         {"comm_bytes", &r.comm_bytes},
+                                            {"comm_s", &r.comm_s},               {"step_s_serial", &r.step_s_serial},
+                                            {"step_s_overlapped", &r.step_s_overlapped}, {"mfu_serial", &r.mfu_serial},
+                                            {"mfu_overlapped", &r.mfu_overlapped}};
+  const char* convention = "6·N FLOPs per token, a ring all-reduce of the gradients over α-β links (Note [Data-parallel step])";
+  if (a.json) {
+    emit("data-parallel",
+         {{"params", r.params}, {"tokens_per_step", r.tokens_per_step}, {"peak", peak_json(r.peak)}, {"count", r.count},
+          {"mfu", r.mfu}, {"bandwidth", r.bandwidth}, {"latency", r.latency}, {"grad_bytes", r.grad_bytes}},
+         figures, {convention});
+    return;
+  }
+  fmt::print("Data-parallel step: {}\n\nInputs\n", convention);
+  fmt::print("  N      parameters        {}\n", count_text(r.params));
+  fmt::print("  B·T    tokens per step   {}\n", count_text(r.tokens_per_step));
+  fmt::print("  peak   per device        {}\n", r.peak.label());
+  fmt::print("  p      devices           {}\n", r.count);
+  fmt::print("  MFU    of the computation {:g}\n", r.mfu);
+  fmt::print("  β      link bandwidth    {:.4g} bytes/s\n", r.bandwidth);
+  fmt::print("  α      link latency      {:.4g} s\n", r.latency);
+  fmt::print("  g      gradient bytes    {:g}\n\n", r.grad_bytes);
+  print_figures("Results", figures);
+}
 // --- max-params --------------------------------------------------------------------------------
 
 struct MaxParamsArgs {
@@ -367,6 +403,20 @@ void add_estimate_command(CLI::App& app) {
   c->add_option("--mfu", tt->mfu, "Assumed model FLOPs utilisation, in (0, 1]")->capture_default_str();
   c->add_flag("--json", tt->json, "Print JSON");
   c->callback([tt] { run_train_time(*tt); });
+
+  auto dp = std::make_shared<DataParallelArgs>();
+  c = est->add_subcommand("data-parallel", "One data-parallel step at p devices: computation, the gradients' all-reduce, MFU");
+  c->add_option("--params", dp->params, "Model parameters N, e.g. 124e6")->required();
+  c->add_option("--tokens-per-step", dp->tokens_per_step, "Tokens per step over every device, B·T, e.g. 524288")->required();
+  c->add_option("--bandwidth", dp->bandwidth, "Bytes per second each device sends, e.g. 450e9 (NVLink 4) or 50e9 (400 Gb/s)")->required();
+  c->add_option("--latency", dp->latency, "Seconds per message, e.g. 5e-6")->capture_default_str();
+  c->add_option("--device", dp->device, "Device: " + machine::known_devices())->capture_default_str();
+  c->add_option("--dtype", dp->dtype, "Dtype of the promised peak (bfloat16, float16, float8, tf32, float32)")->capture_default_str();
+  c->add_option("--count", dp->count, "Number of devices p")->capture_default_str();
+  c->add_option("--mfu", dp->mfu, "Model FLOPs utilisation of the computation alone, in (0, 1]")->capture_default_str();
+  c->add_option("--grad-bytes", dp->grad_bytes, "Bytes per gradient element (4: float32, 2: bfloat16)")->capture_default_str();
+  c->add_flag("--json", dp->json, "Print JSON");
+  c->callback([dp] { run_data_parallel(*dp); });
 
   auto mp = std::make_shared<MaxParamsArgs>();
   c = est->add_subcommand("max-params", "Largest model whose parameters, gradients and optimizer state fit (no activations)");

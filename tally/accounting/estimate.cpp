@@ -74,6 +74,35 @@ TrainTime train_time(double params, double tokens, const machine::PromisedPeak& 
   return r;
 }
 
+// Note [Data-parallel step]
+// Each of p devices computes 6·N FLOPs for each of its B·T/p tokens, at MFU of its peak; then the
+// gradients (N of g bytes) are all-reduced: a ring sends and receives 2·(p−1)/p·N·g bytes on each
+// device, in 2·(p−1) messages, α + bytes/β each way (the α-β model tally/dist measures at a run's
+// start). Without overlap the step is their sum; with the all-reduce hidden behind backward as far
+// as it goes (DDP's buckets) it is the larger of the two. MFU at p devices is the computation's
+// MFU scaled by the share of the step it fills.
+DataParallelStep data_parallel_step(double params, double tokens_per_step, const machine::PromisedPeak& peak, int64_t count, double mfu,
+                                    double bandwidth, double latency, double grad_bytes) {
+  check_positive("data_parallel_step", "params", params);
+  check_positive("data_parallel_step", "tokens per step", tokens_per_step);
+  check_positive("data_parallel_step", "peak FLOP/s", peak.flops_per_sec);
+  check_positive("data_parallel_step", "bandwidth", bandwidth);
+  check_positive("data_parallel_step", "gradient bytes", grad_bytes);
+  TALLY_CHECK(count >= 1, "data_parallel_step: count must be at least 1 device, got ", count);
+  TALLY_CHECK(std::isfinite(mfu) && mfu > 0 && mfu <= 1, "data_parallel_step: mfu must be in (0, 1], got ", mfu);
+  TALLY_CHECK(std::isfinite(latency) && latency >= 0, "data_parallel_step: latency must be 0 or more seconds, got ", latency);
+  DataParallelStep r{params, tokens_per_step, peak, count, mfu, bandwidth, latency, grad_bytes, {}, {}, {}, {}, {}, {}, {}};
+  const auto p = static_cast<double>(count);
+  r.compute_s = {6 * params * tokens_per_step / (p * peak.flops_per_sec * mfu), "s", "6·N·(B·T) / (p·peak·MFU)"};
+  r.comm_bytes = {2 * (p - 1) / p * params * grad_bytes, "bytes", "2·(p−1)/p·N·g (a ring all-reduce, sent and received per device)"};
+  r.comm_s = {count > 1 ? 2 * (p - 1) * latency + r.comm_bytes.value / bandwidth : 0.0, "s", "2·(p−1)·α + comm_bytes / β"};
+  r.step_s_serial = {r.compute_s.value + r.comm_s.value, "s", "compute_s + comm_s (no overlap)"};
+  r.step_s_overlapped = {std::max(r.compute_s.value, r.comm_s.value), "s", "max(compute_s, comm_s) (the all-reduce hidden behind backward)"};
+  r.mfu_serial = {mfu * r.compute_s.value / r.step_s_serial.value, "", "MFU·compute_s / step_s_serial"};
+  r.mfu_overlapped = {mfu * r.compute_s.value / r.step_s_overlapped.value, "", "MFU·compute_s / step_s_overlapped"};
+  return r;
+}
+
 // Note [ZeRO stages]: with data parallelism over N_d = count devices, each device holds, per
 // parameter, p (params) + g (grads) + w (float32 master) + o (optimizer) bytes, except what ZeRO
 // (Rajbhandari et al. 2020) shards over the N_d devices: stage 1 the optimizer states (w + o),

@@ -84,6 +84,26 @@ struct TrainTime {
 /// Days to train `params` parameters on `tokens` tokens on `count` devices of `peak` at `mfu`.
 TrainTime train_time(double params, double tokens, const machine::PromisedPeak& peak, int64_t count, double mfu);
 
+/// One data-parallel step at p devices, the lecture's napkin math with the communication term
+/// (Note [Data-parallel step] in estimate.cpp).
+struct DataParallelStep {
+  double params;              ///< N
+  double tokens_per_step;     ///< B·T over every device
+  machine::PromisedPeak peak;  ///< per device
+  int64_t count;              ///< p
+  double mfu;                 ///< of the computation alone
+  double bandwidth;           ///< β: bytes per second each device sends (and receives)
+  double latency;             ///< α: seconds per message
+  double grad_bytes;          ///< bytes per gradient element
+  Figure compute_s, comm_bytes, comm_s, step_s_serial, step_s_overlapped, mfu_serial, mfu_overlapped;
+};
+
+/// The step of `params` parameters over `tokens_per_step` tokens on `count` devices of `peak` at
+/// `mfu`, the gradients (`grad_bytes` each) all-reduced over links of `bandwidth` bytes/s and
+/// `latency` s. ValueError for a value out of range, naming it.
+DataParallelStep data_parallel_step(double params, double tokens_per_step, const machine::PromisedPeak& peak, int64_t count, double mfu,
+                                    double bandwidth, double latency, double grad_bytes);
+
 /// The largest model whose training states fit (the lecture's second question).
 struct MaxParams {
   /// Memory of one device in bytes.

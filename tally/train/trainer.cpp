@@ -247,6 +247,9 @@ class Run {
   /// Phase 3 (--resume): the model, optimizer, schedule, loader and generators as the checkpoint
   /// left them (Note [Bit-exact resume]).
   void restore();
+  /// Every rank resumed from the same step (each reads the checkpoints itself); DistError naming
+  /// the rank and the file otherwise.
+  void check_same_step_on_every_rank() const;
   /// One optimizer step: its micro-batches' forward and backward, the gradients summed over the
   /// ranks, the update, and its metrics line.
   StepReport step_once();
@@ -321,8 +324,10 @@ void Run::open_run_dir() {
                                                     .sampling = data::Sampling::Random,
                                                     .seed = static_cast<uint64_t>(config_.seed) + 1});  // check_tokens checked every id once
   if (pre_.from) restore();
-  // Data parallelism starts from rank 0's parameters (PyTorch DDP's broadcast).
+  // Data parallelism starts from rank 0's parameters (PyTorch DDP's broadcast), and every rank
+  // from the same step.
   if (group_.size() > 1) {
+    check_same_step_on_every_rank();
     for (const Tensor& w : model_.parameters()) group_.broadcast(w, 0)->wait();
     link_ = dist::calibrate_link(group_, config_.reduce == "ordered", reducer_->largest_bucket_numel());
   }
@@ -340,6 +345,18 @@ void Run::open_run_dir() {
     machine::write_file_atomically(metrics_path, "");
   }
   metrics_.emplace(metrics_path, checkpoints_.dir());
+}
+
+void Run::check_same_step_on_every_rank() const {
+  const Tensor mine = full({1}, step_, TensorOptions().dtype(kInt64)), all = empty({group_.size()}, TensorOptions().dtype(kInt64));
+  group_.allgather(all, mine)->wait();
+  for (int r = 0; r < group_.size(); ++r) {
+    const int64_t theirs = all.data_ptr<int64_t>()[r];
+    TALLY_CHECK_TYPE(DistError, theirs == step_, "rank ", r, " starts at step ", theirs, " and rank ", group_.rank(), " at step ", step_,
+                     pre_.from ? " (from " + pre_.from->checkpoint.path.string() + ")" : std::string(" (a new run)"),
+                     ": the ranks read different checkpoints (a file that fails its checksums on one rank's file system, or a "
+                     "run directory not shared between machines); nothing was written");
+  }
 }
 
 void Run::restore() {

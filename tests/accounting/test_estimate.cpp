@@ -228,6 +228,23 @@ TEST_F(EstimateCli, TrainTime) {
   EXPECT_EQ(j["inputs"]["peak"]["sparse"], false);
 }
 
+// GPT-2 small on 8 H100s over NVLink: 6·124e6·524288 FLOPs over 8·989.5e12·0.5 is 98.6 ms of
+// computation; the ring sends 2·7/8·124e6·4 bytes = 868 MB, 1.93 ms at 450 GB/s.
+TEST_F(EstimateCli, DataParallel) {
+  const auto j = json_of("data-parallel --params 124e6 --tokens-per-step 524288 --bandwidth 450e9 --count 8 --mfu 0.5");
+  const auto& r = j["results"];
+  EXPECT_NEAR(r["compute_s"]["value"].get<double>(), 6 * 124e6 * 524288 / (8 * 989.5e12 * 0.5), 1e-12);
+  EXPECT_EQ(r["comm_bytes"]["value"].get<double>(), 2.0 * 7 / 8 * 124e6 * 4);
+  EXPECT_NEAR(r["comm_s"]["value"].get<double>(), 868e6 / 450e9, 1e-9);
+  EXPECT_NEAR(r["mfu_overlapped"]["value"].get<double>(), 0.5, 1e-12);  // the all-reduce hides behind backward
+  EXPECT_NEAR(r["mfu_serial"]["value"].get<double>(), 0.5 * r["compute_s"]["value"].get<double>() /
+                                                           (r["compute_s"]["value"].get<double>() + r["comm_s"]["value"].get<double>()), 1e-12);
+  // Over a slow link the all-reduce outlasts the computation.
+  const auto slow = json_of("data-parallel --params 124e6 --tokens-per-step 524288 --bandwidth 1e9 --count 8");
+  EXPECT_LT(slow["results"]["mfu_overlapped"]["value"].get<double>(), 0.2);
+  EXPECT_NE(run_cli("estimate data-parallel --params 124e6 --tokens-per-step 524288 --bandwidth 0").exit_code, 0);
+}
+
 TEST_F(EstimateCli, MaxParams) {
   EXPECT_EQ(json_of("max-params --device h100 --count 8 --recipe fp32-adamw")["results"]["max_params"]["value"].get<double>(), 40e9);
   EXPECT_EQ(json_of("max-params --memory 80e9 --count 8 --zero 0")["results"]["max_params"]["value"].get<double>(), 5e9);

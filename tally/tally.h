@@ -32,6 +32,7 @@
 #include "tally/ops/reduce.h"
 #include "tally/ops/split.h"
 #include "tally/ops/softmax.h"
+#include "tally/ops/sort.h"
 #include "tally/data/data.h"
 #include "tally/einops/einops.h"
 #include "tally/nn/nn.h"

@@ -24,6 +24,7 @@
 namespace tally {
 
 class Tensor;
+class Generator;  // tally/core/generator.h
 using TensorList = std::vector<Tensor>;
 struct AutogradMeta;  // defined by the autograd layer
 
@@ -304,6 +305,11 @@ class Tensor {
   Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  /// tally/ops/sort.h: ordering along a dim, and drawing categories.
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  Tensor multinomial(int64_t num_samples, bool replacement = false, Generator* gen = nullptr) const;
   Tensor any() const;
   Tensor any(int64_t dim, bool keepdim = false) const;
   Tensor all() const;

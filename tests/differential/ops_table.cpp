@@ -228,6 +228,15 @@ const std::map<std::string, OpFn>& table() {
          const std::optional<int64_t> dim = a.contains("dim") ? std::optional(a["dim"].get<int64_t>()) : std::nullopt;
          return {repeat_interleave(v[0], a["repeats"].get<int64_t>(), dim)};
        }},
+      {"sort", [](auto& v, auto&, const Json& a) -> Outs {
+         auto [values, indices] = v[0].sort(a["dim"].get<int64_t>(), a["descending"].get<bool>());
+         return {values, indices};
+       }},
+      {"argsort", [](auto& v, auto&, const Json& a) -> Outs { return {argsort(v[0], a["dim"].get<int64_t>(), a["descending"].get<bool>())}; }},
+      {"topk", [](auto& v, auto&, const Json& a) -> Outs {
+         auto [values, indices] = topk(v[0], a["k"].get<int64_t>(), a["dim"].get<int64_t>(), a["largest"].get<bool>());
+         return {values, indices};
+       }},
       {"gather", [](auto& v, auto&, const Json& a) -> Outs { return {gather(v[0], a["dim"].get<int64_t>(), v[1])}; }},
       {"scatter_add", [](auto& v, auto&, const Json& a) -> Outs { return {scatter_add(v[0], a["dim"].get<int64_t>(), v[1], v[2])}; }},
       {"scatter_value", [](auto& v, auto&, const Json& a) -> Outs {

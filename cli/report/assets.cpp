@@ -62,7 +62,7 @@ const NS = 'http://www.w3.org/2000/svg';
 const data = JSON.parse(document.getElementById('report-data').textContent);
 const PHASE = { forward: '#2563eb', backward: '#ea580c', optimizer: '#16a34a' };
 const CATEGORIES = [['parameters', '#2563eb'], ['working_copies', '#7c3aed'], ['gradients', '#ea580c'], ['optimizer_state', '#16a34a'],
-                    ['activations', '#dc2626'], ['other', '#9ca3af']];
+                    ['activations', '#dc2626'], ['kv_cache', '#0891b2'], ['other', '#9ca3af']];
 const W = 640;
 
 // ---- helpers: elements, numbers for humans ----

@@ -22,6 +22,7 @@ std::string_view memory_category_name(MemoryCategory c) {
     case MemoryCategory::Gradients: return "gradients";
     case MemoryCategory::OptimizerState: return "optimizer_state";
     case MemoryCategory::Activations: return "activations";
+    case MemoryCategory::KVCache: return "kv_cache";
     case MemoryCategory::Other: return "other";
   }
   return "unknown";

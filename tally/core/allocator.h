@@ -20,9 +20,10 @@ namespace tally {
 /// What a storage holds, for the memory tracker's breakdown.
 /// WorkingCopies: the low-precision copies of float32 parameters (master weights) that mixed
 /// precision computes with (amp::AutocastGuard's cast cache, FP8 layers' quantized weights).
-enum class MemoryCategory : uint8_t { Parameters, WorkingCopies, Gradients, OptimizerState, Activations, Other };
-inline constexpr int kNumMemoryCategories = 6;
-/// "parameters", "working_copies", "gradients", "optimizer_state", "activations", "other".
+/// KVCache: the keys and values incremental decoding keeps per layer (nn::KVCache).
+enum class MemoryCategory : uint8_t { Parameters, WorkingCopies, Gradients, OptimizerState, Activations, KVCache, Other };
+inline constexpr int kNumMemoryCategories = 7;
+/// "parameters", "working_copies", "gradients", "optimizer_state", "activations", "kv_cache", "other".
 std::string_view memory_category_name(MemoryCategory c);
 
 /// "37.25 GiB (40000000000 bytes)": a size in the unit a reader thinks in, and exactly (for

@@ -85,10 +85,10 @@ CausalSelfAttention::CausalSelfAttention(int64_t d_model, int64_t num_heads_, in
   }
 }
 
-Tensor CausalSelfAttention::rotate(const Tensor& x) const {
+Tensor CausalSelfAttention::rotate(const Tensor& x, int64_t start) const {
   const int64_t T = x.size(-2), half = x.size(-1) / 2;
   Tensor rotated_half = cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-  return x * cos_.narrow(0, 0, T) + rotated_half * sin_.narrow(0, 0, T);
+  return x * cos_.narrow(0, start, T) + rotated_half * sin_.narrow(0, start, T);
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x) {
@@ -99,7 +99,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   Tensor y;  // [b, T, d]
   if (cos_.defined()) {
     auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).reshape({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
-    y = functional::scaled_dot_product_attention(rotate(heads(0)), rotate(heads(1)), heads(2), std::nullopt, 0.0, /*is_causal=*/true)
+    y = functional::scaled_dot_product_attention(rotate(heads(0), 0), rotate(heads(1), 0), heads(2), std::nullopt, 0.0, /*is_causal=*/true)
             .permute({0, 2, 1, 3})
             .reshape({b, T, d});
   } else {
@@ -109,6 +109,24 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
     y = scaled_dot_product_attention_packed(packed.view({b, T, 3, num_heads, dh}), /*is_causal=*/true).view({b, T, d});
   }
   return drop->forward(proj->forward(y));
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x, KVCache& cache, int64_t layer) {
+  auto s = scope();
+  TALLY_CHECK(x.dim() == 3, "CausalSelfAttention: expected input [b, T, d], got ", x.sizes());
+  const int64_t b = x.size(0), T = x.size(1), d = x.size(2), dh = d / num_heads, start = cache.length();
+  Tensor packed = qkv->forward(x);  // [b, T, 3d]
+  auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).view({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
+  Tensor q = heads(0), k = heads(1);
+  if (cos_.defined()) q = rotate(q, start), k = rotate(k, start);
+  auto [keys, values] = cache.append(layer, k, heads(2));  // [b, h, start + T, dh]
+  // Query i (position start + i) sees keys 0 … start + i. With nothing cached that is is_causal's
+  // square triangle; one new query sees every key; a block after cached positions needs the
+  // triangle shifted right by `start`, as a mask.
+  std::optional<Tensor> mask;
+  if (start > 0 && T > 1) mask = ones({T, start + T}, TensorOptions(kBool).device(x.device())).tril(start);
+  Tensor y = functional::scaled_dot_product_attention(q, keys, values, mask, 0.0, /*is_causal=*/start == 0 && T > 1);
+  return drop->forward(proj->forward(y.permute({0, 2, 1, 3}).reshape({b, T, d})));
 }
 
 TransformerBlock::TransformerBlock(const TransformerConfig& c, TensorOptions options, Generator* gen) : Layer("TransformerBlock") {
@@ -124,6 +142,12 @@ TransformerBlock::TransformerBlock(const TransformerConfig& c, TensorOptions opt
 Tensor TransformerBlock::forward(const Tensor& x) {
   auto s = scope();
   Tensor h = x + attn->forward(norm1->forward(x));
+  return h + drop->forward(mlp->forward(norm2->forward(h)));
+}
+
+Tensor TransformerBlock::forward(const Tensor& x, KVCache& cache, int64_t layer) {
+  auto s = scope();
+  Tensor h = x + attn->forward(norm1->forward(x), cache, layer);
   return h + drop->forward(mlp->forward(norm2->forward(h)));
 }
 
@@ -159,18 +183,50 @@ Tensor TransformerLM::forward(const Tensor& ids) {
   TALLY_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= config_.context_length,
               "TransformerLM: expected token ids [b, T] with 1 <= T <= context_length ", config_.context_length, ", got ",
               ids.sizes());
+  Tensor x = embed(ids, 0);
+  for (const auto& block : *blocks) x = std::static_pointer_cast<TransformerBlock>(block)->forward(x);
+  return head(x);
+}
+
+Tensor TransformerLM::forward(const Tensor& ids, KVCache& cache) {
+  auto s = scope();
+  TALLY_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(0) == cache.batch(),
+              "TransformerLM: expected token ids [b, T] with b = the cache's batch ", cache.batch(), ", got ", ids.sizes());
+  TALLY_CHECK(cache.num_layers() == config_.num_layers, "TransformerLM: a cache of ", cache.num_layers(), " layers for a model of ",
+              config_.num_layers);
+  const int64_t T = ids.size(1), start = cache.length();
+  TALLY_CHECK(start + T <= std::min(cache.capacity(), config_.context_length), "TransformerLM: positions ", start, " to ", start + T,
+              " do not fit the cache (capacity ", cache.capacity(), ") and context length ", config_.context_length);
+  Tensor x = embed(ids, start);
+  int64_t layer = 0;
+  for (const auto& block : *blocks) x = std::static_pointer_cast<TransformerBlock>(block)->forward(x, cache, layer++);
+  cache.advance(T);
+  return head(x);
+}
+
+KVCache TransformerLM::make_kv_cache(int64_t batch, int64_t capacity) const {
+  TALLY_CHECK(capacity >= 1 && capacity <= config_.context_length, "TransformerLM: a KV cache of ", capacity,
+              " positions; it holds 1 to context_length = ", config_.context_length);
+  const Tensor& w = token_embedding->weight;
+  return KVCache(config_.num_layers, batch, config_.num_heads, capacity, config_.d_model / config_.num_heads,
+                 TensorOptions(w.dtype()).device(w.device()));
+}
+
+Tensor TransformerLM::embed(const Tensor& ids, int64_t start) {
   const int64_t T = ids.size(1);
   Tensor x = token_embedding->forward(ids);  // [b, T, d]
   if (position_embedding) {
     auto p = ModuleScope("position_embedding");
-    x = x + position_embedding->weight.narrow(0, 0, T);
+    x = x + position_embedding->weight.narrow(0, start, T);
   }
-  x = drop->forward(x);
-  for (const auto& block : *blocks) x = std::static_pointer_cast<TransformerBlock>(block)->forward(x);
-  x = norm_f->forward(x);
+  return drop->forward(x);
+}
+
+Tensor TransformerLM::head(const Tensor& x) {
+  Tensor h = norm_f->forward(x);
   // Tied: the embedding table [V, d] is the head's weight [out, in], through linear as PyTorch's
   // GPTs do (so autocast casts the leaf weight once, from its cache).
-  return lm_head ? lm_head->forward(x) : functional::linear(x, token_embedding->weight);
+  return lm_head ? lm_head->forward(h) : functional::linear(h, token_embedding->weight);
 }
 
 Tensor TransformerLM::loss(const Tensor& ids, const Tensor& targets) {

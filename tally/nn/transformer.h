@@ -3,6 +3,7 @@
 // pre-norm blocks of causal multi-head self-attention and an MLP, a final norm, and an output
 // projection that is its own weight or the token embedding's (tied).
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -11,8 +12,10 @@
 #include "tally/core/tensor_options.h"
 #include "tally/nn/activation.h"
 #include "tally/nn/container.h"
+#include "tally/nn/kv_cache.h"
 #include "tally/nn/linear.h"
 #include "tally/nn/normalization.h"
+#include "tally/nn/sampling.h"
 
 namespace tally::nn {
 
@@ -60,12 +63,15 @@ class CausalSelfAttention : public Layer {
   CausalSelfAttention(int64_t d_model, int64_t num_heads, int64_t context_length, bool bias = true, bool rotary = false,
                       double rope_theta = 10000.0, double dropout = 0.0, TensorOptions options = {}, Generator* gen = nullptr);
   Tensor forward(const Tensor& x) override;
+  /// The same for positions [cache.length(), cache.length() + T): their keys and values are
+  /// written into `layer`'s part of the cache, and their queries attend to every position held.
+  Tensor forward(const Tensor& x, KVCache& cache, int64_t layer);
   int64_t num_heads;
   std::shared_ptr<Linear> qkv, proj;
   std::shared_ptr<Dropout> drop;
 
  private:
-  Tensor rotate(const Tensor& x) const;  // [b, h, T, dh]
+  Tensor rotate(const Tensor& x, int64_t start) const;  // [b, h, T, dh] at positions start, start + 1, …
   Tensor cos_, sin_;                     // [context_length, dh], non-persistent buffers (rotary only)
 };
 
@@ -74,10 +80,23 @@ class TransformerBlock : public Layer {
  public:
   TransformerBlock(const TransformerConfig& config, TensorOptions options = {}, Generator* gen = nullptr);
   Tensor forward(const Tensor& x) override;
+  /// With a KV cache (CausalSelfAttention::forward).
+  Tensor forward(const Tensor& x, KVCache& cache, int64_t layer);
   std::shared_ptr<Layer> norm1, norm2;
   std::shared_ptr<CausalSelfAttention> attn;
   std::shared_ptr<MLP> mlp;
   std::shared_ptr<Dropout> drop;
+};
+
+struct GenerationOptions {
+  int64_t max_new_tokens = 100;
+  SamplingOptions sampling;
+  /// false: each token runs a forward over the whole window instead of one position over the
+  /// cache (the reference the cache is checked against, and what decoding without one costs).
+  bool use_cache = true;
+  /// Called with i and token i [b, 1] as each new token is chosen (to stream the text; to time the
+  /// prefill, which ends as token 0 is chosen, apart from the decoding after it).
+  std::function<void(int64_t, const Tensor&)> on_token;
 };
 
 /// Token ids [b, T] (T ≤ context_length) → logits [b, T, vocab]. Weights start N(0, 0.02) (GPT-2),
@@ -86,6 +105,19 @@ class TransformerLM : public Layer {
  public:
   explicit TransformerLM(const TransformerConfig& config, TensorOptions options = {}, Generator* gen = nullptr);
   Tensor forward(const Tensor& ids) override;
+  /// Incremental decoding: the logits of positions [cache.length(), cache.length() + T) of ids
+  /// [b, T], which follow the positions the cache holds; their keys and values join the cache.
+  /// Equal, within rounding, to the last T positions of forward() over the whole sequence.
+  Tensor forward(const Tensor& ids, KVCache& cache);
+  /// An empty cache for `batch` sequences of up to `capacity` positions (at most context_length),
+  /// in the dtype and on the device of the model's parameters.
+  KVCache make_kv_cache(int64_t batch, int64_t capacity) const;
+  /// The prompt ids [b, T] followed by max_new_tokens tokens, each chosen from the logits of the
+  /// one before (sample_next_token), without gradients and with dropout off: [b, T + new]. The
+  /// prompt is run once (the prefill), then each token over the KV cache. Past the context length
+  /// the window is cut to its last context_length tokens, as nanoGPT's generate does, and run
+  /// again. The same generator state gives the same tokens.
+  Tensor generate(const Tensor& prompt, const GenerationOptions& options, Generator* gen = nullptr);
   /// Mean cross-entropy of forward(ids) against targets [b, T].
   Tensor loss(const Tensor& ids, const Tensor& targets);
   const TransformerConfig& config() const { return config_; }
@@ -97,6 +129,8 @@ class TransformerLM : public Layer {
   std::shared_ptr<Dropout> drop;
 
  private:
+  Tensor embed(const Tensor& ids, int64_t start);  // the tokens' and positions' embeddings, positions from `start`
+  Tensor head(const Tensor& x);                    // the final norm and the output projection
   TransformerConfig config_;
 };
 

@@ -47,7 +47,7 @@ for kind in ("mfu", "hfu"):
 check(s["hfu"]["promised"] > s["mfu"]["promised"], "HFU counts more FLOPs than MFU")
 
 # The memory table: the CLI's rows and the report's, in the categories' order, the same text.
-order = ["parameters", "working_copies", "gradients", "optimizer_state", "activations", "other"]
+order = ["parameters", "working_copies", "gradients", "optimizer_state", "activations", "kv_cache", "other"]
 lines = r.stdout.splitlines()
 table = lines[next(i for i, l in enumerate(lines) if l.startswith("memory ")):]
 cli_rows = [l.split() for l in table if l.split() and l.split()[0] in order]

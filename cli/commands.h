@@ -24,6 +24,8 @@ std::filesystem::path write_report(const std::string& run_dir, const std::string
 /// IOError when run_dir/report.html exists and is not a page tally wrote: a user's file there is
 /// never written over. Checked by `tally train` before the run starts (Note [Refuse before writing]).
 void refuse_foreign_report(const std::string& run_dir);
+/// `tally sample RUN_DIR`: a trained model continues a prompt; the books of prefill and decode.
+void add_sample_command(CLI::App& app);
 /// `tally train`: the main job (tally/train): checkpoints, resume, progress, end-of-run accounting.
 void add_train_command(CLI::App& app);
 

@@ -23,6 +23,7 @@
 #include "tally/core/allocator.h"
 #include "tally/dist/process_group.h"
 #include "tally/error/error.h"
+#include "tally/train/sample.h"
 #include "tally/train/trainer.h"
 
 namespace tally::cli {
@@ -204,6 +205,21 @@ void print_summary(const json& s) {
   fmt::print("\n");
 }
 
+/// What the model writes now: a few lines from its last checkpoint, and how to get more.
+void print_short_sample(const train::TrainConfig& config) {
+  std::vector<std::string> notes;
+  const train::TrainedModel trained = train::load_trained_model(config.out, "", notes);
+  train::SampleOptions o;
+  o.max_new_tokens = 160;
+  o.measure_machine = false;
+  const train::SampleResult r = train::sample(trained, o);
+  const int64_t vocab = trained.model->config().vocab_size;
+  std::string text = train::tokens_text(r.ids.narrow(1, r.prompt_tokens, r.ids.size(1) - r.prompt_tokens), vocab);
+  std::string indented;
+  for (char c : text) indented += c == '\n' ? std::string("\n                ") : std::string(1, c);
+  fmt::print("sample          {}\n                (`tally sample {}` for more, with the books of decoding)\n", indented, config.out);
+}
+
 /// The settings, layered: the defaults (or, resuming, the run's own config.json), then --config,
 /// then the flags; each value is checked as it is laid on and the merged whole validated once, so
 /// that a flag may fix what a file alone would not allow (warmup_steps against steps).
@@ -328,6 +344,7 @@ void add_train_command(CLI::App& app) {
     fmt::print("\nrun directory   {}  (config.json, metrics.jsonl, summary.json, checkpoints/{})\n", config.out,
                config.data.empty() ? ", corpus.u16" : "");
     fmt::print("report          {}  (open it in a browser; `tally report {}` redraws it)\n", write_report(config.out).string(), config.out);
+    if (!result.interrupted) print_short_sample(config);
   });
 }
 

@@ -20,7 +20,11 @@ using nlohmann::json;
 
 json category_json(const CategoryBytes& bytes) {
   json j = json::object();
-  for (int c = 0; c < kNumMemoryCategories; ++c) j[std::string(memory_category_name(static_cast<MemoryCategory>(c)))] = bytes[c];
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    // A training step holds no KV cache (that is decoding's, `tally sample`): no row for it.
+    if (static_cast<MemoryCategory>(c) == MemoryCategory::KVCache && bytes[c] == 0) continue;
+    j[std::string(memory_category_name(static_cast<MemoryCategory>(c)))] = bytes[c];
+  }
   return j;
 }
 

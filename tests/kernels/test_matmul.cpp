@@ -272,6 +272,42 @@ TEST(Matmul, SmallFloat32LoopsOnEveryLayout) {
   for (size_t i = 0; i < loops.size(); ++i) EXPECT_NEAR(loops[i], onednn[i], 1e-5f * (1 + std::abs(onednn[i])));
 }
 
+TEST(Matmul, FewRowsAgainstAWeightStoredAsRowsStreamIt) {
+  // x·Wᵀ for 1 to 8 rows of x (decoding): every row count, output counts that leave a partial block
+  // of 4, a bias or none; equal on 1 and 2 threads (each output summed by one thread in one order).
+  for (int64_t M = 1; M <= detail::kRowsMatmulMaxRows; ++M)
+    for (int64_t N : {1, 5, 130})
+      for (int64_t K : {300, 1031}) {
+        SCOPED_TRACE("M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K));
+        std::mt19937_64 rng(static_cast<uint64_t>(M * 1000 + N + K));
+        const auto a = make_operand<float>(Layout::kContiguous, 1, M, K, rng);
+        const auto w = make_operand<float>(Layout::kTransposed, 1, K, N, rng);  // B = Wᵀ, W [N, K] as rows
+        const detail::MatmulProblem p{1, M, N, K, a.ref(), w.ref()};
+        ASSERT_TRUE(detail::is_rows_matmul(p));
+        std::vector<float> c(M * N, -1.0f), two(M * N), bias(N), with_bias(M * N);
+        detail::matmul_rows_f32(p, c.data());
+        EXPECT_TRUE(matches_reference(1, M, N, K, a, w, c, tolerance<float>()));
+        const int threads = omp_get_max_threads();
+        omp_set_num_threads(threads == 1 ? 2 : 1);
+        detail::matmul_rows_f32(p, two.data());
+        omp_set_num_threads(threads);
+        EXPECT_EQ(c, two);
+        for (int64_t n = 0; n < N; ++n) bias[n] = static_cast<float>(n) - 2.5f;
+        // Through the dispatch (N = 1 makes B one column, whose strides matmul() makes canonical: oneDNN's).
+        if (N == 1) continue;
+        matmul(kFloat32, 1, M, N, K, a.ref(), w.ref(), with_bias.data(), bias.data());
+        for (int64_t i = 0; i < M * N; ++i) EXPECT_EQ(with_bias[i], c[i] + bias[i % N]);
+      }
+  // Not this path: rows of W not contiguous, more rows than 8, a batch.
+  std::mt19937_64 rng(1);
+  const auto a = make_operand<float>(Layout::kContiguous, 1, 9, 64, rng);
+  const auto w = make_operand<float>(Layout::kTransposed, 1, 64, 32, rng);
+  const auto b = make_operand<float>(Layout::kContiguous, 1, 64, 32, rng);
+  EXPECT_FALSE(detail::is_rows_matmul({1, 9, 32, 64, a.ref(), w.ref()}));
+  EXPECT_FALSE(detail::is_rows_matmul({1, 2, 32, 64, a.ref(), b.ref()}));
+  EXPECT_FALSE(detail::is_rows_matmul({2, 2, 32, 64, a.ref(), w.ref()}));
+}
+
 TEST(Matmul, BroadcastBatchFoldsIntoOneProblem) {
   // A (4*8 batches of 16×32) @ B (32×2, shared) runs as one 512×32 @ 32×2 product: the same
   // primitive as an explicit 2-D call of that shape.

@@ -80,6 +80,8 @@ void matmul(Dtype dtype, int64_t batch, int64_t M, int64_t N, int64_t K, MatrixR
       if (detail::is_small_matmul(p)) {
         detail::matmul_small_f32(p, static_cast<float*>(C));
         bias_added = false;
+      } else if (detail::is_rows_matmul(p)) {
+        detail::matmul_rows_f32(p, static_cast<float*>(C));
       } else {
         detail::matmul_onednn(dtype, p, C);
       }
@@ -109,7 +111,8 @@ std::vector<std::pair<std::string, std::string>> matmul_paths() {
   const std::string bf16 = detail::onednn_amx_bf16()      ? "oneDNN on AMX tiles (tdpbf16ps)"
                            : detail::onednn_native_bf16() ? "oneDNN with AVX512_BF16 (vdpbf16ps)"
                                                           : widened + " (no native bfloat16 on this CPU)";
-  return {{"float32", "oneDNN (float32 FMA); products under 16x16x16 multiply-adds by plain loops"},
+  return {{"float32", "oneDNN (float32 FMA); products under 16x16x16 multiply-adds by plain loops; up to 8 rows against a "
+                      "weight stored as rows (x·Wᵀ, decoding) by streaming the weight"},
           {"bfloat16", bf16},
           {"float16", widened + " (Debian 12's oneDNN 2.6 has no AVX512_FP16 kernels)"},
           {"float8", "scaled_mm only: widened exactly to bfloat16, then bfloat16's path, scales applied to the product"},

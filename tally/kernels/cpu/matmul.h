@@ -1,8 +1,8 @@
 #pragma once
 // Batched matrix multiply on the CPU. float32 goes through oneDNN (tiny products through plain
-// loops), and bfloat16 too where the CPU has native bf16 instructions; float16 (and bfloat16
-// elsewhere) is computed by the float32 path and rounded once; float64 and the integer dtypes use
-// tally's own blocked kernel.
+// loops, a few rows against a weight stored as rows by streaming it), and bfloat16 too where the
+// CPU has native bf16 instructions; float16 (and bfloat16 elsewhere) is computed by the float32
+// path and rounded once; float64 and the integer dtypes use tally's own blocked kernel.
 
 #include <cstdint>
 #include <string>
@@ -64,6 +64,14 @@ inline constexpr int64_t kSmallMatmulMacs = 16 * 16 * 16;
 bool is_small_matmul(const MatmulProblem& p);
 /// float32 by plain loops on the calling thread, for products where a oneDNN call costs more than the work.
 void matmul_small_f32(const MatmulProblem& p, float* C);
+/// Rows of A up to which a float32 product with B stored as rows of a weight (x·Wᵀ) streams the
+/// weight itself (matmul_rows.cpp) instead of calling oneDNN.
+inline constexpr int64_t kRowsMatmulMaxRows = 8;
+/// Whether `p` is such a product: one matrix, at most kRowsMatmulMaxRows rows of A, A's rows and
+/// B's columns (W's rows) contiguous.
+bool is_rows_matmul(const MatmulProblem& p);
+/// float32 by streaming W's rows over the threads, the bias added.
+void matmul_rows_f32(const MatmulProblem& p, float* C);
 /// True when oneDNN runs bfloat16 on native instructions (AVX512_BF16 or AMX) rather than emulating them.
 bool onednn_native_bf16();
 /// True when oneDNN runs bfloat16 matmuls on AMX tiles (its effective ISA includes AMX).

@@ -26,6 +26,8 @@ std::filesystem::path write_report(const std::string& run_dir, const std::string
 void refuse_foreign_report(const std::string& run_dir);
 /// `tally sample RUN_DIR`: a trained model continues a prompt; the books of prefill and decode.
 void add_sample_command(CLI::App& app);
+/// `tally export RUN_DIR --out FILE`: a run's weights alone, in tally's or GPT-2's names.
+void add_export_command(CLI::App& app);
 /// `tally train`: the main job (tally/train): checkpoints, resume, progress, end-of-run accounting.
 void add_train_command(CLI::App& app);
 

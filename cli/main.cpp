@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   tally::cli::add_report_command(app);
   tally::cli::add_train_command(app);
   tally::cli::add_sample_command(app);
+  tally::cli::add_export_command(app);
   // CLI11 answers a misspelt command ("tally trian") with "A subcommand is required" alone.
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;

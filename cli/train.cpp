@@ -73,7 +73,8 @@ std::string duration_text(double s) {
 /// The progress line: a bar on a terminal (redrawn), plain text otherwise.
 void print_step(const train::StepReport& r, bool tty, int64_t log_interval) {
   const double eta = r.elapsed_s / static_cast<double>(r.step) * static_cast<double>(r.steps - r.step);
-  const std::string figures = fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s  MFU {:.1f}%  ETA {}", r.step, r.steps, r.loss,
+  const std::string val = r.val_loss ? fmt::format("  val {:.4f}", *r.val_loss) : "";
+  const std::string figures = fmt::format("step {}/{}  loss {:.4f}{}  {:.0f} tok/s  MFU {:.1f}%  ETA {}", r.step, r.steps, r.loss, val,
                                           r.tokens_per_s, 100 * r.mfu, duration_text(eta));
   if (tty) {
     constexpr int kWidth = 24;
@@ -82,7 +83,7 @@ void print_step(const train::StepReport& r, bool tty, int64_t log_interval) {
                figures);
     if (r.step == r.steps) fmt::print("\n");
     std::fflush(stdout);
-  } else if (r.step % log_interval == 0 || r.step == r.steps) {
+  } else if (r.step % log_interval == 0 || r.step == r.steps || r.val_loss) {
     fmt::print("{}\n", figures);
     std::fflush(stdout);
   }
@@ -163,6 +164,11 @@ void print_summary(const json& s) {
              run.at("tokens_per_s").get<double>(), run.value("step_tokens_per_s", 0.0));
   fmt::print("loss            {:.4f} -> {:.4f} nats/token (the corpus's unigram entropy: {:.4f})\n", run.at("first_loss").get<double>(),
              run.at("final_loss").get<double>(), run.at("unigram_entropy").get<double>());
+  if (const json v = s.value("validation", json::object()); v.contains("last_loss"))
+    fmt::print("validation      {:.4f} at the end, best {:.4f} at step {} (kept as {}); {} tokens of {} every {} steps\n",
+               v.at("last_loss").get<double>(), v.at("best_loss").get<double>(), v.at("best_step").get<int64_t>(),
+               v.at("best_checkpoint").get<std::string>(), v.at("tokens_per_evaluation").get<int64_t>(), v.at("data").get<std::string>(),
+               v.at("eval_interval").get<int64_t>());
   fmt::print("parameters      {}\n", s.at("parameters").get<int64_t>());
   if (const json dp = s.value("data_parallel", json::object()); !dp.empty())
     fmt::print("data parallel   {} ranks ({}), {} reduction, {} micro-batches a step; per rank and step {} sent and received, "
@@ -241,6 +247,10 @@ train::TrainConfig settle_config(bool resume, const std::string& out, const std:
   }
   if (!config_file.empty()) train::overlay_json_file(config, config_file);
   train::overlay_json(config, flags, "flags");
+  // A new run records its data files by absolute path, so that `--resume` works from any directory.
+  if (!resume)
+    for (std::string* path : {&config.data, &config.val_data, &config.init_from})
+      if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
   config.validate();
   // A new run writes its merged settings to <out>/config.json: over the --config file itself,
   // when that is where it lives (`--config DIR/config.json --out DIR` replaced it without a word).

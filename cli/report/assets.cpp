@@ -198,10 +198,11 @@ const NO_SUMMARY = 'Needs summary.json, which the run writes when it ends.';
 
 // ---- the charts ----
 function chartLoss(svg) {
-  const title = 'Training loss (nats/token) by step';
+  const title = 'Training and validation loss (nats/token) by step';
   const pts = pairs(data.metrics.step, data.metrics.loss);
   if (!pts.length) return empty(svg, title, 'No loss recorded: metrics.jsonl is empty or missing.');
-  const ent = num(data.unigram_entropy), ys = pts.map(p => p[1]);
+  const val = pairs((data.validation || {}).step, (data.validation || {}).val_loss);
+  const ent = num(data.unigram_entropy), ys = pts.map(p => p[1]).concat(val.map(p => p[1]));
   if (!isNaN(ent)) ys.push(ent);
   const xa = stepAxis(pts), ya = linAxis(Math.min(0, minOf(ys)), maxOf(ys), 'loss (nats/token)', v => three(v));
   frame(svg, 330, title);
@@ -211,8 +212,11 @@ function chartLoss(svg) {
     el(P.g, 'text', { x: P.box.x + P.box.w - 4, y: P.Y(ent) - 5, 'text-anchor': 'end', class: 'label', fill: '#16a34a' }, 'unigram entropy ' + three(ent));
   }
   line(P, pts, '#2563eb');
+  line(P, val, '#ea580c');
+  for (const p of val) el(P.g, 'circle', { cx: P.X(p[0]), cy: P.Y(p[1]), r: 3, fill: '#ea580c', class: 'mark' });
   resumeMarks(P, xa);
-  legend(svg, 300, 20, [['training loss', '#2563eb']].concat(isNaN(ent) ? [] : [['unigram entropy of the corpus', '#16a34a', true]]));
+  legend(svg, 300, 20, [['training loss', '#2563eb']].concat(val.length ? [['validation loss', '#ea580c']] : [])
+    .concat(isNaN(ent) ? [] : [['unigram entropy of the corpus', '#16a34a', true]]));
 }
 
 function chartThroughput(svg) {

@@ -119,6 +119,12 @@ std::string run_card(const RunDir& run) {
                                     last < entropy ? "below: the model uses context" : "above: not yet better than token counts",
                                     100 * last / entropy));
   }
+  if (const double v = number_at(run.summary, {"validation", "last_loss"}); !std::isnan(v)) {
+    const std::string data = find_path(run.summary, {"validation", "data"}) ? run.summary["validation"]["data"].get<std::string>() : "";
+    rows.emplace_back("final validation loss", loss(v) + " (" + html_escape(data) + ")");
+    rows.emplace_back("best validation loss", fmt::format("{} at step {}", loss(number_at(run.summary, {"validation", "best_loss"})),
+                                                          number_text(number_at(run.summary, {"validation", "best_step"}))));
+  }
   if (resumed > 0) rows.emplace_back("resumed from step", number_text(resumed));
   return out + render_kv(rows) + source + "</div>";
 }
@@ -149,6 +155,10 @@ json chart_data(const RunDir& run) {
   d["has_summary"] = !run.summary.is_null();
   d["metrics"] = {{"step", column(kept, "step")}, {"loss", column(kept, "loss")},
                   {"tokens_per_s", column(kept, "tokens_per_s")}, {"mfu", column(kept, "mfu")}};
+  std::vector<const json*> evaluated;  // every step with a validation loss: few, none thinned out
+  for (const json& m : run.metrics)
+    if (m.contains("val_loss")) evaluated.push_back(&m);
+  d["validation"] = {{"step", column(evaluated, "step")}, {"val_loss", column(evaluated, "val_loss")}};
   d["resumes"] = resumes;
   const double entropy = number_at(run.summary, {"run", "unigram_entropy"});
   d["unigram_entropy"] = std::isfinite(entropy) ? json(entropy) : json(nullptr);

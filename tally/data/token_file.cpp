@@ -25,6 +25,7 @@ constexpr DtypeInfo kDtypes[] = {
     {TokenDtype::Int32, "int32", "<i4"},
     {TokenDtype::UInt32, "uint32", "<u4"},
     {TokenDtype::Int64, "int64", "<i8"},
+    {TokenDtype::UInt8, "uint8", "|u1"},
 };
 
 const DtypeInfo& info(TokenDtype dtype) { return kDtypes[static_cast<int>(dtype)]; }
@@ -37,6 +38,7 @@ decltype(auto) visit(TokenDtype dtype, F&& f) {
     case TokenDtype::Int32: return f.template operator()<int32_t>();
     case TokenDtype::UInt32: return f.template operator()<uint32_t>();
     case TokenDtype::Int64: return f.template operator()<int64_t>();
+    case TokenDtype::UInt8: return f.template operator()<uint8_t>();
   }
   throw InternalError(detail::str_cat("unknown TokenDtype ", int(dtype)));
 }
@@ -71,7 +73,7 @@ std::string_view dtype_name(TokenDtype dtype) { return info(dtype).name; }
 TokenDtype token_dtype_from_name(std::string_view name) {
   for (const DtypeInfo& d : kDtypes)
     if (d.name == name) return d.dtype;
-  throw ValueError(detail::str_cat("unknown token dtype '", name, "' (known: uint16, int32, uint32, int64)"));
+  throw ValueError(detail::str_cat("unknown token dtype '", name, "' (known: uint16, int32, uint32, int64, uint8)"));
 }
 
 TokenFile::TokenFile(std::string path, std::shared_ptr<const io::ReadOnlyFile> file, int64_t offset_bytes, int64_t size, TokenDtype dtype)
@@ -103,7 +105,7 @@ TokenFile TokenFile::open_npy(const std::string& path) {
   }
   if (little_endian_supported) npy_item_size(h.descr, path);  // raises, naming the little-endian dtype to save as
   TALLY_CHECK_TYPE_ERROR(found, "'", path, "' holds .npy dtype '", h.descr,
-                         "'; token files hold uint16 (<u2), int32 (<i4), uint32 (<u4) or int64 (<i8)");
+                         "'; token files hold uint16 (<u2), int32 (<i4), uint32 (<u4), int64 (<i8) or uint8 (|u1)");
   TALLY_CHECK(!h.fortran_order || h.shape.size() <= 1, "'", path, "' holds a Fortran-order array of ",
               h.shape.size(), " dimensions; token files must be 1-d or C-order");
   const int64_t numel = h.numel(), item = element_size(found->dtype);
@@ -142,6 +144,12 @@ void TokenFile::gather(int64_t start, std::span<int64_t> out) const {
       }
     }
   });
+}
+
+TokenFile TokenFile::slice(int64_t start, int64_t count) const {
+  TALLY_CHECK_INDEX(start >= 0 && count >= 0 && count <= size_ && start <= size_ - count, "tokens [", start, ", ", start + count,
+                    ") are out of bounds for token file '", path_, "' with ", size_, " tokens");
+  return TokenFile(path_, file_, offset_bytes_ + start * element_size(dtype_), count, dtype_);
 }
 
 }  // namespace tally::data

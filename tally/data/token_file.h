@@ -15,12 +15,12 @@
 
 namespace tally::data {
 
-/// Element type of a token file (little-endian on disk).
-enum class TokenDtype : uint8_t { UInt16, Int32, UInt32, Int64 };
+/// Element type of a token file (little-endian on disk). UInt8: a text file's bytes as tokens.
+enum class TokenDtype : uint8_t { UInt16, Int32, UInt32, Int64, UInt8 };
 
 /// Bytes per token.
 int64_t element_size(TokenDtype dtype);
-/// NumPy's name: "uint16", "int32", "uint32", "int64".
+/// NumPy's name: "uint16", "int32", "uint32", "int64", "uint8".
 std::string_view dtype_name(TokenDtype dtype);
 /// The dtype with NumPy's name; ValueError lists the names for an unknown one.
 TokenDtype token_dtype_from_name(std::string_view name);
@@ -50,6 +50,9 @@ class TokenFile {
   /// Tokens start .. start + out.size() into out (IndexError when the window leaves the file;
   /// IOError when the file was cut shorter since it was opened).
   void gather(int64_t start, std::span<int64_t> out) const;
+  /// Tokens [start, start + count) as a token file of their own (sharing the open file): a
+  /// held-out part. IndexError when they leave this one.
+  TokenFile slice(int64_t start, int64_t count) const;
 
  private:
   TokenFile(std::string path, std::shared_ptr<const io::ReadOnlyFile> file, int64_t offset_bytes, int64_t size, TokenDtype dtype);

@@ -189,7 +189,9 @@ WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_steps, int64
 }
 
 double WarmupCosineLR::lr_at(double base_lr, int64_t step) const {
-  if (step < warmup_steps_) return base_lr * static_cast<double>(step) / static_cast<double>(warmup_steps_);
+  // The first step already learns, at base_lr / warmup_steps (nanoGPT's and llm.c's warm-up); a
+  // warm-up from 0 spends its first step computing an update it multiplies by nothing.
+  if (step < warmup_steps_) return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps_);
   if (step >= total_steps_) return min_lr_;
   const double progress = static_cast<double>(step - warmup_steps_) / static_cast<double>(total_steps_ - warmup_steps_);
   return min_lr_ + 0.5 * (1 + std::cos(std::numbers::pi * progress)) * (base_lr - min_lr_);

@@ -167,8 +167,8 @@ class LambdaLR : public LRScheduler {
   std::function<double(int64_t)> lr_lambda_;
 };
 
-/// Linear warm-up then cosine decay (the lecture course's schedule): base_lr · t / warmup_steps
-/// for t < warmup_steps; min_lr + ½(1 + cos(π (t − warmup_steps) / (total_steps − warmup_steps)))
+/// Linear warm-up then cosine decay: base_lr · (t + 1) / warmup_steps for t < warmup_steps (the
+/// first step at base_lr / warmup_steps, the last of the warm-up at base_lr); min_lr + ½(1 + cos(π (t − warmup_steps) / (total_steps − warmup_steps)))
 /// · (base_lr − min_lr) up to total_steps; min_lr after.
 class WarmupCosineLR : public LRScheduler {
  public:

@@ -77,6 +77,15 @@ fs::path CheckpointManager::save(int64_t step, const StateDict& tensors, const s
   return path;
 }
 
+fs::path CheckpointManager::save_best(const StateDict& tensors, const std::map<std::string, std::string>& metadata) const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  TALLY_CHECK_TYPE(IOError, !ec, "cannot create checkpoint folder ", dir_.string(), ": ", ec.message());
+  const fs::path path = dir_ / kBestFileName;
+  io::save_safetensors(path, tensors, metadata);
+  return path;
+}
+
 std::vector<std::pair<int64_t, fs::path>> CheckpointManager::list() const {
   std::vector<std::pair<int64_t, fs::path>> out;
   std::error_code ec;
@@ -95,7 +104,8 @@ int64_t CheckpointManager::remove_stale_temporaries() const {
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const std::string name = entry.path().filename().string();
     const size_t tmp = name.find(".tmp.");
-    if (name.starts_with(".") && tmp != std::string::npos && step_of(name.substr(1, tmp - 1)) && fs::remove(entry.path(), ec)) ++removed;
+    const bool ours = tmp != std::string::npos && (step_of(name.substr(1, tmp - 1)) || name.substr(1, tmp - 1) == kBestFileName);
+    if (name.starts_with(".") && ours && fs::remove(entry.path(), ec)) ++removed;
   }
   return removed;
 }

@@ -42,6 +42,12 @@ class CheckpointManager {
   /// IOError (the committed checkpoints untouched) when the write fails.
   std::filesystem::path save(int64_t step, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const;
 
+  /// The file the best checkpoint is kept in, beside the steps' (Note [The best checkpoint] in trainer.cpp).
+  static constexpr const char* kBestFileName = "best.safetensors";
+  /// Commit `tensors` and `metadata` as the best checkpoint, replacing the one before; never
+  /// rotated, never what load_latest() resumes from. IOError (the one before kept) when it fails.
+  std::filesystem::path save_best(const StateDict& tensors, const std::map<std::string, std::string>& metadata) const;
+
   /// The committed checkpoints, oldest first: (step, path).
   std::vector<std::pair<int64_t, std::filesystem::path>> list() const;
 
@@ -53,7 +59,8 @@ class CheckpointManager {
   std::optional<Checkpoint> load_latest(std::vector<std::string>& notes) const;
 
   /// Delete the temporaries of saves that never committed (a process killed while writing):
-  /// `.step-….safetensors.tmp.*` files (io::AtomicFile's names). Returns how many went.
+  /// `.step-….safetensors.tmp.*` and `.best.safetensors.tmp.*` files (io::AtomicFile's names).
+  /// Returns how many went.
   int64_t remove_stale_temporaries() const;
 
   /// The file name of step `step`'s checkpoint: "step-000000100.safetensors".

@@ -36,9 +36,13 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
-      {"data", &TrainConfig::data, "token file (raw little-endian array, or .npy); empty: the built-in corpus", -kInf, false, kInf, {}, true},
-      {"data_dtype", &TrainConfig::data_dtype, "element type of a raw token file", -kInf, false, kInf,
-       {"uint16", "int32", "uint32", "int64"}, true},
+      {"data", &TrainConfig::data, "token file (raw little-endian array, .npy, or .txt: its bytes); empty: the built-in corpus", -kInf,
+       false, kInf, {}, true},
+      {"data_dtype", &TrainConfig::data_dtype, "element type of a raw token file (auto: uint8 for a .txt file, uint16 otherwise)", -kInf,
+       false, kInf, {"auto", "uint8", "uint16", "int32", "uint32", "int64"}, true},
+      {"val_data", &TrainConfig::val_data, "validation token file, read as data is (empty: the data's last val_fraction)"},
+      {"val_fraction", &TrainConfig::val_fraction,
+       "without val_data, the fraction of the data at its end held out for validation (0: no validation)", 0, false, 0.5, {}, true},
       {"corpus_bytes", &TrainConfig::corpus_bytes, "bytes of the built-in corpus", 4096, false, 1e9, {}, true},
       {"vocab_size", &TrainConfig::vocab_size, "vocabulary size; every token id must be below it", 2, false, 1e8, {}, true},
       {"context_length", &TrainConfig::context_length, "tokens per sequence", 1, false, 1e6, {}, true},
@@ -51,6 +55,9 @@ const std::vector<Field>& fields() {
       {"norm", &TrainConfig::norm, "normalisation", -kInf, false, kInf, {"layernorm", "rmsnorm"}, true},
       {"tied_embeddings", &TrainConfig::tied_embeddings, "share the embedding and output matrices", -kInf, false, kInf, {}, true},
       {"dropout", &TrainConfig::dropout, "dropout probability", 0, false, 1, {}, false, true},
+      {"init_from", &TrainConfig::init_from,
+       "a new run starts from these weights, a .safetensors file in tally's names (an export or a checkpoint) or Hugging Face "
+       "GPT-2's, every tensor's shape checked by name (empty: random initialisation)"},
       {"lr", &TrainConfig::lr, "peak learning rate (AdamW)", 0, true, 10},
       {"min_lr", &TrainConfig::min_lr, "learning rate at the end of the cosine decay", 0, false, 10},
       {"warmup_steps", &TrainConfig::warmup_steps, "steps of linear warm-up", 0, false, 1e12},
@@ -59,6 +66,9 @@ const std::vector<Field>& fields() {
       {"beta2", &TrainConfig::beta2, "AdamW's beta2", 0, false, 1, {}, false, true},
       {"eps", &TrainConfig::eps, "AdamW's epsilon", 0, false, 1},
       {"grad_clip", &TrainConfig::grad_clip, "max total gradient norm (0: no clipping)", 0, false, 1e12},
+      {"decay_all", &TrainConfig::decay_all,
+       "weight decay on every tensor; by default only on those of 2 or more dims, not on biases and norms (GPT-2's groups)", -kInf,
+       false, kInf, {}, true},
       {"batch_size", &TrainConfig::batch_size, "sequences per micro-batch on each rank (a step: batch_size × grad_accum_steps × ranks)", 1,
        false, 1e7, {}, true},
       {"grad_accum_steps", &TrainConfig::grad_accum_steps, "micro-batches per rank per optimizer step (gradient accumulation)", 1, false,
@@ -89,6 +99,10 @@ const std::vector<Field>& fields() {
       {"checkpoint_interval", &TrainConfig::checkpoint_interval, "steps between checkpoints", 1, false, 1e12},
       {"keep", &TrainConfig::keep, "checkpoints kept (the newest)", 1, false, 1e6},
       {"log_interval", &TrainConfig::log_interval, "steps between progress lines when not on a terminal", 1, false, 1e12},
+      {"eval_interval", &TrainConfig::eval_interval,
+       "steps between validation losses, and the last step (0: none); the best is kept as checkpoints/best.safetensors", 0, false, 1e12},
+      {"eval_batches", &TrainConfig::eval_batches, "batches of batch_size sequences each validation reads, the same ones every time", 1,
+       false, 1e6},
       {"out", &TrainConfig::out, "run directory: config, metrics.jsonl, summary.json, checkpoints (default: runs/<UTC date-time>)"},
   };
   return table;
@@ -186,6 +200,8 @@ void TrainConfig::validate() const {
   TALLY_CHECK(d_model % num_heads == 0, "config: num_heads (", num_heads, ") must divide d_model (", d_model, ")");
   TALLY_CHECK(warmup_steps <= steps, "config: warmup_steps (", warmup_steps, ") must not exceed steps (", steps, "): lower --warmup-steps");
   TALLY_CHECK(min_lr <= lr, "config: min_lr (", min_lr, ") must not exceed lr (", lr, ")");
+  TALLY_CHECK(zero == 0 || decay_all || weight_decay == 0, "config: zero 1 steps flat shards that cut across biases and weights, so ",
+              "it cannot keep weight decay off the biases and norms: add --decay-all true (or --weight-decay 0)");
   TALLY_CHECK(!data.empty() || vocab_size >= 256, "config: the built-in corpus is bytes: vocab_size must be >= 256, got ", vocab_size);
   TALLY_CHECK(!data.empty() || context_length < corpus_bytes, "config: the built-in corpus of corpus_bytes (", corpus_bytes,
               ") tokens is too short for context_length (", context_length, "): raise --corpus-bytes");

@@ -14,8 +14,10 @@ namespace tally::train {
 
 struct TrainConfig {
   // Data.
-  std::string data;                  ///< token file (raw, or .npy by its extension); empty: the built-in corpus
-  std::string data_dtype = "uint16";  ///< element type of a raw token file
+  std::string data;                 ///< token file (raw, .npy or .txt by its extension); empty: the built-in corpus
+  std::string data_dtype = "auto";  ///< element type of a raw token file; auto: uint8 for .txt, else uint16
+  std::string val_data;             ///< validation token file; empty: the last val_fraction of the data
+  double val_fraction = 0.1;        ///< without val_data, the data's tail held out for validation (0: none)
   int64_t corpus_bytes = 4 << 20;    ///< size of the built-in corpus
 
   // Model: a GPT-style decoder (nn::TransformerLM).
@@ -40,6 +42,9 @@ struct TrainConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double grad_clip = 1.0;  ///< max total gradient norm; 0 turns clipping off
+  bool decay_all = false;  ///< weight decay on every tensor, not only on those of 2+ dims (Note [Weight decay groups])
+
+  std::string init_from;  ///< a new run's starting weights (tally's or GPT-2's names, train/export.h); empty: random
 
   // The run.
   int64_t batch_size = 16;      ///< sequences per micro-batch, on each rank
@@ -58,6 +63,8 @@ struct TrainConfig {
   int64_t checkpoint_interval = 100;
   int64_t keep = 3;  ///< checkpoints kept
   int64_t log_interval = 10;
+  int64_t eval_interval = 100;  ///< steps between validation losses (0: none)
+  int64_t eval_batches = 4;     ///< batches of the validation data each evaluation reads
   std::string out;  ///< run directory; `tally train` picks runs/<UTC date-time> when empty
 
   /// The model this config describes.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,10 +20,33 @@ namespace tally::train {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-data::TokenFile open_data_file(const TrainConfig& c) {
-  TALLY_CHECK_TYPE(IOError, fs::exists(c.data), "data file ", c.data, " does not exist");
-  if (c.data.ends_with(".npy")) return data::TokenFile::open_npy(c.data);
-  return data::TokenFile::open_raw(c.data, data::token_dtype_from_name(c.data_dtype));
+data::TokenFile open_token_file(const std::string& path, const std::string& dtype) {
+  TALLY_CHECK_TYPE(IOError, fs::exists(path), "data file ", path, " does not exist");
+  if (path.ends_with(".npy")) return data::TokenFile::open_npy(path);
+  const std::string chosen = dtype != "auto" ? dtype : path.ends_with(".txt") ? "uint8" : "uint16";
+  return data::TokenFile::open_raw(path, data::token_dtype_from_name(chosen));
+}
+
+data::TokenFile open_data_file(const TrainConfig& c) { return open_token_file(c.data, c.data_dtype); }
+
+DataSplit split_data(const data::TokenFile& tokens, const TrainConfig& c) {
+  auto enough = [&](const data::TokenFile& f, const std::string& what) {
+    TALLY_CHECK(f.size() > c.context_length, what, " has ", f.size(), " tokens: too few for context_length ", c.context_length,
+                c.val_data.empty() && c.val_fraction > 0 ? " (set --val-fraction, or --val-data FILE)" : "");
+  };
+  if (!c.val_data.empty()) {
+    DataSplit s{tokens, open_token_file(c.val_data, c.data_dtype), c.val_data};
+    enough(*s.validation, "validation file " + c.val_data);
+    return s;
+  }
+  const auto held = static_cast<int64_t>(static_cast<double>(tokens.size()) * c.val_fraction);
+  if (held == 0) return {tokens, std::nullopt, ""};
+  const std::string name = c.data.empty() ? "the built-in corpus" : tokens.path();
+  DataSplit s{tokens.slice(0, tokens.size() - held), tokens.slice(tokens.size() - held, held),
+              "the last " + std::to_string(static_cast<int>(std::lround(100 * c.val_fraction))) + "% of " + name};
+  enough(s.train, "the training part of " + name + " (all but its last " + std::to_string(held) + " tokens)");
+  enough(*s.validation, "the validation part of " + name + " (its last " + std::to_string(held) + " tokens)");
+  return s;
 }
 
 std::string builtin_corpus_file_bytes(int64_t corpus_bytes) {
@@ -81,7 +105,12 @@ double check_tokens(const data::TokenFile& file, int64_t vocab_size) {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = chunk[static_cast<size_t>(i)];
       TALLY_CHECK(t >= 0 && t < vocab_size, "data file ", file.path(), ": token ", t, " at position ", start + i,
-                  " is outside the vocabulary [0, ", vocab_size, ")");
+                  " is outside the vocabulary [0, ", vocab_size, ") (the file was read as ", data::dtype_name(file.dtype()), "; ",
+                  file.dtype() == data::TokenDtype::UInt8
+                      ? "its bytes need --vocab-size 256"
+                      : "a text file trains as bytes when it is named .txt or with --data-dtype uint8; a token id of " +
+                            std::to_string(t) + " needs --vocab-size " + std::to_string(t + 1) + " or more",
+                  ")");
       if (t < static_cast<int64_t>(counts.size())) ++counts[static_cast<size_t>(t)];
     }
   }

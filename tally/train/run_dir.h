@@ -8,14 +8,28 @@
 #include <system_error>
 #include <vector>
 
+#include <optional>
+
 #include "tally/data/token_file.h"
 #include "tally/train/checkpoint.h"
 #include "tally/train/config.h"
 
 namespace tally::train {
 
-/// The config's token file (raw, or .npy by its extension).
+/// A token file by its extension: .npy by its header, .txt as bytes (uint8), any other as raw
+/// tokens of `dtype` ("auto": uint16), or of uint8 when a .txt file is named with "auto".
+data::TokenFile open_token_file(const std::string& path, const std::string& dtype);
+/// The config's token file (open_token_file of data and data_dtype).
 data::TokenFile open_data_file(const TrainConfig& c);
+
+/// The training and validation tokens: val_data, or the data's last val_fraction held out (none
+/// when val_fraction is 0). ValueError when either part has too few tokens for one context.
+struct DataSplit {
+  data::TokenFile train;
+  std::optional<data::TokenFile> validation;
+  std::string validation_source;  ///< "FILE", or "the last 10% of FILE"
+};
+DataSplit split_data(const data::TokenFile& tokens, const TrainConfig& c);
 /// The built-in corpus of `corpus_bytes` as the bytes of its file: little-endian uint16 tokens, one
 /// per byte of text.
 std::string builtin_corpus_file_bytes(int64_t corpus_bytes);
@@ -30,7 +44,8 @@ data::TokenFile write_builtin_corpus(const std::filesystem::path& out, const std
 inline std::filesystem::path builtin_corpus_path(const std::filesystem::path& out) { return out / "corpus.u16"; }
 /// The run directory's built-in corpus, as written.
 data::TokenFile open_builtin_corpus(const std::filesystem::path& out);
-/// Checks every token is a class of the model and returns the tokens' unigram entropy (nats).
+/// Checks every token is a class of the model and returns the tokens' unigram entropy (nats). The
+/// error for one outside says what the file was read as and how to fix it.
 double check_tokens(const data::TokenFile& file, int64_t vocab_size);
 
 // Note [A failed start leaves nothing]

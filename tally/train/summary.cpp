@@ -168,6 +168,7 @@ json run_summary(const TrainConfig& config, const RunRecord& r, accounting::Flop
         {"interrupted", r.interrupted}}},
       {"parameters", r.parameters},
       {"data_parallel", r.data_parallel.is_null() ? json::object() : r.data_parallel},
+      {"validation", r.validation.is_null() ? json::object() : r.validation},
       {"precision", precision_json},
       {"flops_per_token",
        {{"predicted",

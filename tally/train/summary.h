@@ -61,6 +61,7 @@ struct RunRecord {
   double model_flops_per_step = 0;  ///< PaLM's (Note [MFU and HFU])
   double promised_flops = 0;        ///< the run's promised peak (Note [The run's peak]), every rank's
   nlohmann::json data_parallel;     ///< under mpirun: the ranks and their communication
+  nlohmann::json validation;        ///< the validation data and losses (last, best), when the run has them
 };
 
 /// summary.json's contents. Call it as the steps end: it reads the process's memory first (the

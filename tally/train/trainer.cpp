@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "tally/accounting/flop_counter.h"
@@ -31,9 +32,12 @@
 #include "tally/error/error.h"
 #include "tally/io/checksum.h"
 #include "tally/io/dir_lock.h"
+#include "tally/io/safetensors.h"
 #include "tally/kernels/cpu/parallel.h"
+#include "tally/ops/cost.h"
 #include "tally/machine/cache_dir.h"
 #include "tally/train/checkpoint.h"
+#include "tally/train/export.h"
 #include "tally/train/memory_check.h"
 #include "tally/train/model_setup.h"
 #include "tally/train/precision.h"
@@ -58,6 +62,7 @@ json StepReport::to_json() const {
   if (comm_predicted_s) j["comm_predicted_s"] = *comm_predicted_s;
   if (comm_bytes) j["comm_bytes"] = *comm_bytes;
   if (param_hash) j["param_hash"] = *param_hash;
+  if (val_loss) j["val_loss"] = *val_loss;
   return j;
 }
 
@@ -134,6 +139,7 @@ struct Preflight {
   double entropy = 0;                    ///< of the data file's tokens
   std::string corpus;                    ///< the built-in corpus's file, when the config names no data
   bool corpus_there = false;             ///< the run directory holds that corpus already
+  std::optional<StateDict> init_weights;  ///< a new run's starting weights (init_from), checked against the model
 };
 
 /// The data's checks: every token in the vocabulary, more tokens than one context. Returns the
@@ -172,9 +178,15 @@ Preflight preflight(const TrainConfig& config, bool resume, const TrainHooks& ho
   if (!config.data.empty()) {
     p.tokens = open_data_file(config);
     if (leader) p.entropy = check_data(*p.tokens, config);
+    split_data(*p.tokens, config);  // each part long enough (the built-in corpus's, once written)
   } else if (leader) {
     p.corpus = builtin_corpus_file_bytes(config.corpus_bytes);
     p.corpus_there = corpus_in_place(out, p.corpus);
+  }
+  if (leader && !config.val_data.empty()) check_tokens(open_token_file(config.val_data, config.data_dtype), config.vocab_size);
+  if (!config.init_from.empty() && !p.from) {
+    p.init_weights = import_weights(io::SafetensorsReader::open(config.init_from).load_all());
+    check_weights(nn::TransformerLM(config.model(), TensorOptions().device(Device(kMeta))), *p.init_weights, config.init_from);
   }
   return p;
 }
@@ -231,7 +243,9 @@ class Run {
         reducer_(make_reducer(config, group, model_)),
         zero_(reducer_ && config.zero == 1 ? std::make_unique<dist::ZeroShards>(model_.parameters(), *reducer_, group) : nullptr),
         optimizer_(make_optimizer(zero_ ? zero_->shards() : model_.parameters(), config)),
-        schedule_(make_schedule(optimizer_, config)) {}
+        schedule_(make_schedule(optimizer_, config)) {
+    if (pre_.init_weights) load_weights(model_, *pre_.init_weights, config.init_from);
+  }
 
   /// Phase 2: the run directory made and locked, its data in place, config.json and metrics.jsonl
   /// written (Note [Rank 0 writes]); with --resume, the state restored; the ranks' parameters made
@@ -264,8 +278,12 @@ class Run {
   StepAgreement agree_on_step(const std::vector<float>& losses, bool stop_here) const;
   /// The parameters' hash, checked equal on every rank.
   std::string verified_param_hash(int64_t step) const;
-  /// A checkpoint of step `at` (Note [Bit-exact resume]), written by rank 0.
-  void save(int64_t at);
+  /// The mean loss over the validation data's first eval_batches batches (the same tokens every
+  /// time), in eval mode, without gradients and off the run's ledger. Every rank computes it.
+  double evaluate();
+  /// A checkpoint of step `at` (Note [Bit-exact resume]), written by rank 0: the step's own, or
+  /// with `best`, checkpoints/best.safetensors (Note [The best checkpoint]).
+  void save(int64_t at, bool best = false);
   void note(const std::string& s) const {
     if (hooks_.note) hooks_.note(s);
   }
@@ -288,6 +306,11 @@ class Run {
   dist::LinkModel link_;  // under mpirun: measured as the run starts
   CreatedFiles created_;
   std::optional<data::TokenLoader> loader_;
+  std::optional<data::TokenFile> validation_;  // none: the run does not evaluate
+  std::string validation_source_;
+  double best_val_ = std::numeric_limits<double>::infinity(), last_val_ = std::numeric_limits<double>::quiet_NaN();
+  double initial_val_ = std::numeric_limits<double>::quiet_NaN();
+  int64_t best_val_step_ = 0;
   std::optional<MetricsFile> metrics_;
 
   int64_t step_ = 0;      // the last step done
@@ -319,7 +342,9 @@ void Run::open_run_dir() {
   }
   if (group_.size() > 1) group_.barrier()->wait();  // rank 0's corpus is whole
   if (!pre_.tokens) pre_.tokens = open_builtin_corpus(out_);
-  loader_.emplace(*pre_.tokens, data::LoaderOptions{.batch_size = config_.batch_size * micro_batches_,
+  DataSplit split = split_data(*pre_.tokens, config_);
+  if (config_.eval_interval > 0) validation_ = split.validation, validation_source_ = split.validation_source;
+  loader_.emplace(split.train, data::LoaderOptions{.batch_size = config_.batch_size * micro_batches_,
                                                     .context_length = config_.context_length,
                                                     .sampling = data::Sampling::Random,
                                                     .seed = static_cast<uint64_t>(config_.seed) + 1});  // check_tokens checked every id once
@@ -371,6 +396,9 @@ void Run::restore() {
               saved_micro_batches, ", and the run continues on the same batches");
   model_.load_state_dict(with_prefix_removed(c.tensors, "model."));
   const StateDict optimizer_state = with_prefix_removed(c.tensors, "optimizer.");
+  TALLY_CHECK(optimizer_state.contains("param_groups.1.params") || optimizer_.param_groups().size() == 1, "checkpoint ", c.path.string(),
+              " was trained with weight decay on every tensor (one parameter group, as tally trained before its decay groups): ",
+              "resume it with --decay-all true");
   optimizer_.load_state_dict(zero_ ? zero_->shard(optimizer_state) : optimizer_state);  // Note [ZeRO-1]
   schedule_.load_state_dict(with_prefix_removed(c.tensors, "scheduler."));
   precision_.load_state_dict(with_prefix_removed(c.tensors, "precision."));
@@ -384,10 +412,21 @@ void Run::restore() {
   }
   step_ = pre_.from->step;
   record_.tokens_seen = pre_.from->tokens;
+  if (const auto best = c.metadata.find("tally.best_val"); best != c.metadata.end() && best->second != "null") {
+    const json b = json::parse(best->second);
+    best_val_ = b.at("loss").get<double>();
+    best_val_step_ = b.at("step").get<int64_t>();
+  }
   note("resumed from " + c.path.string() + " at step " + std::to_string(step_));
 }
 
-void Run::save(int64_t at) {
+// Note [The best checkpoint]
+// With validation, the checkpoint of the step with the lowest validation loss so far is also kept
+// as checkpoints/best.safetensors, written as every checkpoint is (atomically, with checksums) and
+// never rotated out: the step files' names are what rotation and resume look for. Each checkpoint
+// records the best so far ("tally.best_val"), so that a resumed run keeps comparing against it.
+
+void Run::save(int64_t at, bool best) {
   // Every rank's shards of the optimizer's state, gathered (a collective: every rank takes part).
   const StateDict optimizer_state = zero_ ? zero_->consolidate(optimizer_.state_dict()) : optimizer_.state_dict();
   if (!leader_) return;  // Note [Rank 0 writes]
@@ -408,9 +447,37 @@ void Run::save(int64_t at) {
        json{{"default", generator_json(default_generator().get_state())}, {"model", generator_json(init_.get_state())}}.dump()},
       {"tally.micro_batches", std::to_string(micro_batches_)},
       {"tally.world_size", std::to_string(group_.size())},
+      {"tally.best_val", best_val_step_ > 0 ? json{{"loss", best_val_}, {"step", best_val_step_}}.dump() : "null"},
   };
-  const fs::path path = checkpoints_.save(at, all, metadata);
-  note("saved " + path.string());
+  const fs::path path = best ? checkpoints_.save_best(all, metadata) : checkpoints_.save(at, all, metadata);
+  note("saved " + path.string() + (best ? " (the best validation loss so far, " + json(best_val_).dump() + ")" : ""));
+}
+
+double Run::evaluate() {
+  NoGradGuard no_grad;
+  // In eval mode and off the run's ledger (its FLOPs and bytes are the training steps'), until it returns or throws.
+  struct Restore {
+    nn::Module& model;
+    bool training = model.is_training();
+    ops::OpObserver* ledger = ops::set_op_observer(nullptr);
+    ~Restore() {
+      ops::set_op_observer(ledger);
+      model.train(training);
+    }
+  } restore{model_};
+  model_.eval();
+  data::TokenLoader batches(*validation_, data::LoaderOptions{.batch_size = config_.batch_size,
+                                                              .context_length = config_.context_length,
+                                                              .sampling = data::Sampling::Sequential});
+  double sum = 0;
+  int64_t rows = 0;
+  for (int64_t i = 0; i < std::min(config_.eval_batches, batches.batches_per_epoch()); ++i) {
+    auto [x, y] = batches.next();
+    const Tensor loss = precision_.forward([&] { return model_.loss(x, y); });
+    sum += static_cast<double>(loss.item<float>()) * static_cast<double>(x.size(0));
+    rows += x.size(0);
+  }
+  return sum / static_cast<double>(rows);
 }
 
 Run::StepAgreement Run::agree_on_step(const std::vector<float>& losses, bool stop_here) const {
@@ -525,10 +592,18 @@ void Run::train_steps() {
   record_.model_flops_per_step = model_flops_per_token(model_, config_) * static_cast<double>(record_.tokens_per_step);
   record_.parameters = model_.num_parameters();
   record_.entropy = pre_.entropy;
+  // A new run's starting point on the validation data, as nanoGPT evaluates at step 0: for
+  // weights from --init-from, the loss they had where they came from.
+  if (validation_ && step_ == 0) {
+    initial_val_ = evaluate();
+    note("validation loss of the starting weights: " + json(initial_val_).dump());
+  }
   ledger_.emplace();
   const auto run_start = Clock::now();
   while (step_ < config_.steps) {
     StepReport r = step_once();
+    const bool evaluates = validation_ && (step_ % config_.eval_interval == 0 || step_ == config_.steps);
+    if (evaluates) r.val_loss = last_val_ = evaluate();
     r.elapsed_s = seconds_since(run_start);
     if (leader_) {
       metrics_->append(r.to_json().dump() + "\n");
@@ -537,11 +612,27 @@ void Run::train_steps() {
     if (hooks_.on_step) hooks_.on_step(r);
     // One process stops as soon as it is asked; ranks after the step they agreed on (step_once).
     record_.interrupted = stop_agreed_ || (group_.size() == 1 && hooks_.stop && hooks_.stop->load());
+    // Note [The best checkpoint]: the step's own checkpoint records this step's loss if it is the best.
+    const bool best = evaluates && last_val_ < best_val_;
+    if (best) best_val_ = last_val_, best_val_step_ = step_;
     if (step_ % config_.checkpoint_interval == 0 || step_ == config_.steps || record_.interrupted) save(step_);
+    if (best) save(step_, /*best=*/true);
     if (record_.interrupted) break;
   }
   record_.last_step = step_;
-  record_.run_seconds = seconds_since(run_start);  // the steps and saves, not the books
+  record_.run_seconds = seconds_since(run_start);  // the steps, evaluations and saves, not the books
+  if (validation_) {
+    record_.validation = {{"data", validation_source_},
+                          {"tokens", validation_->size()},
+                          {"eval_interval", config_.eval_interval},
+                          {"eval_batches", config_.eval_batches},
+                          {"tokens_per_evaluation", std::min(config_.eval_batches * config_.batch_size,
+                                                             (validation_->size() - 1) / config_.context_length) * config_.context_length}};
+    if (!std::isnan(last_val_)) record_.validation["last_loss"] = last_val_;
+    if (!std::isnan(initial_val_)) record_.validation["initial_loss"] = initial_val_;
+    if (best_val_step_ > 0) record_.validation["best_loss"] = best_val_, record_.validation["best_step"] = best_val_step_,
+                            record_.validation["best_checkpoint"] = (checkpoints_.dir() / CheckpointManager::kBestFileName).string();
+  }
   record_.loss_scale = precision_.loss_scale();
   if (reducer_) {
     record_.data_parallel = {

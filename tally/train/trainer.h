@@ -35,6 +35,7 @@ struct StepReport {
   std::optional<double> comm_predicted_s;  ///< comm_s as the link's α-β model predicts it (dist/link_model.h)
   std::optional<int64_t> comm_bytes;  ///< sent by this rank (the same are received)
   std::optional<std::string> param_hash;  ///< with verify_replicas: the parameters' XXH3-64 after the update
+  std::optional<double> val_loss;         ///< on the steps that evaluate (eval_interval): the validation loss
   nlohmann::json to_json() const;
 };
 

@@ -249,5 +249,27 @@ TEST(TokenDtype, NamesAndSizes) {
   expect_error<ValueError>([] { token_dtype_from_name("float32"); }, {"'float32'", "uint16"});
 }
 
+// A text file's bytes are its tokens (uint8); a slice is a token file of its own over part of the
+// same file, as training and validation split one.
+TEST(TokenFile, BytesAsTokensAndSlices) {
+  TempDir dir;
+  write_bytes(dir.file("notes.txt"), "tally\xff");
+  const TokenFile f = TokenFile::open_raw(dir.file("notes.txt"), TokenDtype::UInt8);
+  ASSERT_EQ(f.size(), 6);
+  EXPECT_EQ(dtype_name(f.dtype()), "uint8");
+  EXPECT_EQ(token_dtype_from_name("uint8"), TokenDtype::UInt8);
+  std::vector<int64_t> all(6);
+  f.gather(0, all);
+  EXPECT_EQ(all, (std::vector<int64_t>{'t', 'a', 'l', 'l', 'y', 255}));
+  const TokenFile tail = f.slice(4, 2);
+  ASSERT_EQ(tail.size(), 2);
+  EXPECT_EQ(tail.at(0), 'y');
+  EXPECT_EQ(tail.at(1), 255);
+  expect_error<IndexError>([&] { tail.at(2); }, {"notes.txt"});
+  expect_error<IndexError>([&] { f.slice(5, 2); }, {"tokens [5, 7) are out of bounds", "6 tokens"});
+  const TokenFile wide = TokenFile::open_raw(dir.file("notes.txt"), TokenDtype::UInt16).slice(1, 2);
+  EXPECT_EQ(wide.at(0), 'l' | 'l' << 8);  // the second pair of bytes
+}
+
 }  // namespace
 }  // namespace tally::data::test

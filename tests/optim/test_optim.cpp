@@ -453,8 +453,9 @@ TEST(OptimSchedule, WarmupCosine) {
     EXPECT_EQ(opt.param_groups()[1].options().get_lr(), lrs.back()[1]);
     schedule.step();
   }
-  EXPECT_DOUBLE_EQ(lrs[0][0], 0.0);
-  EXPECT_DOUBLE_EQ(lrs[2][0], 1e-3 * 2 / 4);
+  EXPECT_DOUBLE_EQ(lrs[0][0], 1e-3 / 4);  // the first step learns already
+  EXPECT_DOUBLE_EQ(lrs[2][0], 1e-3 * 3 / 4);
+  EXPECT_DOUBLE_EQ(lrs[3][0], 1e-3);
   EXPECT_DOUBLE_EQ(lrs[4][0], 1e-3);  // the peak: the base lr
   EXPECT_DOUBLE_EQ(lrs[8][0], 1e-4 + 0.5 * (1e-3 - 1e-4));  // halfway down the cosine
   EXPECT_DOUBLE_EQ(lrs[8][1], 1e-4 + 0.5 * (2e-3 - 1e-4));

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from train_cli import CHECKPOINT, TINY, losses, read_tensors, temporaries
+from train_cli import STEP_CHECKPOINT, TINY, losses, read_tensors, temporaries
 
 tally, work = sys.argv[1], sys.argv[2]
 kills_wanted = int(sys.argv[3]) if len(sys.argv) > 3 else 20
@@ -56,9 +56,9 @@ saves_wanted = min(3, kills_wanted // 2)
 
 
 def committed(run_dir):
-    """Whether run_dir holds a committed checkpoint."""
+    """Whether run_dir holds a committed checkpoint to resume from."""
     try:
-        return any(CHECKPOINT.match(n) for n in os.listdir(os.path.join(run_dir, "checkpoints")))
+        return any(STEP_CHECKPOINT.match(n) for n in os.listdir(os.path.join(run_dir, "checkpoints")))
     except FileNotFoundError:
         return False
 

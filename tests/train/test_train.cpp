@@ -22,6 +22,7 @@
 #include "tally/train/checkpoint.h"
 #include "tally/train/config.h"
 #include "tally/train/corpus.h"
+#include "tally/train/model_setup.h"
 #include "tally/train/step_profile.h"
 #include "tally/train/trainer.h"
 #include "expect_error.h"
@@ -91,6 +92,29 @@ TEST(TrainConfig, FlagsOverrideAFileBeforeTheMergedConfigIsValidated) {
   // Alone, the file's steps against the default warm-up are refused.
   TrainConfig d;
   EXPECT_NE(message_of([&] { apply_json_file(d, file.string()); }).find("warmup_steps (20) must not exceed steps (5)"), std::string::npos);
+}
+
+// Note [Weight decay groups]: the matrices and embeddings decay, the biases and norms' gains do not,
+// unless decay_all; ZeRO-1 refuses the groups it cannot keep.
+TEST(TrainConfig, WeightDecayGroupsAsGpt2Trains) {
+  TrainConfig c;
+  c.d_model = 32, c.num_layers = 2, c.num_heads = 2;
+  nn::TransformerLM model(c.model());
+  optim::AdamW grouped = make_optimizer(model, c);
+  ASSERT_EQ(grouped.param_groups().size(), 2u);
+  auto decay = [&](size_t g) { return static_cast<const optim::AdamWOptions&>(grouped.param_groups()[g].options()).weight_decay(); };
+  EXPECT_EQ(decay(0), c.weight_decay);
+  EXPECT_EQ(decay(1), 0.0);
+  for (const Tensor& p : grouped.param_groups()[0].params()) EXPECT_GE(p.dim(), 2);
+  for (const Tensor& p : grouped.param_groups()[1].params()) EXPECT_EQ(p.dim(), 1);
+  // token_embedding, position_embedding and 4 matrices a block; 4 norm vectors and 4 biases a block, and norm_f's 2.
+  EXPECT_EQ(grouped.param_groups()[0].params().size(), 2u + 4 * 2);
+  EXPECT_EQ(grouped.param_groups()[1].params().size(), 8u * 2 + 2);
+  c.decay_all = true;
+  EXPECT_EQ(make_optimizer(model, c).param_groups().size(), 1u);
+  c.decay_all = false;
+  c.zero = 1;
+  EXPECT_NE(message_of([&] { c.validate(); }).find("add --decay-all true"), std::string::npos);
 }
 
 TEST(TrainConfig, MessagesNameTheValueAndTheFile) {

@@ -11,7 +11,8 @@ import subprocess
 TINY = ["--d-model", "64", "--num-layers", "2", "--num-heads", "2", "--context-length", "32",
         "--batch-size", "8", "--corpus-bytes", "131072", "--warmup-steps", "2", "--threads", "2"]
 
-CHECKPOINT = re.compile(r"^step-\d{9}\.safetensors$")
+CHECKPOINT = re.compile(r"^(step-\d{9}|best)\.safetensors$")  # committed files (the best beside the steps')
+STEP_CHECKPOINT = re.compile(r"^step-\d{9}\.safetensors$")     # what --resume continues from
 
 
 def run(tally, args, **kwargs):

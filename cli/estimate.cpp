@@ -261,7 +261,8 @@ void run_transformer(const TransformerArgs& a) {
       {"activation_bytes_head", &r.activation_bytes_head},
       {"activation_bytes", &r.activation_bytes},
       {"korthikanti_bytes_per_layer", &r.korthikanti_bytes_per_layer},
-      {"total_bytes", &r.total_bytes}};
+      {"total_bytes", &r.total_bytes},
+      {"kv_cache_bytes", &r.kv_cache_bytes}};
   const json notes = {
       "parameters: GPT-2 convention (token + learned position embeddings, biases, 2 LayerNorms per block, final "
       "LayerNorm, lm_head tied unless --untied)",

@@ -232,6 +232,7 @@ TransformerEstimate transformer(const TransformerConfig& c, const Recipe& recipe
   r.korthikanti_bytes_per_layer = {34 * T * b * d + 5 * a * T * T * b, "bytes",
                                    "34·T·b·d + 5·a·T²·b (Korthikanti et al. 2022, 16-bit, with dropout)"};
   r.total_bytes = {r.state_bytes.value + r.activation_bytes.value, "bytes", "state_bytes + activation_bytes"};
+  r.kv_cache_bytes = {2 * L * b * T * d * e, "bytes", fmt::format("2·L·b·T·d·{:g} (decoding's keys and values, every layer)", e)};
   return r;
 }
 

@@ -217,6 +217,9 @@ struct TransformerEstimate {
   Figure korthikanti_bytes_per_layer;
   /// state_bytes + activation_bytes.
   Figure total_bytes;
+  /// Decoding: the keys and values every layer keeps for b sequences of T positions (nn::KVCache),
+  /// 2·L·b·T·d elements at the recipe's activation dtype; not part of training's total.
+  Figure kv_cache_bytes;
 };
 
 /// Parameters, training FLOPs per token and memory for `config` trained with `recipe`.

@@ -112,6 +112,10 @@ TEST(KVCache, HoldsItsBytesInItsOwnCategoryAndRefusesWhatDoesNotFit) {
     expect_error<ValueError>([&] { model.forward(zeros({2, 1}, TensorOptions(kInt64)), cache); }, {"the cache's batch 3"});
   }
   EXPECT_EQ(tracker.allocated_bytes(MemoryCategory::KVCache), 0);
+  // `tally estimate transformer`'s figure is the cache's size, for the model's context at batch 3.
+  const accounting::TransformerConfig napkin{2, 32, 4, 61, 24, 3};
+  EXPECT_EQ(accounting::transformer(napkin, accounting::recipe("fp32-adamw")).kv_cache_bytes.value,
+            static_cast<double>(model.make_kv_cache(3, 24).nbytes()));
   expect_error<ValueError>([&] { model.make_kv_cache(1, 25); }, {"a KV cache of 25 positions", "context_length = 24"});
   expect_error<ValueError>([&] { model.generate(zeros({2, 3}), {}); }, {"expected a prompt of int64 token ids"});
 }

@@ -9,15 +9,9 @@
 # Usage, from the repo root: bash bench/decode.sh [build-dir] [new-tokens]
 set -euo pipefail
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-build}"
+source "$(dirname "${BASH_SOURCE[0]}")/torch_peer.sh"
 tokens="${2:-64}"
-case "$build" in /*) ;; *) build="$repo/$build" ;; esac
-
-if ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
-  apt-get install -y -q libopenblas0-pthread >/dev/null
-fi
-ninja -C "$build" -j1 decode
+peer_setup "${1:-build}" decode
 
 export OMP_NUM_THREADS=2
 for shape in small gpt2; do

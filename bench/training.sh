@@ -7,16 +7,10 @@
 # (precisions: "fp32 bf16" by default).
 set -euo pipefail
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-build}"
+source "$(dirname "${BASH_SOURCE[0]}")/torch_peer.sh"
 steps="${2:-10}"
 precisions="${3:-fp32 bf16}"
-case "$build" in /*) ;; *) build="$repo/$build" ;; esac
-
-if ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
-  apt-get install -y -q libopenblas0-pthread >/dev/null
-fi
-ninja -C "$build" -j1 train_step
+peer_setup "${1:-build}" train_step
 
 export OMP_NUM_THREADS=2
 for workload in cruncher gpt; do

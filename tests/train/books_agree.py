@@ -7,21 +7,12 @@ usage: books_agree.py TALLY WORK_DIR"""
 import json
 import os
 import re
-import shutil
-import sys
 
-from train_cli import TINY, run
+from train_cli import TINY, Checks, run, script_args
 
-tally, work = sys.argv[1], sys.argv[2]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
+tally, work = script_args()
+check = Checks()
 
-
-def check(ok, what):
-    print("%-6s %s" % ("ok" if ok else "FAILED", what))
-    if not ok:
-        failures.append(what)
 
 
 out = os.path.join(work, "run")
@@ -82,7 +73,4 @@ peak = next((l for l in r.stdout.splitlines() if l.startswith("peak ")), "")
 check(("%.2f GHz, %s" % (s["machine"]["clock_ghz"], s["machine"]["clock_source"])) in peak,
       "the promised peak's clock and its source: %r against %r" % (peak, s["machine"]))
 
-if failures:
-    print("FAILED:\n" + "\n".join(failures))
-    sys.exit(1)
-print("the summary, summary.json and the report agree")
+check.finish("the summary, summary.json and the report agree")

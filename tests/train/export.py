@@ -9,29 +9,20 @@ usage: export.py TALLY WORK_DIR"""
 import json
 import os
 import re
-import shutil
 import struct
-import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from train_cli import TINY, run
+from train_cli import TINY, Checks, run, script_args
 
-tally, work = os.path.abspath(sys.argv[1]), sys.argv[2]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
+tally, work = script_args()
+check = Checks()
 here = os.path.dirname(os.path.abspath(__file__))
 doc = open(os.path.join(here, "..", "..", "docs", "python.md")).read()
 exec(re.search(r"```python\n(import json.*?)```", doc, re.S).group(1))  # defines load_safetensors
 
-
-def check(ok, what):
-    print("%-6s %s" % ("ok" if ok else "FAILED", what))
-    if not ok:
-        failures.append(what)
 
 
 def train(out, *args):
@@ -139,5 +130,4 @@ train(rot, "--steps", "3", "--positions", "rotary")
 r = run(tally, ["export", rot, "--out", os.path.join(work, "rot.safetensors"), "--names", "hf-gpt2"])
 check(r.returncode == 1 and "not GPT-2-shaped: its positions are rotary" in r.stderr, "a rotary model has no GPT-2 names: %s" % r.stderr.strip())
 
-if failures:
-    sys.exit("%d check(s) failed" % len(failures))
+check.finish()

@@ -7,21 +7,12 @@ usage: sample.py TALLY WORK_DIR"""
 
 import json
 import os
-import shutil
-import sys
 
-from train_cli import TINY, run
+from train_cli import TINY, Checks, run, script_args
 
-tally, work = sys.argv[1], sys.argv[2]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
+tally, work = script_args()
+check = Checks()
 
-
-def check(ok, what):
-    print("%-6s %s" % ("ok" if ok else "FAILED", what))
-    if not ok:
-        failures.append(what)
 
 
 out = os.path.join(work, "run")
@@ -74,5 +65,4 @@ check(g.returncode == 1 and "has no config.json" in g.stderr, "not a run directo
 g = sample("--temperature", "-1")
 check(g.returncode == 2, "a negative temperature is a usage error")
 
-if failures:
-    sys.exit("%d check(s) failed" % len(failures))
+check.finish()

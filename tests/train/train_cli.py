@@ -4,8 +4,10 @@ with json alone, and a tiny configuration that trains in a few seconds."""
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
+import sys
 
 # Small enough for a test, big enough that a checkpoint takes a moment to write.
 TINY = ["--d-model", "64", "--num-layers", "2", "--num-heads", "2", "--context-length", "32",
@@ -13,6 +15,34 @@ TINY = ["--d-model", "64", "--num-layers", "2", "--num-heads", "2", "--context-l
 
 CHECKPOINT = re.compile(r"^(step-\d{9}|best)\.safetensors$")  # committed files (the best beside the steps')
 STEP_CHECKPOINT = re.compile(r"^step-\d{9}\.safetensors$")     # what --resume continues from
+
+
+def script_args():
+    """(TALLY, WORK_DIR) from the command line, TALLY absolute (tests run it from other directories),
+    WORK_DIR emptied."""
+    tally, work = os.path.abspath(sys.argv[1]), sys.argv[2]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    return tally, work
+
+
+class Checks:
+    """Each check printed as it is made ("ok" or "FAILED"); finish() exits non-zero if any failed."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, ok, what):
+        print("%-6s %s" % ("ok" if ok else "FAILED", what))
+        if not ok:
+            self.failures.append(what)
+
+    def finish(self, success=""):
+        if self.failures:
+            print("FAILED:\n" + "\n".join(self.failures))
+            sys.exit(1)
+        if success:
+            print(success)
 
 
 def run(tally, args, **kwargs):

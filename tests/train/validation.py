@@ -9,20 +9,12 @@ usage: validation.py TALLY WORK_DIR"""
 import json
 import os
 import shutil
-import sys
 
-from train_cli import TINY, run
+from train_cli import TINY, Checks, run, script_args
 
-tally, work = os.path.abspath(sys.argv[1]), sys.argv[2]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
+tally, work = script_args()
+check = Checks()
 
-
-def check(ok, what):
-    print("%-6s %s" % ("ok" if ok else "FAILED", what))
-    if not ok:
-        failures.append(what)
 
 
 def metrics(out):
@@ -99,5 +91,4 @@ check(r.returncode == 1 and "read as uint16" in r.stderr and "--data-dtype uint8
 r = run(tally, ["train", "--out", os.path.join(work, "g"), "--steps", "3", "--data", bad, "--data-dtype", "uint8"] + TINY)
 check(r.returncode == 0, "--data-dtype uint8 reads it as bytes")
 
-if failures:
-    sys.exit("%d check(s) failed" % len(failures))
+check.finish()

@@ -1,0 +1,15 @@
+# Sourced by the benchmarks that time PyTorch 1.13 beside tally: `peer_setup BUILD TARGET...` makes
+# BUILD absolute (against the repository), installs Debian's OpenBLAS when it is missing (without
+# it PyTorch's float32 matmuls run on the reference BLAS) and builds the targets, one job at a time.
+# Sets `repo` and `build`.
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+peer_setup() {
+  build="$1"
+  shift
+  case "$build" in /*) ;; *) build="$repo/$build" ;; esac
+  if ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; then
+    apt-get install -y -q libopenblas0-pthread >/dev/null
+  fi
+  ninja -C "$build" -j1 "$@"
+}

@@ -3,27 +3,11 @@
 #include <algorithm>
 
 #include "tally/core/autograd_meta.h"
+#include "tally/nn/eval_mode.h"
 #include "tally/nn/transformer.h"
 #include "tally/ops/join.h"
 
 namespace tally::nn {
-
-namespace {
-
-/// Restores a module's training mode when it goes.
-class EvalGuard {
- public:
-  explicit EvalGuard(Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
-  ~EvalGuard() { module_.train(was_training_); }
-  EvalGuard(const EvalGuard&) = delete;
-  EvalGuard& operator=(const EvalGuard&) = delete;
-
- private:
-  Module& module_;
-  bool was_training_;
-};
-
-}  // namespace
 
 Tensor TransformerLM::generate(const Tensor& prompt, const GenerationOptions& options, Generator* gen) {
   options.sampling.validate();
@@ -32,7 +16,7 @@ Tensor TransformerLM::generate(const Tensor& prompt, const GenerationOptions& op
               " ", prompt.sizes());
   TALLY_CHECK(options.max_new_tokens >= 0, "TransformerLM::generate: max_new_tokens must be >= 0, got ", options.max_new_tokens);
   NoGradGuard no_grad;
-  EvalGuard eval(*this);
+  EvalModeGuard eval(*this);
   const int64_t context = config_.context_length, T0 = prompt.size(1);
   Tensor ids = prompt;
   if (options.max_new_tokens == 0) return ids;

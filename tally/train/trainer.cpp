@@ -34,6 +34,7 @@
 #include "tally/io/dir_lock.h"
 #include "tally/io/safetensors.h"
 #include "tally/kernels/cpu/parallel.h"
+#include "tally/nn/eval_mode.h"
 #include "tally/ops/cost.h"
 #include "tally/machine/cache_dir.h"
 #include "tally/train/checkpoint.h"
@@ -455,17 +456,12 @@ void Run::save(int64_t at, bool best) {
 
 double Run::evaluate() {
   NoGradGuard no_grad;
-  // In eval mode and off the run's ledger (its FLOPs and bytes are the training steps'), until it returns or throws.
-  struct Restore {
-    nn::Module& model;
-    bool training = model.is_training();
+  nn::EvalModeGuard eval(model_);
+  // Off the run's ledger (its FLOPs and bytes are the training steps'), until it returns or throws.
+  struct LedgerOff {
     ops::OpObserver* ledger = ops::set_op_observer(nullptr);
-    ~Restore() {
-      ops::set_op_observer(ledger);
-      model.train(training);
-    }
-  } restore{model_};
-  model_.eval();
+    ~LedgerOff() { ops::set_op_observer(ledger); }
+  } ledger_off;
   data::TokenLoader batches(*validation_, data::LoaderOptions{.batch_size = config_.batch_size,
                                                               .context_length = config_.context_length,
                                                               .sampling = data::Sampling::Sequential});

@@ -11,6 +11,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-build}"
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
 dir="${2:-$build/checkpoint_bench}"
+cmake -S "$repo" -B "$build" -DTALLY_BUILD_BENCH=ON >/dev/null  # a main-job build/ has no benchmarks
 ninja -C "$build" -j1 checkpoint_io >/dev/null
 mkdir -p "$dir"
 

@@ -12,6 +12,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-build}"
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
 pairs="${2:-3}"
+cmake -S "$repo" -B "$build" -DTALLY_BUILD_BENCH=ON >/dev/null  # a main-job build/ has no benchmarks
 ninja -C "$build" -j1 allreduce tally_cli >/dev/null
 mpirun=(mpirun --allow-run-as-root --mca btl self,vader -np 2)
 work="$build/data_parallel_bench"

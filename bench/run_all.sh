@@ -11,7 +11,7 @@ shift || true
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
 
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTALLY_BUILD_TESTS=OFF
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTALLY_BUILD_BENCH=ON
 fi
 ninja -C "$build" -j1 tally_ops views
 

@@ -12,5 +12,5 @@ python=$(command -v python3 || echo /usr/bin/python3)
 # 3.5, and some of Debian 12's are.
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DTALLY_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="${TALLY_CUDA_ARCHITECTURES:-native}" -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
-  -DCMAKE_PREFIX_PATH="$PWD/.deps/prefix/usr" -DTALLY_TEST_PYTHON="$python" "$@"
+  -DCMAKE_PREFIX_PATH="$PWD/.deps/prefix/usr" -DTALLY_TEST_PYTHON="$python" -DTALLY_BUILD_TESTS=ON -DTALLY_BUILD_BENCH=ON "$@"
 cmake --build build-cuda -j "${TALLY_BUILD_JOBS:-$(nproc)}" ${TALLY_NINJA_ARGS:+-- $TALLY_NINJA_ARGS}

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Set up a fresh Debian 12 machine for tally and build it (Release, portable: baseline x86-64 with
-# AVX2 and AVX-512 kernels chosen at run time; -DTALLY_NATIVE=ON for -march=native) into build/,
-# with the CUDA device when a CUDA toolkit is installed (TALLY_CUDA=AUTO; docs/cuda.md).
-# Installs every dependency with apt-get; run as root. Safe to re-run: installs and builds are
-# incremental.
+# Set up a fresh Debian 12 machine for tally's main job and build it (Release, portable: baseline
+# x86-64 with AVX2 and AVX-512 kernels chosen at run time; -DTALLY_NATIVE=ON for -march=native)
+# into build/: the library, the `tally` command and the examples, with the CUDA device when a CUDA
+# toolkit is installed (TALLY_CUDA=AUTO; docs/cuda.md). It installs only what those need, with
+# apt-get (run as root); scripts/test.sh installs the tests' packages and builds the tests and
+# benchmarks into the same build/. Safe to re-run: installs and builds are incremental.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,12 +13,11 @@ packages=(
   libdnnl-dev            # oneDNN: matmul kernels
   ocl-icd-opencl-dev     # Debian's oneDNN CMake package links OpenCL (a recommends, not a depends)
   nlohmann-json3-dev libcli11-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev          # xxHash: checkpoint checksums (XXH3-64, tens of GB/s, 2^-64 to miss a flip)
-  python3-torch python3-numpy   # the reference for differential tests and benchmarks
 )
 source scripts/install_missing.sh
 install_missing setup "${packages[@]}"
 
+# The tests and benchmarks are scripts/test.sh's: a build that has them (configured by it) keeps them.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$(nproc)"

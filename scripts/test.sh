@@ -10,15 +10,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
-# Test-only packages that scripts/setup.sh does not install: clang and libFuzzer for the safetensors
-# fuzzer (tests/io/run_fuzz.sh), headless Chromium for the report test (tests/report/check_report.py),
-# Open MPI for data-parallel training (tests/dist/data_parallel.py).
-test_packages=(clang libclang-rt-14-dev chromium openmpi-bin libopenmpi-dev)
+# The packages the tests and benchmarks need and scripts/setup.sh (the main job's) does not install:
+# GoogleTest and Google Benchmark; PyTorch and numpy, the differential tests' reference; clang and
+# libFuzzer for the safetensors fuzzer (tests/io/run_fuzz.sh), headless Chromium for the report
+# test (tests/report/check_report.py), Open MPI for data-parallel training (tests/dist/data_parallel.py).
+test_packages=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch python3-numpy
+               clang libclang-rt-14-dev chromium openmpi-bin libopenmpi-dev)
 source scripts/install_missing.sh
 install_missing test "${test_packages[@]}"
-# build/ was configured by scripts/setup.sh, before Open MPI was here: configure again so that
-# the MPI backend (tally/dist/mpi) joins the library (an incremental build).
-cmake -S . -B build >/dev/null
+# build/ was configured by scripts/setup.sh for the main job, before Open MPI was here: configure
+# it again with the tests and benchmarks, so that they and the MPI backend (tally/dist/mpi) join
+# (an incremental build).
+cmake -S . -B build -DTALLY_BUILD_TESTS=ON -DTALLY_BUILD_BENCH=ON >/dev/null
 cmake --build build -j "$jobs"
 
 echo "== Release tests =="
@@ -45,7 +48,7 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer tests =="
 # CUDA runtime and ASan disagree about the shadow memory (docs/cuda.md). Built for this CPU alone
 # (TALLY_NATIVE): the run executes this CPU's kernel set only, so the other sets' passes would be
 # compiled and never run; the dispatch between sets is what the Release runs above test.
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=ON -DTALLY_NATIVE=ON -DTALLY_BUILD_BENCH=OFF \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=ON -DTALLY_NATIVE=ON -DTALLY_BUILD_TESTS=ON -DTALLY_BUILD_BENCH=OFF \
   -DTALLY_CUDA=OFF
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -57,7 +60,7 @@ echo "== ThreadSanitizer tests (core, autograd, ops, nn) =="
 # set: what is shared between threads does not depend on it). libgomp is not instrumented, so
 # OpenMP runs one thread per test thread and the threads ThreadSanitizer watches are the tests'.
 tsan_areas=(core autograd ops nn)
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE_THREAD=ON -DTALLY_NATIVE=ON \
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE_THREAD=ON -DTALLY_NATIVE=ON -DTALLY_BUILD_TESTS=ON \
   -DTALLY_BUILD_BENCH=OFF -DTALLY_CUDA=OFF
 cmake --build build-tsan -j "$jobs" --target "${tsan_areas[@]/#/test_}"
 # Random.SameValuesWithOneThreadOrTwo sets two OpenMP threads itself: what libgomp synchronises is

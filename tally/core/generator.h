@@ -36,6 +36,8 @@ class Generator {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
   }
+  /// Uniform on [0, 1) for counter `c`: the top 53 of its bits, every value exact in a double.
+  double uniform01(uint64_t c) const { return static_cast<double>(bits(c) >> 11) * 0x1.0p-53; }
 
  private:
   GeneratorState state_;

@@ -16,15 +16,16 @@ void Work::run(const std::function<void()>& task) {
   const auto start = std::chrono::steady_clock::now();  // its own time: not the wait behind collectives queued before it
   // The task's own ops (a reduction's additions) are this collective's cost, recorded once when
   // it is waited for: not rows of whatever ledger the running thread has.
-  ops::OpObserver* observer = ops::set_op_observer(nullptr);
-  NoGradGuard no_grad;
   std::exception_ptr error;
-  try {
-    task();
-  } catch (...) {
-    error = std::current_exception();
+  {
+    const ops::OpObserverScope off_the_ledger(nullptr);
+    NoGradGuard no_grad;
+    try {
+      task();
+    } catch (...) {
+      error = std::current_exception();
+    }
   }
-  ops::set_op_observer(observer);
   std::lock_guard lock(mutex_);
   seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   error_ = error;

@@ -37,6 +37,19 @@ class OpObserver {
 
 /// Install (or, with nullptr, remove) the observer for the calling thread; returns the previous one.
 OpObserver* set_op_observer(OpObserver* observer);
+/// Installs `observer` (nullptr: none, so that what runs in the scope is on no ledger) for the
+/// calling thread while it lives, then the one before, however the scope is left.
+class OpObserverScope {
+ public:
+  explicit OpObserverScope(OpObserver* observer) : previous_(set_op_observer(observer)) {}
+  ~OpObserverScope() { set_op_observer(previous_); }
+  OpObserverScope(const OpObserverScope&) = delete;
+  OpObserverScope& operator=(const OpObserverScope&) = delete;
+
+ private:
+  OpObserver* previous_;
+};
+
 /// Tell the calling thread's observer, if any, of work that ran outside an op: a collective,
 /// which tally/dist records when its caller has waited for it.
 void record_op(std::string_view name, const Cost& cost, double seconds);

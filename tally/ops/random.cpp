@@ -18,14 +18,12 @@ namespace tally {
 
 namespace {
 
-double uniform01(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
-
 /// Note [Uniform bits per dtype]: a uniform on [0, 1) for a dtype with `digits` significand bits
 /// (float64 53, float32 24, float16 11, bfloat16 8, as std::numeric_limits counts them) is k · 2^-digits
 /// with k the top `digits` of the counter's 64 bits, as PyTorch draws it (uniform_real in
 /// its TransformationHelper.h, which takes as many random bits as the dtype's mantissa holds).
 /// Every such value is exact in the dtype, so none rounds up to 1, as 53 bits rounded to the
-/// dtype did (2^-9 of bfloat16 draws came out as 1.0); float64's stream is uniform01's, and
+/// dtype did (2^-9 of bfloat16 draws came out as 1.0); float64's stream is Generator::uniform01's, and
 /// a float32 value is its float64 value truncated to 24 bits.
 struct UniformBits {
   int shift;     // 64 - digits
@@ -46,9 +44,9 @@ void normals(const Generator& g, uint64_t c, int64_t n, double* out) {
   for (int64_t i = 0; i < n;) {
     const uint64_t even = (c + static_cast<uint64_t>(i)) & ~uint64_t{1};
     // u1 in (0, 1] so the log is finite.
-    const double r = std::sqrt(-2.0 * std::log(1.0 - uniform01(g.bits(even))));
+    const double r = std::sqrt(-2.0 * std::log(1.0 - g.uniform01(even)));
     double sin_t, cos_t;
-    ::sincos(2.0 * M_PI * uniform01(g.bits(even + 1)), &sin_t, &cos_t);
+    ::sincos(2.0 * M_PI * g.uniform01(even + 1), &sin_t, &cos_t);
     if (c + static_cast<uint64_t>(i) == even) {
       out[i++] = r * cos_t;
       if (i < n) out[i++] = r * sin_t;
@@ -290,7 +288,7 @@ Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Ge
   auto cdf = [](double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); };
   const double lo = 2 * cdf((a - mean) / std) - 1, hi = 2 * cdf((b - mean) / std) - 1;
   random_fill(t, gen, [=](const Generator& g, uint64_t c) {
-    const double y = lo + (hi - lo) * uniform01(g.bits(c));
+    const double y = lo + (hi - lo) * g.uniform01(c);
     const double v = mean + std * std::sqrt(2.0) * erfinv(std::clamp(y, -1 + 1e-15, 1 - 1e-15));
     return std::clamp(v, a, b);
   });

@@ -96,22 +96,25 @@ void ordered_indices(const Tensor& rows, const Tensor& idx, int64_t k, bool desc
   });
 }
 
-void check_orderable(const Tensor& x, std::string_view op) { check_arith(x.dtype(), op); }
+/// The first k indices of each slice of x along `dim` in the order, written into out (x's shape with `dim` of size k).
+void indices_along(const Tensor& out, const Tensor& x, int64_t dim, int64_t k, bool descending, std::string_view op) {
+  dim = maybe_wrap_dim(dim, x.dim());
+  const Tensor rows = as_rows(x, dim);
+  const Tensor idx = empty({rows.size(0), k}, TensorOptions(kInt64));
+  ordered_indices(rows, idx, k, descending, op);
+  from_rows(out, idx, dim);
+}
 
 struct Argsort {
   static constexpr std::string_view name = "argsort";
   static constexpr bool supports_cuda = false;  // no GPU kernel yet: refused with the device named
   static ops::OutputSpec meta(const Tensor& x, int64_t dim, bool) {
-    check_orderable(x, name);
+    check_arith(x.dtype(), name);
     maybe_wrap_dim(dim, x.dim());
     return {DimVector(x.sizes()), kInt64};
   }
   static void compute(const Tensor& out, const Tensor& x, int64_t dim, bool descending) {
-    dim = maybe_wrap_dim(dim, x.dim());
-    const Tensor rows = as_rows(x, dim);
-    const Tensor idx = empty(rows.sizes(), TensorOptions(kInt64));
-    ordered_indices(rows, idx, rows.size(1), descending, name);
-    from_rows(out, idx, dim);
+    indices_along(out, x, dim, slice_length(x, maybe_wrap_dim(dim, x.dim())), descending, name);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t dim, bool) {
     const int64_t n = slice_length(x, maybe_wrap_dim(dim, x.dim()));
@@ -124,7 +127,7 @@ struct TopkIndices {
   static constexpr bool supports_cuda = false;
   static ops::OutputSpec meta(const Tensor& x, int64_t k, int64_t dim, bool) {
     TALLY_CHECK_TYPE_ERROR(x.dtype() != kBool, "\"topk_cpu\" not implemented for 'Bool'");
-    check_orderable(x, name);
+    check_arith(x.dtype(), name);
     dim = maybe_wrap_dim(dim, x.dim());
     TALLY_CHECK_INDEX(k >= 0 && k <= slice_length(x, dim), "selected index k out of range: k = ", k, " for dim ", dim,
                       " of size ", slice_length(x, dim), " (input of shape ", x.sizes(), ")");
@@ -133,11 +136,7 @@ struct TopkIndices {
     return {sizes, kInt64};
   }
   static void compute(const Tensor& out, const Tensor& x, int64_t k, int64_t dim, bool largest) {
-    dim = maybe_wrap_dim(dim, x.dim());
-    const Tensor rows = as_rows(x, dim);
-    const Tensor idx = empty({rows.size(0), k}, TensorOptions(kInt64));
-    ordered_indices(rows, idx, k, largest, name);
-    from_rows(out, idx, dim);
+    indices_along(out, x, dim, k, largest, name);
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, int64_t k, int64_t, bool) {
     return {x.numel() * std::max<int64_t>(ceil_log2(k), 1), ops::bytes_held(x), out.nbytes()};
@@ -155,8 +154,6 @@ void check_multinomial(const Tensor& probs, int64_t num_samples, bool replacemen
               num_samples, " samples from ", n, " categories");
   TALLY_CHECK(n <= (int64_t{1} << 24), "number of categories cannot exceed 2^24, got ", n);
 }
-
-double uniform01(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
 struct Multinomial {
   static constexpr std::string_view name = "multinomial";
@@ -188,7 +185,7 @@ struct Multinomial {
         // weight 0 adds nothing to the sum, so it is never the first to exceed it.
         std::partial_sum(p, p + n, cdf.begin());
         for (int64_t s = 0; s < num_samples; ++s) {
-          const double u = uniform01(g.bits(first + static_cast<uint64_t>(r * num_samples + s))) * total;
+          const double u = g.uniform01(first + static_cast<uint64_t>(r * num_samples + s)) * total;
           const auto at = std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin();
           o[r * num_samples + s] = std::min<int64_t>(at, n - 1);
         }
@@ -197,7 +194,7 @@ struct Multinomial {
         // draws one after another, each in proportion to the weights left (Efraimidis and
         // Spirakis' keys; PyTorch's CPU kernel uses the same). Weight 0 gives key 0: last.
         for (int64_t i = 0; i < n; ++i) {
-          const double e = -std::log1p(-uniform01(g.bits(first + static_cast<uint64_t>(r * n + i))));
+          const double e = -std::log1p(-g.uniform01(first + static_cast<uint64_t>(r * n + i)));
           cdf[static_cast<size_t>(i)] = p[i] / e;
         }
         std::iota(order.begin(), order.end(), int64_t{0});
@@ -221,14 +218,12 @@ Tensor argsort(const Tensor& x, bool, int64_t dim, bool descending) { return arg
 
 std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
   Tensor idx = argsort(x, dim, descending);
-  if (x.dim() == 0) return {x.clone(), idx};  // gather counts a 0-d tensor as [1]: the value itself
   return {gather(x, dim, idx), idx};
 }
 std::tuple<Tensor, Tensor> sort(const Tensor& x, std::optional<bool>, int64_t dim, bool descending) { return sort(x, dim, descending); }
 
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool) {
   Tensor idx = ops::apply<TopkIndices>(x, k, dim, largest);
-  if (x.dim() == 0) return {x.clone(), idx};
   return {gather(x, dim, idx), idx};
 }
 

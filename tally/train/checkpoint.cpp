@@ -61,16 +61,13 @@ std::string CheckpointManager::file_name(int64_t step) { return fmt::format("{}{
 
 fs::path CheckpointManager::save(int64_t step, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const {
   TALLY_CHECK(step >= 0, "CheckpointManager::save: step must be non-negative, got ", step);
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  TALLY_CHECK_TYPE(IOError, !ec, "cannot create checkpoint folder ", dir_.string(), ": ", ec.message());
-  const fs::path path = dir_ / file_name(step);
-  io::save_safetensors(path, tensors, metadata);
+  const fs::path path = write(file_name(step), tensors, metadata);
   // Only once the new file is committed: the oldest beyond `keep` go. Files of later steps are
   // not counted (Note [Rotation counts what is behind the save]).
   auto committed = list();
   std::erase_if(committed, [&](const auto& c) { return c.first > step || (c.first < step && !header_reads(c.second)); });
   while (static_cast<int64_t>(committed.size()) > keep_) {
+    std::error_code ec;
     fs::remove(committed.front().second, ec);  // a failed delete costs disk, never data
     committed.erase(committed.begin());
   }
@@ -78,10 +75,14 @@ fs::path CheckpointManager::save(int64_t step, const StateDict& tensors, const s
 }
 
 fs::path CheckpointManager::save_best(const StateDict& tensors, const std::map<std::string, std::string>& metadata) const {
+  return write(kBestFileName, tensors, metadata);
+}
+
+fs::path CheckpointManager::write(const std::string& name, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   TALLY_CHECK_TYPE(IOError, !ec, "cannot create checkpoint folder ", dir_.string(), ": ", ec.message());
-  const fs::path path = dir_ / kBestFileName;
+  const fs::path path = dir_ / name;
   io::save_safetensors(path, tensors, metadata);
   return path;
 }

@@ -69,6 +69,8 @@ class CheckpointManager {
   const std::filesystem::path& dir() const { return dir_; }
 
  private:
+  /// `name` in the folder (made if need be), committed atomically with checksums.
+  std::filesystem::path write(const std::string& name, const StateDict& tensors, const std::map<std::string, std::string>& metadata) const;
   std::filesystem::path dir_;
   int64_t keep_;
 };

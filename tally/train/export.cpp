@@ -1,6 +1,5 @@
 #include "tally/train/export.h"
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -96,31 +95,12 @@ StateDict import_weights(const StateDict& file) {
   return out;
 }
 
-void check_weights(const nn::TransformerLM& model, const StateDict& weights, const std::string& source) {
-  std::vector<std::string> problems;
-  std::map<std::string, bool> used;
-  for (const auto& [name, t] : weights) used[name] = false;
-  const auto params = model.named_parameters();
-  for (const auto& [name, p] : params) {
-    const Tensor* w = weights.find(name);
-    if (!w) problems.push_back(name + " is missing");
-    else if (w->sizes() != p.sizes()) problems.push_back(detail::str_cat(name, " is ", w->sizes(), " in the file and ", p.sizes(), " in the model"));
-    if (w) used[name] = true;
-  }
-  for (const auto& [name, u] : used)
-    if (!u) problems.push_back(name + " is not a parameter of this model");
-  if (!problems.empty()) {
-    std::string list;
-    for (size_t i = 0; i < problems.size() && i < 8; ++i) list += (i ? "; " : "") + problems[i];
-    if (problems.size() > 8) list += "; and " + std::to_string(problems.size() - 8) + " more";
-    throw ValueError("weights " + source + " do not fit the model: " + list);
-  }
-}
-
 void load_weights(nn::TransformerLM& model, const StateDict& weights, const std::string& source) {
-  check_weights(model, weights, source);
-  NoGradGuard no_grad;
-  for (const auto& [name, p] : model.named_parameters()) Tensor(p).copy_(*weights.find(name));
+  try {
+    model.load_state_dict(weights);  // every name and shape checked before anything is copied
+  } catch (const ValueError& e) {
+    throw ValueError("weights " + source + " do not fit the model: " + e.what());
+  }
 }
 
 }  // namespace tally::train

@@ -34,10 +34,9 @@ StateDict export_weights(nn::TransformerLM& model, WeightNames names);
 /// or in GPT-2's (recognised by transformer.wte.weight), as tally's names and layouts.
 StateDict import_weights(const StateDict& file_tensors);
 
-/// ValueError naming each missing, unexpected or mis-shaped tensor (with both shapes) unless
-/// `weights` holds exactly the model's parameters; `source` names the file in the message.
-void check_weights(const nn::TransformerLM& model, const StateDict& weights, const std::string& source);
-/// check_weights, then the weights copied into the model's parameters.
+/// The model's load_state_dict (strict: every missing, unexpected or mis-shaped tensor named, with
+/// both shapes, before anything is copied), its error naming `source`, the file. On a meta-device
+/// model it checks the names and shapes alone.
 void load_weights(nn::TransformerLM& model, const StateDict& weights, const std::string& source);
 
 }  // namespace tally::train

@@ -10,8 +10,6 @@ namespace tally::train {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
 /// A counter of the checkpoint's metadata, as save() writes it: decimal digits, nothing else, not
 /// negative. A value that is not (an edited or damaged file) is refused rather than trusted: a
 /// step of -5 or 0 would make the resumed run truncate metrics.jsonl to it and save over the
@@ -27,7 +25,6 @@ int64_t parse_counter(const std::map<std::string, std::string>& m, const std::st
   return value;
 }
 
-}  // namespace
 
 GeneratorState generator_from(const json& j) { return {j.at("seed").get<uint64_t>(), j.at("offset").get<uint64_t>()}; }
 json generator_json(const GeneratorState& s) { return {{"seed", s.seed}, {"offset", s.offset}}; }

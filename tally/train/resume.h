@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -35,6 +36,10 @@ ResumePoint read_resume_point(const CheckpointManager& checkpoints, const std::f
 /// optimizer state missing (which the optimizer would restart) mean the file is not this run's
 /// checkpoint as it was written, and the run would not continue bit-exactly (Note [Bit-exact resume]).
 void check_checkpoint_whole(const Checkpoint& c, const nn::Module& model);
+
+/// A counter of a checkpoint's metadata (tally.step, tally.tokens), as save() writes it: ValueError
+/// naming the file when it is missing or not a non-negative integer.
+int64_t parse_counter(const std::map<std::string, std::string>& m, const std::string& key, const std::filesystem::path& path);
 
 /// A generator's state as a checkpoint's metadata holds it, {"seed", "offset"}, and back.
 GeneratorState generator_from(const nlohmann::json& j);

@@ -17,14 +17,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-/// The ledger's totals of every phase: FLOPs and bytes moved.
+/// FLOPs and bytes moved of what the ledger holds: generating runs no backward, so all of it is forward.
 struct Totals {
   int64_t flops = 0, bytes = 0;
 };
 Totals totals(const accounting::FlopCounter& counter) {
-  Totals t;
-  for (const auto& [key, op] : counter.by_op()) t.flops += op.flops, t.bytes += op.bytes_read + op.bytes_written;
-  return t;
+  const accounting::OpTotals t = counter.totals(accounting::Phase::Forward);
+  return {t.flops, t.bytes_read + t.bytes_written};
 }
 
 json phase_json(Totals t, double seconds, int64_t tokens) {

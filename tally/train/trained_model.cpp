@@ -2,24 +2,12 @@
 
 #include "tally/io/safetensors.h"
 #include "tally/train/checkpoint.h"
+#include "tally/train/export.h"
+#include "tally/train/resume.h"
 
 namespace tally::train {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-/// The step a checkpoint file names ("step-000000100.safetensors"), or 0.
-int64_t step_of(const fs::path& path) {
-  const std::string stem = path.stem().string();
-  try {
-    return stem.starts_with("step-") ? std::stoll(stem.substr(5)) : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
-}  // namespace
 
 TrainedModel load_trained_model(const fs::path& run_dir, const std::string& checkpoint, std::vector<std::string>& notes) {
   const fs::path config_path = run_dir / "config.json";
@@ -39,12 +27,14 @@ TrainedModel load_trained_model(const fs::path& run_dir, const std::string& chec
   } else {
     const io::SafetensorsReader reader = io::SafetensorsReader::open(checkpoint);
     tensors = reader.load_all();
-    t.step = step_of(checkpoint);
+    // A checkpoint's step (best.safetensors' too) and an export's are in the metadata; a file
+    // written elsewhere has none.
+    t.step = reader.metadata().contains("tally.step") ? parse_counter(reader.metadata(), "tally.step", checkpoint) : 0;
     t.checkpoint = checkpoint;
   }
   t.model = std::make_shared<nn::TransformerLM>(t.config.model());
-  // Checkpoints hold the model under "model." beside the optimizer's state.
-  t.model->load_state_dict(with_prefix_removed(tensors, "model."));
+  // A checkpoint's "model.*", an export in tally's names or GPT-2's (train/export.h).
+  load_weights(*t.model, import_weights(tensors), t.checkpoint.string());
   t.model->eval();
   return t;
 }

@@ -21,7 +21,8 @@ struct TrainedModel {
   std::filesystem::path checkpoint;
 };
 
-/// The model of `run_dir` at `checkpoint` (a file; verified against its checksums), or at the
+/// The model of `run_dir` at `checkpoint` (a checkpoint, or an export in tally's or GPT-2's names;
+/// verified against its checksums where it has them), or at the
 /// run's newest checkpoint that verifies when `checkpoint` is empty; each newer one skipped gets a
 /// line in `notes`. IOError naming the run directory when it has no config.json or no checkpoint
 /// that loads; ValueError naming the tensors when the weights do not fit the config's model.

@@ -187,7 +187,8 @@ Preflight preflight(const TrainConfig& config, bool resume, const TrainHooks& ho
   if (leader && !config.val_data.empty()) check_tokens(open_token_file(config.val_data, config.data_dtype), config.vocab_size);
   if (!config.init_from.empty() && !p.from) {
     p.init_weights = import_weights(io::SafetensorsReader::open(config.init_from).load_all());
-    check_weights(nn::TransformerLM(config.model(), TensorOptions().device(Device(kMeta))), *p.init_weights, config.init_from);
+    nn::TransformerLM shape(config.model(), TensorOptions().device(Device(kMeta)));
+    load_weights(shape, *p.init_weights, config.init_from);  // names and shapes only: nothing is allocated
   }
   return p;
 }
@@ -457,11 +458,7 @@ void Run::save(int64_t at, bool best) {
 double Run::evaluate() {
   NoGradGuard no_grad;
   nn::EvalModeGuard eval(model_);
-  // Off the run's ledger (its FLOPs and bytes are the training steps'), until it returns or throws.
-  struct LedgerOff {
-    ops::OpObserver* ledger = ops::set_op_observer(nullptr);
-    ~LedgerOff() { ops::set_op_observer(ledger); }
-  } ledger_off;
+  const ops::OpObserverScope off_the_ledger(nullptr);  // the run's ledger holds the training steps alone
   data::TokenLoader batches(*validation_, data::LoaderOptions{.batch_size = config_.batch_size,
                                                               .context_length = config_.context_length,
                                                               .sampling = data::Sampling::Sequential});

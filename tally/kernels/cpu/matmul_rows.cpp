@@ -19,11 +19,6 @@ namespace {
 /// Output rows a block computes together, sharing each input element it loads.
 constexpr int64_t kRowsPerBlock = 4;
 
-/// c[j] = sums[j] (+ bias[j]) for the 4 outputs of a block.
-inline void store_sums(float* c, const float* sums, const float* bias) {
-  for (int j = 0; j < kRowsPerBlock; ++j) c[j] = sums[j] + (bias ? bias[j] : 0.0f);
-}
-
 /// The loops, built once per target (Note [CPU kernel dispatch]): C[i, n] = Σ_k A[i, k] W[n, k] (+ bias[n]).
 void rows_f32(const MatmulProblem& p, float* C) {
   const auto* A = static_cast<const float*>(p.A.data);
@@ -51,8 +46,11 @@ void rows_f32(const MatmulProblem& p, float* C) {
             s2 += a[k] * w2[k];
             s3 += a[k] * w3[k];
           }
-          const float sums[4] = {s0, s1, s2, s3};
-          store_sums(C + i * N + n0, sums, bias ? bias + n0 : nullptr);
+          float* c = C + i * N + n0;
+          c[0] = s0 + (bias ? bias[n0] : 0.0f);
+          c[1] = s1 + (bias ? bias[n0 + 1] : 0.0f);
+          c[2] = s2 + (bias ? bias[n0 + 2] : 0.0f);
+          c[3] = s3 + (bias ? bias[n0 + 3] : 0.0f);
         }
       } else {
         for (int64_t n = n0; n < N; ++n) {

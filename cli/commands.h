@@ -16,7 +16,7 @@ void add_bench_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
 /// `tally inspect FILE`: the tensors (name, dtype, shape, bytes), totals and metadata of a safetensors file.
 void add_inspect_command(CLI::App& app);
-/// `tally report RUN_DIR [--out FILE]`: a training run's self-contained HTML report.
+/// `tally report RUN_DIR... [--out FILE]`: a training run's self-contained HTML report, or several runs compared.
 void add_report_command(CLI::App& app);
 /// Write the report of `run_dir` to `out` (default run_dir/report.html) atomically; returns its path.
 /// The default path is written only when it is absent or a report tally wrote (refuse_foreign_report).

@@ -9,6 +9,6 @@ cd .deps/debs
 apt-get download \
   libdnnl-dev libdnnl2 \
   libfmt-dev libfmt9 libcli11-dev nlohmann-json3-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian libxxhash-dev libxxhash0 \
+  libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian libxxhash-dev libxxhash0 libjs-chart.js \
   ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-c-headers opencl-clhpp-headers
 ls -l

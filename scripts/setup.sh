@@ -14,6 +14,7 @@ packages=(
   ocl-icd-opencl-dev     # Debian's oneDNN CMake package links OpenCL (a recommends, not a depends)
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libxxhash-dev          # xxHash: checkpoint checksums (XXH3-64, tens of GB/s, 2^-64 to miss a flip)
+  libjs-chart.js         # Chart.js: the report page's charts, inlined into the page
 )
 source scripts/install_missing.sh
 install_missing setup "${packages[@]}"

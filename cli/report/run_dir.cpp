@@ -97,6 +97,59 @@ RunDir load_run_dir(const fs::path& dir) {
   return run;
 }
 
+RunTotals run_totals(const RunDir& run) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  RunTotals t{false, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan};
+  if (const json* r = find_path(run.summary, {"run"}); r && r->is_object()) {
+    t.steps = number_at(*r, {"steps"}), t.tokens = number_at(*r, {"tokens"}), t.seconds = number_at(*r, {"seconds"});
+    t.tokens_per_s = number_at(*r, {"tokens_per_s"}), t.first_loss = number_at(*r, {"first_loss"});
+    t.final_loss = number_at(*r, {"final_loss"}), t.unigram_entropy = number_at(*r, {"unigram_entropy"});
+    t.resumed_from = number_at(*r, {"resumed_from_step"});
+    t.mfu = number_at(run.summary, {"mfu", "promised"});
+  } else if (!run.metrics.empty()) {
+    const json &a = run.metrics.front(), &b = run.metrics.back();
+    t.from_metrics = true;
+    t.steps = number_at(b, {"step"}), t.tokens = number_at(b, {"tokens"}), t.seconds = number_at(b, {"elapsed_s"});
+    t.tokens_per_s = t.seconds > 0 ? t.tokens / t.seconds : nan, t.first_loss = number_at(a, {"loss"});
+    t.final_loss = number_at(b, {"loss"});
+  }
+  if (const json* v = find_path(run.summary, {"validation"}); v && v->is_object()) {
+    t.final_val_loss = number_at(*v, {"last_loss"}), t.best_val_loss = number_at(*v, {"best_loss"});
+    t.best_val_step = number_at(*v, {"best_step"});
+  } else {
+    for (const json& m : run.metrics) {
+      const double v = number_at(m, {"val_loss"});
+      if (std::isnan(v)) continue;
+      t.final_val_loss = v;
+      if (!(v >= t.best_val_loss)) t.best_val_loss = v, t.best_val_step = number_at(m, {"step"});
+    }
+  }
+  return t;
+}
+
+std::string run_name(const RunDir& run) {
+  std::error_code ec;
+  fs::path full = fs::weakly_canonical(fs::absolute(run.dir, ec), ec);
+  if (ec) full = run.dir;
+  return (full.filename().empty() ? full.parent_path() : full).filename().string();
+}
+
+namespace {
+void flatten_into(const json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (const auto& [k, v] : j.items()) flatten_into(v, prefix.empty() ? k : prefix + "." + k, out);
+    return;
+  }
+  out.emplace_back(prefix, j.is_string() ? j.get<std::string>() : j.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> flatten(const json& j) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!j.is_null()) flatten_into(j, "", out);
+  return out;
+}
+
 const json* find_path(const json& j, std::initializer_list<const char*> path) {
   const json* at = &j;
   for (const char* key : path) {

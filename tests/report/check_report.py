@@ -3,8 +3,10 @@
 
     check_report.py cli TALLY_EXE WORK_DIR         the command: pages for every fixture case, escaping,
                                                    self-containment, errors (no browser needed)
-    check_report.py chromium TALLY_EXE WORK_DIR    the pages in headless Chromium: every chart drawn,
-                                                   no script errors, a screenshot that is not blank
+    check_report.py chromium TALLY_EXE WORK_DIR    the pages in headless Chromium: every chart drawn
+                                                   with what it should hold, its tooltip on hover, the
+                                                   log-axis control, no script errors, a screenshot
+                                                   that is not blank; the same for a comparison page
     check_report.py screenshot TALLY_EXE WORK_DIR OUT.png [RUN_DIR]
                                                    the page of RUN_DIR (a real run; default: the
                                                    synthetic one) as a PNG, to look at
@@ -13,6 +15,7 @@ Without Chromium the chromium test fails, unless TALLY_ALLOW_SKIP_CHROMIUM=1, wh
 Standard library only: the PNG is decoded with zlib and struct.
 """
 import html.parser
+import json
 import os
 import re
 import shutil
@@ -28,7 +31,11 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_run_dir  # noqa: E402
 
-CHARTS = ("chart-loss", "chart-throughput", "chart-modules", "chart-memory", "chart-roofline")
+CURVES = ("chart-loss", "chart-lr", "chart-grad-norm", "chart-throughput", "chart-mfu")
+DETAIL = ("chart-modules-flops", "chart-modules-time", "chart-memory", "chart-roofline")
+CHARTS = CURVES + DETAIL
+# The inlined Chart.js starts with its licence banner; its own text is not the page's.
+CHART_JS_BANNER = "/*!\n * Chart.js v3"
 SKIP = 77
 failures = []
 
@@ -60,6 +67,68 @@ def write_report(exe, run_dir):
     return page
 
 
+def library_and_rest(text):
+    """(the inlined Chart.js, the page without it): the library is checked apart, the page whole."""
+    start = text.find(CHART_JS_BANNER)
+    if not check(start > 0 and text.rfind("<script>", 0, start) == start - len("<script>"), "the page inlines Chart.js in a <script>"):
+        return "", text
+    end = text.index("</script>", start)
+    return text[start:end], text[:start] + text[end:]
+
+
+def check_self_contained(case, text):
+    library, rest = library_and_rest(text)
+    check(len(library) > 100_000, f"{case}: Chart.js is inlined whole ({len(library)} characters)")
+    check("<script" not in library.lower() and "<!--" not in library, f"{case}: the inlined library cannot end its <script> early")
+    # Nothing fetched: no tags that load, no src/href, no URL but in the library's licence banner.
+    check(not re.search(r"<(?:link|img|iframe|object|embed)\b", rest), f"{case}: no <link>/<img>/<iframe> tags")
+    tags = re.findall(r"<[a-zA-Z][^>]*>", rest)  # escaped text holds no '<'
+    check(not any(re.search(r"\s(?:src|href)\s*=", t) for t in tags), f"{case}: no src= or href= attributes")
+    urls = set(re.findall(r"https?://[^\s\"'<>)]*", rest))
+    check(not urls, f"{case}: no URLs outside the library's licence banner, got {sorted(urls)}")
+    check(text.count("<script") == 4 and text.count("</script>") == 4,
+          f"{case}: exactly the page's 4 scripts (data blob escaped), got {text.count('<script')} / {text.count('</script>')}")
+
+
+def check_compare_cli(exe, work, runs):
+    """`tally report A B`: compare.html in the working directory, the runs' totals, the settings that differ."""
+    cwd = os.path.join(work, "compare")
+    os.makedirs(cwd, exist_ok=True)
+    page = os.path.join(cwd, "compare.html")
+    if os.path.exists(page):
+        os.remove(page)
+    a, b = make_run_dir.write_case(runs, "full"), make_run_dir.write_case(runs, "other")
+    p = subprocess.run([exe, "report", a, b], capture_output=True, text=True, timeout=120, cwd=cwd)
+    check(p.returncode == 0 and p.stdout.strip() == "compare.html", f"tally report A B prints compare.html: {p.returncode} {p.stdout!r} {p.stderr!r}")
+    if not check(os.path.isfile(page), "tally report A B writes compare.html in the working directory"):
+        return
+    text = open(page, encoding="utf-8").read()
+    check_self_contained("compare", text)
+    check("<title>tally report: full vs other</title>" in text, "compare: the title names both runs")
+    for cid in CURVES:
+        check(f'<canvas id="{cid}"' in text, f"compare: has <canvas id={cid}>")
+    for cid in DETAIL:
+        check(f'id="{cid}"' not in text, f"compare: no per-run detail chart {cid}")
+    table = text[text.index('<section id="comparison">'):text.index("</section>", text.index('<section id="comparison">'))]
+    check(table.count("<tr>") >= 3 and "<code>full</code>" in table and "<code>other</code>" in table, "compare: a row per run")
+    differ = table[table.index("Settings that differ"):]
+    for key in ("optimizer.lr", "model.d_model"):
+        check(f"<code>{key}</code>" in differ, f"compare: {key} listed as differing")
+    check("batch_size" not in differ.split("other settings")[0], "compare: a setting both runs share is not listed")
+    check("1.521" in table, "compare: the validation losses are in the table")
+    # A RUN_DIR that is not there: an error naming it, and no page.
+    os.remove(page)
+    missing = os.path.join(work, "no-such-run")
+    p = subprocess.run([exe, "report", a, missing], capture_output=True, text=True, timeout=120, cwd=cwd)
+    check(p.returncode != 0 and missing in p.stderr and not os.path.exists(page), f"compare: a missing RUN_DIR is named, nothing written: {p.stderr!r}")
+    # A compare.html tally did not write is not written over.
+    with open(page, "w") as f:
+        f.write("my notes")
+    p = subprocess.run([exe, "report", a, b], capture_output=True, text=True, timeout=120, cwd=cwd)
+    check(p.returncode != 0 and "--out" in p.stderr and open(page).read() == "my notes", f"compare: a foreign compare.html is kept: {p.stderr!r}")
+    os.remove(page)
+
+
 # ---------------------------------------------------------------- the command, no browser
 def check_cli(exe, work):
     runs = os.path.join(work, "runs")
@@ -71,15 +140,8 @@ def check_cli(exe, work):
         text = open(page, encoding="utf-8").read()
         check(text.startswith("<!DOCTYPE html>"), f"{case}: an HTML5 document")
         for cid in CHARTS:
-            check(f'<svg id="{cid}"' in text, f"{case}: has <svg id={cid}>")
-        # Self-contained: nothing fetched, no URL but the SVG namespace.
-        check(not re.search(r"<(?:link|img|iframe|object|embed)\b", text), f"{case}: no <link>/<img>/<iframe> tags")
-        tags = re.findall(r"<[a-zA-Z][^>]*>", text)  # escaped text holds no '<'
-        check(not any(re.search(r"\s(?:src|href)\s*=", t) for t in tags), f"{case}: no src= or href= attributes")
-        urls = set(re.findall(r"https?://[^\s\"'<>)]*", text))
-        check(urls <= {"http://www.w3.org/2000/svg"}, f"{case}: no URLs but the SVG namespace, got {sorted(urls)}")
-        check(text.count("<script") == 3 and text.count("</script>") == 3,
-              f"{case}: exactly the page's 3 scripts (data blob escaped), got {text.count('<script')} / {text.count('</script>')}")
+            check(f'<canvas id="{cid}"' in text, f"{case}: has <canvas id={cid}>")
+        check_self_contained(case, text)
         if case == "full":
             for unit in ("GFLOP", "MiB", " ms", "FLOP/s", "nats/token", "AMD EPYC 9R45"):
                 check(unit in text, f"full: shows {unit!r}")
@@ -93,6 +155,8 @@ def check_cli(exe, work):
             check('id="pwned' not in text, "hostile: no injected element")
             check("&lt;/script&gt;&lt;img id=&quot;pwned-op&quot;" in text, "hostile: op name shown as text")
             check("&lt;b id=&quot;pwned-cpu&quot;&gt;" in text, "hostile: cpu name shown as text")
+
+    check_compare_cli(exe, work, runs)
 
     # --out
     out = os.path.join(work, "elsewhere.html")
@@ -155,45 +219,45 @@ def run_chromium(chromium, args, timeout=120):
 
 
 class Dom(html.parser.HTMLParser):
-    """What the tests need from a dumped DOM: per chart, a count of tags and classes drawn inside it."""
+    """What the tests need from a dumped DOM: the ids, the figure captions, the error box, and the
+    chart script's record of what it drew (#report-status, JSON)."""
 
     def __init__(self):
         super().__init__()
-        self.ids, self.charts, self.chart_text = set(), {}, {}
-        self.chart = None
-        self.status = self.status_text = None
-        self.errors_hidden, self.errors_text, self.in_errors, self.in_status = None, "", False, False
+        self.ids, self.captions = set(), []
+        self.status, self.status_text = None, ""
+        self.errors_hidden, self.errors_text = None, ""
+        self.inside = None  # "errors", "status" or "caption"
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if a.get("id"):
             self.ids.add(a["id"])
-        if tag == "svg" and a.get("id") in CHARTS:
-            self.chart = a["id"]
-            self.charts[self.chart], self.chart_text[self.chart] = Counter(), ""
-        elif self.chart:
-            c = self.charts[self.chart]
-            c[tag] += 1
-            for cls in (a.get("class") or "").split():
-                c["." + cls] += 1
         if a.get("id") == "js-errors":
-            self.errors_hidden, self.in_errors = "hidden" in a, True
-        if a.get("id") == "report-status":
-            self.status, self.in_status, self.status_text = a.get("data-status"), True, ""
+            self.errors_hidden, self.inside = "hidden" in a, "errors"
+        elif a.get("id") == "report-status":
+            self.status, self.inside = a.get("data-status"), "status"
+        elif tag == "figcaption":
+            self.inside = "caption"
+            self.captions.append("")
 
     def handle_endtag(self, tag):
-        if tag == "svg":
-            self.chart = None
-        if tag == "div":
-            self.in_errors = self.in_status = False
+        if tag in ("div", "figcaption"):
+            self.inside = None
 
     def handle_data(self, data):
-        if self.chart:
-            self.chart_text[self.chart] += data
-        if self.in_errors:
+        if self.inside == "errors":
             self.errors_text += data
-        if self.in_status:
+        elif self.inside == "status":
             self.status_text += data
+        elif self.inside == "caption":
+            self.captions[-1] += data
+
+    def drawn(self):
+        try:
+            return json.loads(self.status_text)
+        except ValueError:
+            return {}
 
 
 def png_pixels(path):
@@ -260,6 +324,30 @@ def console_errors(stderr):
     return [line for line in stderr.splitlines() if ":CONSOLE" in line]
 
 
+def load_in_chromium(chromium, case, page):
+    """Opens `page` with #selftest (charts.js hovers each chart and flips the log-axis control);
+    checks the script finished cleanly and returns what it recorded drawing."""
+    dom_text, stderr = run_chromium(chromium, ["--dump-dom", "file://" + os.path.abspath(page) + "#selftest"])
+    dom = Dom()
+    dom.feed(dom_text)
+    check(dom.status == "ok", f"{case}: the chart script finished without errors (status {dom.status!r})")
+    check(dom.errors_hidden and not dom.errors_text.strip(), f"{case}: no script errors on the page: {dom.errors_text.strip()!r}")
+    check(not console_errors(stderr), f"{case}: no console messages (CSP refusals among them): {console_errors(stderr)[:3]}")
+    check(not any(i.startswith("pwned") for i in dom.ids), f"{case}: no injected elements")
+    return dom.drawn()
+
+
+def check_chart(case, cid, chart, has_data):
+    """A chart drew data with a tooltip on hover, or says in its figure why it has none."""
+    if not has_data:
+        check(chart.get("empty") and chart.get("note"), f"{case}: {cid} says its data is missing: {chart}")
+        return
+    sets = chart.get("datasets", [])
+    check(not chart.get("empty") and sets and all(d["points"] > 0 for d in sets), f"{case}: {cid} draws data: {sets}")
+    hover = chart.get("hover") or []
+    check(len(hover) >= 2 and all(hover), f"{case}: {cid} shows a title and values on hover: {hover}")
+
+
 def check_chromium(exe, work):
     chromium = find_chromium()
     if not chromium:
@@ -271,52 +359,63 @@ def check_chromium(exe, work):
         print("FAIL:", msg, "(set TALLY_ALLOW_SKIP_CHROMIUM=1 to skip locally)")
         sys.exit(1)
     runs = os.path.join(work, "runs")
-    # What each case must draw: chart id -> the class of its data marks and how many, or None for
-    # a chart that must say its data is missing.
-    full = {"chart-loss": (".series", 1), "chart-throughput": (".series", 2), "chart-modules": (".bar", 20),
-            "chart-memory": (".area", 4), "chart-roofline": (".point", 15)}
-    no_summary = {"chart-loss": (".series", 1), "chart-throughput": (".series", 2),
-                  "chart-modules": None, "chart-memory": None, "chart-roofline": None}
-    no_metrics = dict(full, **{"chart-loss": None, "chart-throughput": None})
-    expect = {"full": full, "hostile": full, "resumed": full, "killed": no_summary,
-              "empty": {c: None for c in CHARTS}, "summary-only": no_metrics}
     for case in make_run_dir.CASES:
-        d = make_run_dir.write_case(runs, case)
-        page = write_report(exe, d)
-        dom_text, stderr = run_chromium(chromium, ["--dump-dom", "file://" + os.path.abspath(page)])
-        dom = Dom()
-        dom.feed(dom_text)
-        check(dom.status == "ok", f"{case}: the chart script finished without errors (status {dom.status!r}, {dom.status_text!r})")
-        check(dom.errors_hidden and not dom.errors_text.strip(), f"{case}: no script errors on the page: {dom.errors_text.strip()!r}")
-        check(not console_errors(stderr), f"{case}: no console messages: {console_errors(stderr)[:3]}")
+        page = write_report(exe, make_run_dir.write_case(runs, case))
+        drawn = load_in_chromium(chromium, case, page)
+        check(len(drawn) == len(CHARTS), f"{case}: every chart recorded ({sorted(drawn)})")
+        has_metrics = case not in ("empty", "summary-only")
+        has_summary = case not in ("killed", "empty")
         for cid in CHARTS:
-            c = dom.charts.get(cid)
-            if not check(c is not None, f"{case}: {cid} is in the DOM"):
-                continue
-            check(c[".title"] == 1, f"{case}: {cid} has a title")
-            want = expect[case][cid]
-            if want is None:
-                check(c[".empty-note"] >= 1, f"{case}: {cid} says its data is missing")
-                continue
-            cls, n = want
-            check(c[cls] >= n, f"{case}: {cid} draws at least {n} {cls} marks (got {c[cls]})")
-            check(c["path"] + c["rect"] + c["circle"] >= n, f"{case}: {cid} has drawn SVG shapes")
-            check(c[".tick"] >= 4, f"{case}: {cid} has tick labels (got {c['.tick']})")
-            check(c[".label"] >= 1, f"{case}: {cid} has axis labels")
+            want = has_metrics if cid in CURVES else has_summary
+            check_chart(case, cid, drawn.get(cid, {}), want)
+        if has_metrics:
+            steps = 137 if case == "killed" else make_run_dir.STEPS
+            for cid in CURVES:
+                sets = [d for d in drawn.get(cid, {}).get("datasets", []) if not d["label"].endswith("(raw)")]
+                check(sets and sets[0]["points"] == steps, f"{case}: {cid} plots every step ({steps}): {sets[:1]}")
+            check(drawn["chart-lr"].get("y_scale") == "logarithmic" and drawn["chart-throughput"].get("y_scale") == "linear",
+                  f"{case}: the log-axis control puts loss, lr and gradient norm on a log axis, not throughput")
+            check(any("(raw)" in d["label"] for d in drawn["chart-loss"]["datasets"]), f"{case}: smoothed by default, the raw curve behind")
         if case == "full":
-            check("unigram entropy" in dom.chart_text["chart-loss"], "full: the loss chart marks the unigram entropy")
-            check("GFLOP/s" in dom.chart_text["chart-roofline"], "full: the roofline names its peak in FLOP/s")
+            labels = [d["label"] for d in drawn["chart-loss"]["datasets"]]
+            check("validation loss" in labels and any(l.startswith("unigram entropy") for l in labels),
+                  f"full: the loss chart has the validation loss and the unigram entropy: {labels}")
+            val = next(d for d in drawn["chart-loss"]["datasets"] if d["label"] == "validation loss")
+            check(val["points"] == make_run_dir.STEPS // make_run_dir.VAL_EVERY, f"full: every validation loss plotted: {val}")
+            check(drawn["chart-loss"]["hover"] == ["step 300", "loss: 1.44"], f"full: hovering the loss's last point: {drawn['chart-loss']['hover']}")
+            check(len(drawn["chart-modules-flops"]["labels"]) == 7, "full: the modules chart has a bar per module")
+            check(sum(d["points"] for d in drawn["chart-memory"]["datasets"]) >= 400, "full: the memory chart stacks 4+ categories of 100 ops")
+            roof = drawn["chart-roofline"]["datasets"]
+            check("GFLOP/s" in roof[0]["label"], f"full: the roofline names its peak in FLOP/s: {roof[0]['label']}")
+            check(sum(d["points"] for d in roof[2:]) >= 15, "full: the roofline places 15+ ops")
+            check("memory-bound" in " ".join(drawn["chart-roofline"]["hover"]), f"full: an op's tooltip says its bound: {drawn['chart-roofline']['hover']}")
         if case == "resumed":
-            check("resumed" in dom.chart_text["chart-loss"], "resumed: the loss chart marks the resumption")
+            check(drawn["chart-loss"].get("vlines") == ["resumed"], f"resumed: the loss chart marks the resumption: {drawn['chart-loss'].get('vlines')}")
         if case == "hostile":
-            check(not any(i.startswith("pwned") for i in dom.ids), f"hostile: no injected elements ({sorted(dom.ids)})")
-            check('alert("x")' in dom.chart_text["chart-modules"], "hostile: the odd module name is drawn as text")
+            check(any('alert("x")' in l for l in drawn["chart-modules-flops"]["labels"]), "hostile: the odd module name is drawn as text")
 
-    png = os.path.join(work, "full.png")
-    run_chromium(chromium, ["--hide-scrollbars", "--window-size=1000,1400", f"--screenshot={png}",
-                            "file://" + os.path.abspath(os.path.join(runs, "full", "report.html"))])
-    if check(os.path.isfile(png), "a screenshot was written"):
-        check_screenshot(png)
+    # The comparison page: every curve has one line per run.
+    cwd = os.path.join(work, "compare")
+    os.makedirs(cwd, exist_ok=True)
+    out = os.path.join(cwd, "compare.html")
+    p = subprocess.run([exe, "report", make_run_dir.write_case(runs, "full"), make_run_dir.write_case(runs, "other"), "--out", out],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"tally report full other --out: {p.stderr!r}")
+    drawn = load_in_chromium(chromium, "compare", out)
+    check(sorted(drawn) == sorted(CURVES), f"compare: the curves and no detail chart ({sorted(drawn)})")
+    for cid in CURVES:
+        chart = drawn.get(cid, {})
+        check_chart("compare", cid, chart, True)
+        labels = [d["label"] for d in chart.get("datasets", [])]
+        check("full" in labels and "other" in labels, f"compare: {cid} has a line per run: {labels}")
+    check({"full validation loss", "other validation loss"} <= {d["label"] for d in drawn["chart-loss"]["datasets"]},
+          "compare: each run's validation loss")
+
+    for name, page in (("full", write_report(exe, os.path.join(runs, "full"))), ("compare", out)):
+        png = os.path.join(work, name + ".png")
+        run_chromium(chromium, ["--hide-scrollbars", "--window-size=1000,1400", f"--screenshot={png}", "file://" + os.path.abspath(page)])
+        if check(os.path.isfile(png), f"{name}: a screenshot was written"):
+            check_screenshot(png)
     finish()
 
 
@@ -362,7 +461,7 @@ def make_screenshot(exe, work, out, run_dir=None):
 if __name__ == "__main__":
     if len(sys.argv) < 4 or sys.argv[1] not in ("cli", "chromium", "screenshot"):
         raise SystemExit(__doc__)
-    mode, exe, work = sys.argv[1:4]
+    mode, exe, work = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
     os.makedirs(work, exist_ok=True)
     if mode == "cli":
         check_cli(exe, work)

@@ -6,7 +6,8 @@
 Cases: full (a finished 300-step run: 20 ops, 7 modules, a 100-point memory timeline), killed (no
 summary.json, last metrics line cut short), empty (empty metrics.jsonl, no summary.json), hostile
 (names and config values with <script>, quotes and </script>), resumed (resumed from step 150),
-summary-only (summary.json alone: no config.json, no metrics.jsonl).
+summary-only (summary.json alone: no config.json, no metrics.jsonl), other (like full, with
+another learning rate and width: a second run to compare with).
 The numbers are made up but consistent with each other: a ~0.8 M-parameter transformer on a CPU
 with a 98 GFLOP/s measured peak and 21 GB/s of bandwidth.
 """
@@ -22,6 +23,7 @@ PARAMS = 826880
 FWD, BWD = 1.7e6, 3.4e6  # FLOPs per token
 PEAK_PROMISED, PEAK, BW = 1.1e11, 9.8e10, 2.1e10
 ENTROPY = 2.95
+VAL_EVERY = 50  # steps between validation losses
 STEP_S = (FWD + BWD) * TOKENS_PER_STEP / (0.31 * PEAK_PROMISED)  # MFU 31% of the promised peak
 
 CONFIG = {
@@ -45,6 +47,8 @@ def metrics_lines(first_step=1, last_step=STEPS, elapsed0=0.0, seed=0):
                     "tokens": step * TOKENS_PER_STEP, "step_s": round(step_s, 5),
                     "tokens_per_s": round(TOKENS_PER_STEP / step_s, 1), "mfu": round((FWD + BWD) * TOKENS_PER_STEP / step_s / PEAK_PROMISED, 4),
                     "elapsed_s": round(elapsed, 4)})
+        if step % VAL_EVERY == 0:
+            out[-1]["val_loss"] = round(1.52 + (5.55 - 1.52) * math.exp(-step / 55.0), 5)
     return out
 
 
@@ -147,6 +151,7 @@ def summary(config, resumed_from=0):
         "time_split": {"compute_bound_s": comp, "memory_bound_s": memb, "compute_bound_fraction": comp / (comp + memb)},
         "top_ops": sorted(ops, key=lambda o: -o["seconds"])[:5],
         "ops": ops, "modules": modules_list(), "memory_timeline": memory_timeline(),
+        "validation": {"data": "held-out tail of the corpus", "last_loss": 1.521, "best_loss": 1.521, "best_step": STEPS},
     }
 
 
@@ -182,6 +187,13 @@ def write_case(root, case):
     elif case == "resumed":
         lines = metrics_lines(1, 150, seed=1) + metrics_lines(151, STEPS, elapsed0=0.0, seed=2)
         s = summary(config, resumed_from=150)
+    elif case == "other":  # a second run to compare with "full": another lr and width, another seed
+        config["optimizer"]["lr"] = 1e-3
+        config["model"]["d_model"] = 256
+        lines = metrics_lines(seed=7)
+        for m in lines:
+            m["loss"] = round(m["loss"] * 1.08, 5)
+        s = summary(config)
     elif case == "summary-only":
         write(os.path.join(d, "summary.json"), json.dumps(summary(config), indent=1))
         return d
@@ -197,7 +209,7 @@ def write_case(root, case):
     return d
 
 
-CASES = ("full", "killed", "empty", "hostile", "resumed", "summary-only")
+CASES = ("full", "killed", "empty", "hostile", "resumed", "summary-only", "other")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:

@@ -5,11 +5,13 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/report/format.h"
+#include "tally/io/safetensors.h"
 #include "tally/train/sample.h"
 
 namespace tally::cli {
@@ -21,7 +23,7 @@ using report::bytes_text;
 using report::si;
 
 struct SampleArgs {
-  std::string run_dir, checkpoint, prompt_ids;
+  std::string run_dir, checkpoint, prompt_ids, logits_out;
   train::SampleOptions options;
   int threads = 0;
   bool json_out = false;
@@ -68,6 +70,18 @@ void print_books(const json& b) {
              100 * d.at("of_weights_bound").get<double>());
 }
 
+// The prompt's logits as safetensors: "logits" [T, vocab] float32 and "ids" [T] int64 (the
+// positions they score), which numpy reads with docs/python.md's loader.
+void write_logits(const std::string& path, const train::SampleResult& r, const train::TrainedModel& trained) {
+  const int64_t T = r.prompt_logits.size(0);
+  const Tensor ids = r.ids.select(0, 0).narrow(0, r.prompt_tokens - T, T).contiguous();
+  StateDict tensors;
+  tensors.insert("logits", r.prompt_logits);
+  tensors.insert("ids", ids);
+  io::save_safetensors(path, tensors, {{"tally.checkpoint", trained.checkpoint.string()}, {"tally.step", std::to_string(trained.step)}});
+  std::fprintf(stderr, "tally sample: wrote the logits of the prompt's %lld positions to %s\n", static_cast<long long>(T), path.c_str());
+}
+
 void run_sample(SampleArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   if (!a.prompt_ids.empty()) a.options.prompt_ids = parse_ids(a.prompt_ids);
@@ -86,7 +100,12 @@ void run_sample(SampleArgs& a) {
     fmt::print("{}", train::tokens_text(train::prompt_tokens(a.options, vocab), vocab));
     std::fflush(stdout);
   }
+  a.options.keep_prompt_logits = !a.logits_out.empty();
+  std::error_code ec;  // refused before the work, so that a refusal costs nothing
+  TALLY_CHECK_TYPE(IOError, a.logits_out.empty() || !std::filesystem::exists(a.logits_out, ec), a.logits_out,
+                   " exists: tally sample writes over no file (give another --logits-out)");
   const train::SampleResult r = train::sample(trained, a.options, on_token);
+  if (!a.logits_out.empty()) write_logits(a.logits_out, r, trained);
   if (a.json_out) {
     json out = {{"run_dir", a.run_dir}, {"checkpoint", trained.checkpoint.string()}, {"step", trained.step}, {"books", r.books}};
     for (int64_t s = 0; s < r.ids.size(0); ++s) {
@@ -125,6 +144,9 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--num-samples", a->options.num_samples, "sequences, decoded together as one batch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "threads (0: every core)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", a->json_out, "print the samples and the books as JSON");
+  cmd->add_option("--logits-out", a->logits_out,
+                  "write the prompt's logits to this safetensors file (\"logits\" [T, vocab] float32, \"ids\" [T]): "
+                  "to compare the model with another framework");
   cmd->callback([a] { run_sample(*a); });
 }
 

@@ -25,7 +25,9 @@ Tensor TransformerLM::generate(const Tensor& prompt, const GenerationOptions& op
   // Room for every position this call runs at once: the window never holds more than that.
   std::optional<KVCache> cache;
   if (options.use_cache) cache.emplace(make_kv_cache(prompt.size(0), std::min(context, T0 + options.max_new_tokens - 1)));
-  Tensor logits = options.use_cache ? last(forward(window(), *cache)) : last(forward(window()));
+  const Tensor prefill = options.use_cache ? forward(window(), *cache) : forward(window());
+  if (options.on_prompt_logits) options.on_prompt_logits(prefill);
+  Tensor logits = last(prefill);
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
     const Tensor next = sample_next_token(logits, options.sampling, gen);
     ids = cat({ids, next.to(ids.device())}, 1);

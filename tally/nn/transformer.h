@@ -97,6 +97,9 @@ struct GenerationOptions {
   /// Called with i and token i [b, 1] as each new token is chosen (to stream the text; to time the
   /// prefill, which ends as token 0 is chosen, apart from the decoding after it).
   std::function<void(int64_t, const Tensor&)> on_token;
+  /// Called once with the prefill's logits [b, T, vocab]: every position of the prompt (its last
+  /// context_length when longer), to score a text or compare the model with another framework.
+  std::function<void(const Tensor&)> on_prompt_logits;
 };
 
 /// Token ids [b, T] (T ≤ context_length) → logits [b, T, vocab]. Weights start N(0, 0.02) (GPT-2),

@@ -71,6 +71,8 @@ SampleResult sample(const TrainedModel& trained, const SampleOptions& options, c
     if (on_token) on_token(i, next);
   };
   SampleResult r;
+  if (options.keep_prompt_logits)  // every sample shares the prompt: the first row is its logits
+    g.on_prompt_logits = [&](const Tensor& logits) { r.prompt_logits = logits.select(0, 0).to(kFloat32).contiguous(); };
   r.ids = model.generate(prompt, g, &gen);
   const auto end = Clock::now();
   r.prompt_tokens = prompt.size(1);

@@ -24,12 +24,14 @@ struct SampleOptions {
   uint64_t seed = 0;
   int64_t num_samples = 1;  ///< sequences decoded together, as one batch
   bool measure_machine = true;  ///< measure the bandwidth and FMA peak for the roofline verdict (about a second)
+  bool keep_prompt_logits = false;  ///< keep the prompt's logits (SampleResult::prompt_logits)
 };
 
 struct SampleResult {
   Tensor ids;                ///< [num_samples, prompt + new], int64
   int64_t prompt_tokens = 0;
   nlohmann::json books;      ///< prefill and decode: FLOPs, bytes, seconds, tokens/s; the cache; the bound
+  Tensor prompt_logits;      ///< [T, vocab] float32, the prompt's positions (with keep_prompt_logits)
 };
 
 /// The prompt's token ids: prompt_ids, or the prompt's bytes. ValueError naming the offending

@@ -559,7 +559,7 @@ StepReport Run::step_once() {
   const double promised = record_.promised_flops;
   StepReport r{step, config_.steps, loss_value, lr, grad_norm, record_.tokens_seen, step_s,
                static_cast<double>(record_.tokens_per_step) / step_s, record_.model_flops_per_step / step_s / promised,
-               step_flops / step_s / promised, 0.0, loss_scale, !stepped, {}, {}, {}, {}, {}};
+               step_flops / step_s / promised, 0.0, loss_scale, !stepped, {}, {}, {}, {}, {}, {}};
   if (reducer_) {
     const dist::CommStats& c = reducer_->step_stats();
     r.comm_s = c.comm_seconds;

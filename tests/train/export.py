@@ -1,8 +1,9 @@
 """`tally export` and `--init-from` from the outside: a run's weights exported in tally's names and in
 Hugging Face GPT-2's start a new run at exactly the loss they ended at; the GPT-2 export, read with
 numpy alone (docs/python.md's loader) into a PyTorch GPT-2 in HF's layout written here, gives the
-loss tally gave within 1e-5; weights PyTorch wrote in that layout start a tally run at the loss
-PyTorch computes; mismatched shapes and non-GPT-2 models are refused by name.
+loss tally gave within 1e-5, and every logit `tally sample --logits-out` gives within 1e-5;
+weights PyTorch wrote in that layout start a tally run at the loss PyTorch computes and give its
+logits; mismatched shapes and non-GPT-2 models are refused by name.
 
 usage: export.py TALLY WORK_DIR"""
 
@@ -93,6 +94,34 @@ with torch.no_grad():
 check(abs(torch_loss - va["last_loss"]) <= 1e-5 * abs(va["last_loss"]),
       "the GPT-2 export in PyTorch: loss %.7f, tally's %.7f" % (torch_loss, va["last_loss"]))
 
+PROMPT = "The little robot paints a red house by the river."
+
+
+def compare_logits(run_dir, checkpoint, torch_weights, what):
+    """tally sample --logits-out with `checkpoint` against the PyTorch GPT-2 on the same weights:
+    every logit of every prompt position within 1e-5."""
+    out = os.path.join(work, what + ".logits.safetensors")
+    r = run(tally, ["sample", run_dir, "--checkpoint", checkpoint, "--prompt", PROMPT, "--max-new-tokens", "1", "--logits-out", out])
+    ok = r.returncode == 0 and os.path.isfile(out)
+    check(ok, "%s: sample --logits-out: %s" % (what, r.stderr.strip()[-300:]))
+    if not ok:
+        return
+    got, _ = load_safetensors(out)
+    ids = torch.tensor(np.array(got["ids"]))
+    # The prompt is longer than the context (32): the logits are of its last 32 positions.
+    check(ids.tolist() == list(PROMPT.encode())[-32:], "%s: the logits are of the prompt's last 32 bytes: %s" % (what, bytes(ids.tolist())))
+    with torch.no_grad():
+        want = Gpt2(torch_weights, 2).logits(ids[None])[0].numpy()
+    diff = np.abs(np.array(got["logits"]) - want)
+    check(got["logits"].shape == (32, 256) and diff.max() <= 1e-5 * max(1.0, np.abs(want).max()),
+          "%s: %d logits, largest difference %.2e (largest logit %.2f)" % (what, want.size, diff.max(), np.abs(want).max()))
+    r = run(tally, ["sample", run_dir, "--checkpoint", checkpoint, "--prompt", PROMPT, "--max-new-tokens", "1", "--logits-out", out])
+    check(r.returncode == 1 and "writes over no file" in r.stderr, "%s: --logits-out writes over no file: %s" % (what, r.stderr.strip()))
+
+
+# Logit by logit: tally's GPT-2 export in the PyTorch GPT-2 gives tally's logits.
+compare_logits(a, gpt2_file, weights, "tally-in-torch")
+
 # Weights PyTorch wrote in GPT-2's layout start a tally run at the loss PyTorch computes for them.
 gen = torch.Generator().manual_seed(4)
 theirs = {k: (torch.randn(v.shape, generator=gen) * 0.05).numpy().astype(np.float32) for k, v in weights.items()}
@@ -119,6 +148,7 @@ v = train(os.path.join(work, "from_torch"), "--steps", "3", "--init-from", torch
 with torch.no_grad():
     expected = validation_loss(Gpt2(theirs, 2), os.path.join(work, "from_torch"))
 check(abs(v["initial_loss"] - expected) <= 1e-5 * expected, "PyTorch's weights in tally: loss %.7f, PyTorch's %.7f" % (v["initial_loss"], expected))
+compare_logits(os.path.join(work, "from_torch"), torch_file, theirs, "torch-in-tally")
 
 # Refused: a shape that does not fit (named, with both shapes); a model GPT-2's names cannot hold.
 wide = [("128" if TINY[i - 1] == "--d-model" else a) for i, a in enumerate(TINY)]

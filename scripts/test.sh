@@ -19,9 +19,10 @@ test_packages=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch python3-
 source scripts/install_missing.sh
 install_missing test "${test_packages[@]}"
 # build/ was configured by scripts/setup.sh for the main job, before Open MPI was here: configure
-# it again with the tests and benchmarks, so that they and the MPI backend (tally/dist/mpi) join
-# (an incremental build).
-cmake -S . -B build -DTALLY_BUILD_TESTS=ON -DTALLY_BUILD_BENCH=ON >/dev/null
+# it again with the tests and benchmarks, so that they and the MPI backend (tally/dist/mpi) join,
+# and portable (TALLY_NATIVE=OFF: every kernel set, for the forced runs below; a build/ that
+# setup.sh made for this CPU alone is built again once).
+cmake -S . -B build -DTALLY_BUILD_TESTS=ON -DTALLY_BUILD_BENCH=ON -DTALLY_NATIVE=OFF >/dev/null
 cmake --build build -j "$jobs"
 
 echo "== Release tests =="

@@ -134,8 +134,11 @@ ProcessMemory process_memory(const fs::path& self) {
 std::vector<MemoryBound> memory_bounds(const MemoryBoundSources& sources) {
   std::vector<MemoryBound> bounds;
   if (const std::optional<std::string> meminfo = read_text_file(sources.proc / "meminfo"))
-    if (const std::optional<int64_t> kib = field(*meminfo, "MemAvailable:"))
-      bounds.push_back({"the machine's available memory (MemAvailable)", *kib * 1024});
+    if (const std::optional<int64_t> kib = field(*meminfo, "MemAvailable:")) {
+      MemoryBound& b = bounds.emplace_back();  // member by member: GCC 12 misreads an aggregate's string copy (-Warray-bounds)
+      b.source = "the machine's available memory (MemAvailable)";
+      b.available_bytes = *kib * 1024;
+    }
   for (const CgroupDir& c : memory_cgroups(sources.self)) cgroup_bounds(c, bounds);
   int64_t as_limit = kNoLimit;
   if (sources.address_space_limit_bytes) {

@@ -19,6 +19,8 @@
 
 #include "tally/ops/attention.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -509,16 +511,17 @@ Tensor scaled_dot_product_attention_packed(const Tensor& qkv, bool is_causal, st
 }
 
 std::vector<std::pair<std::string, std::string>> attention_paths() {
-  const std::string blocked = "batched products on the matmul paths, blocks of " + std::to_string(kBlockRows) +
-                              " query rows, rounded as the composed ops";
+  const std::string blocked =
+      fmt::format("batched products on the matmul paths, blocks of {} query rows, rounded as the composed ops", kBlockRows);
   return {{"bfloat16", bf16_kernel_available()
                            ? "fused AVX512_BF16 kernel (vdpbf16ps) for even head sizes: scores in registers and L2, never in memory; "
                              "under a causal mask only the strips of 6 rows the mask leaves anything in"
-                           : blocked + " (the fused kernel needs AVX512_BF16 and the avx512 kernel set)"},
+                           : fmt::format("{} (the fused kernel needs AVX512_BF16 and the avx512 kernel set)", blocked)},
           {"float32", f32_kernel_available()
-                          ? "fused AVX-512 kernel (FMA): scores in registers and L2, never in memory; under a causal mask whole "
-                            "blocks of " + std::to_string(kBlockRows) + " rows, as the batched products"
-                          : blocked + " (the fused kernel needs the avx512 kernel set)"},
+                          ? fmt::format("fused AVX-512 kernel (FMA): scores in registers and L2, never in memory; under a causal mask "
+                                        "whole blocks of {} rows, as the batched products",
+                                        kBlockRows)
+                          : fmt::format("{} (the fused kernel needs the avx512 kernel set)", blocked)},
           {"other dtypes", blocked}};
 }
 

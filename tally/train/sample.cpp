@@ -129,7 +129,10 @@ size_t utf8_sequence(const std::vector<unsigned char>& b, size_t i) {
 std::string tokens_text(const std::vector<int64_t>& ids, int64_t vocab_size) {
   std::string text;
   if (vocab_size > 256) {
-    for (size_t i = 0; i < ids.size(); ++i) text += (i ? " " : "") + std::to_string(ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) text += ' ';
+      text += std::to_string(ids[i]);
+    }
     return text;
   }
   // A byte model writes any bytes: what is not well-formed UTF-8, and control characters other

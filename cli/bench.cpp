@@ -69,7 +69,7 @@ void save_peaks(const MeasuredPeaks& p) {
                          {"stream_read_bytes_per_sec", p.stream_read_bytes},
                          {"measured_at", p.measured_at},
                          {"cpu", p.cpu}};
-  machine::write_file_atomically(peaks_path(), j.dump(2) + "\n");
+  machine::write_cache_file(peaks_path(), j.dump(2) + "\n");
 }
 
 MeasuredPeaks measure_peaks() {

@@ -150,7 +150,7 @@ void save_gpu_peaks(const nlohmann::json& peaks) {
     try { all = nlohmann::json::parse(in); } catch (const std::exception&) { all = nlohmann::json::object(); }
   }
   all[peaks.at("gpu").get<std::string>()] = peaks;
-  machine::write_file_atomically(gpu_peaks_path(), all.dump(2) + "\n");
+  machine::write_cache_file(gpu_peaks_path(), all.dump(2) + "\n");
 }
 
 double promised_gpu(const std::string& gpu, const std::string& dtype) {

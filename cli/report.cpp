@@ -41,7 +41,7 @@ void refuse_foreign_page(const std::filesystem::path& path, const std::string& h
 }
 
 void write_page(const std::filesystem::path& path, const std::string& page) {
-  io::write_file_atomic(path, std::span(reinterpret_cast<const uint8_t*>(page.data()), page.size()));  // never half a page
+  io::write_file_atomic(path, page);  // never half a page
 }
 
 // The comparison page of several runs: to `out`, or compare.html in the working directory.

@@ -25,9 +25,10 @@ DimVector contiguous_strides(IntArrayRef sizes) {
 }
 
 bool is_contiguous(IntArrayRef sizes, IntArrayRef strides) {
+  // As in PyTorch, a tensor with no elements is contiguous whatever its strides.
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return true;
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
-    if (sizes[i] == 0) return true;
     if (sizes[i] == 1) continue;
     if (strides[i] != expected) return false;
     expected *= sizes[i];

@@ -21,9 +21,12 @@ struct Slice {
 struct EllipsisIndexType {};
 inline constexpr EllipsisIndexType Ellipsis{};
 
-/// One entry of an index list: an integer, a Slice, None (new axis), Ellipsis, or a bool, which
-/// as in PyTorch adds an axis of size 1 (true) or 0 (false) where it stands: x[True] is x[None],
-/// not x[1].
+/// IndexError unless `s` is "...", libtorch's spelling of Ellipsis in an index list (view.cpp).
+void check_ellipsis_string(const char* s);
+
+/// One entry of an index list: an integer, a Slice, None (new axis), Ellipsis (or "..."), or a
+/// bool, which as in PyTorch adds an axis of size 1 (true) or 0 (false) where it stands: x[True]
+/// is x[None], not x[1].
 class TensorIndex {
  public:
   enum class Kind : uint8_t { Integer, Slice, None, Ellipsis, Boolean };
@@ -33,6 +36,8 @@ class TensorIndex {
   TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}        // NOLINT
   TensorIndex(std::nullopt_t) : kind_(Kind::None) {}             // NOLINT
   TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}      // NOLINT
+  // Without this, "..." would convert to bool, the pointer being non-null, and add an axis.
+  TensorIndex(const char* s) : kind_(Kind::Ellipsis) { check_ellipsis_string(s); }  // NOLINT
   Kind kind() const { return kind_; }
   int64_t integer() const { return integer_; }
   const Slice& slice() const { return slice_; }

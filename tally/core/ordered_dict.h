@@ -4,6 +4,7 @@
 // their meaning: parameters are listed in registration order, and a checkpoint written from one
 // is read back in the same order.
 
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -13,16 +14,27 @@
 
 namespace tally {
 
+/// One entry: libtorch's `item.key()` and `item.value()`, and, its members being public,
+/// `item.first`/`item.second` and structured bindings (`for (const auto& [name, t] : dict)`).
+template <class Value>
+struct OrderedDictItem {
+  std::string first;
+  Value second;
+  const std::string& key() const { return first; }
+  Value& value() { return second; }
+  const Value& value() const { return second; }
+};
+
 template <class Value>
 class OrderedDict {
  public:
-  using Item = std::pair<std::string, Value>;
+  using Item = OrderedDictItem<Value>;
 
   /// Add `key`; a key already present is an error that names it (`what` says what the dict holds).
   Value& insert(std::string key, Value value) {
     TALLY_CHECK(!index_.contains(key), what_, " '", key, "' is already present");
     index_.emplace(key, items_.size());
-    items_.emplace_back(std::move(key), std::move(value));
+    items_.push_back(Item{std::move(key), std::move(value)});
     return items_.back().second;
   }
   /// Add `key` or overwrite its value, keeping its position.
@@ -74,6 +86,10 @@ class OrderedDict {
 
   /// What the values are, for error messages ("parameter", "state").
   explicit OrderedDict(std::string what = "key") : what_(std::move(what)) {}
+  /// `{{"a", x}, {"b", y}}`, in that order; a repeated key is an error that names it.
+  OrderedDict(std::initializer_list<std::pair<std::string, Value>> items) : what_("key") {
+    for (const auto& [key, value] : items) insert(key, value);
+  }
 
  private:
   std::string what_;

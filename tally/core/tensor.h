@@ -2,6 +2,7 @@
 // Tensor: a handle to storage + sizes + strides (in elements) + offset + dtype, as in PyTorch.
 // Copying a Tensor copies the handle; views share storage and never copy bytes.
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -104,6 +105,8 @@ class Tensor {
   int64_t _version() const { return storage() ? static_cast<int64_t>(storage()->version()) : 0; }
   /// Whether two handles view the same storage.
   bool is_same_storage(const Tensor& other) const { return defined() && other.defined() && storage() == other.storage(); }
+  /// libtorch's name for is_same_storage: a write through either can change the other.
+  bool is_alias_of(const Tensor& other) const { return is_same_storage(other); }
   /// Whether both handles are the same tensor object.
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   /// The impl (for kernels and the autograd layer).
@@ -145,6 +148,8 @@ class Tensor {
   Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
   /// Same, with a vector of indices.
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  /// x[i]: row i along the first dim, a view (libtorch's operator[], select(0, i)).
+  Tensor operator[](int64_t index) const { return select(0, index); }
   /// A view with the given geometry over the same storage (torch.as_strided).
   Tensor as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> storage_offset = std::nullopt) const;
   /// Returns a new handle to the same data with no autograd history.
@@ -212,6 +217,16 @@ class Tensor {
   Tensor to(Dtype dtype, bool non_blocking = false, bool copy = false, std::optional<MemoryFormat> memory_format = std::nullopt) const;
   /// to(device, this dtype, ...).
   Tensor to(Device device, bool non_blocking = false, bool copy = false, std::optional<MemoryFormat> memory_format = std::nullopt) const;
+  /// to(the options' device and dtype, this tensor's where they are unset): libtorch's
+  /// `x.to(x.options().dtype(kFloat64))`.
+  /// (A template taking TensorOptions alone, so that `to(kCPU)` and `to(kFloat64)` stay the
+  /// Device and Dtype overloads rather than becoming ambiguous.)
+  template <class Options>
+    requires std::same_as<Options, TensorOptions>
+  Tensor to(const Options& options, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const {
+    return to(options.device_or(device()), options.dtype_or(dtype()), non_blocking, copy, memory_format);
+  }
   /// to(kCPU).
   Tensor cpu() const { return to(Device(kCPU)); }
   /// to(Device("cuda:index")).
@@ -315,6 +330,7 @@ class Tensor {
   Tensor all() const;
   Tensor all(int64_t dim, bool keepdim = false) const;
   Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
   /// The p-norm over `dims` (all when empty): linalg::vector_norm (tally/ops/norm.h).
   Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
   /// tally/ops/reorder.h: the elements reversed along `dims`; rolled; tiled; each repeated in place.

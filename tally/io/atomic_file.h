@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace tally::io {
 
@@ -55,5 +56,9 @@ class AtomicFile {
 /// or, on an IOError naming the path and the OS error, it is as it was before and no temporary
 /// file is left.
 void write_file_atomic(const std::filesystem::path& path, std::span<const uint8_t> bytes);
+/// The same for text (a JSON file, a page): its bytes as they are.
+inline void write_file_atomic(const std::filesystem::path& path, std::string_view text) {
+  write_file_atomic(path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
 
 }  // namespace tally::io

@@ -13,7 +13,7 @@
 #include "tally/core/autograd_meta.h"
 #include "tally/io/atomic_file.h"
 #include "tally/io/checksum.h"
-#include "tally/ops/creation.h"
+#include "tally/core/empty.h"
 
 namespace tally::io {
 

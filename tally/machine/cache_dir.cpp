@@ -29,10 +29,10 @@ std::optional<std::string> read_text_file(const fs::path& path) {
   return text.str();
 }
 
-void write_file_atomically(const fs::path& path, const std::string& contents) {
-  std::error_code ec;
+void write_cache_file(const fs::path& path, std::string_view contents) {
+  std::error_code ec;  // a folder that cannot be made shows as the write's own error, which names the path
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  io::write_file_atomic(path, std::span(reinterpret_cast<const uint8_t*>(contents.data()), contents.size()));
+  io::write_file_atomic(path, contents);
 }
 
 std::string utc_timestamp() {

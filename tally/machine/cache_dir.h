@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace tally::machine {
 
@@ -15,9 +16,9 @@ std::filesystem::path cache_dir();
 /// cannot be opened.
 std::optional<std::string> read_text_file(const std::filesystem::path& path);
 
-/// Replace `path` by `contents` atomically: written to a temporary file beside it, then renamed,
-/// so a reader or a crash never sees half a file. Creates the folder. Raises IOError on failure.
-void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
+/// Replace the stored measurement at `path` (in the cache folder, which is created) by
+/// `contents`, atomically (io::write_file_atomic). Raises IOError on failure.
+void write_cache_file(const std::filesystem::path& path, std::string_view contents);
 
 /// Now in UTC, ISO 8601 ("2026-11-23T10:00:52Z"): when a stored measurement was taken.
 std::string utc_timestamp();

@@ -8,42 +8,6 @@
 
 namespace tally {
 
-namespace {
-Tensor make_empty(IntArrayRef sizes, IntArrayRef strides, TensorOptions options, MemoryCategory category) {
-  const Dtype dtype = options.dtype_or(kFloat32);
-  geometry::check_sizes(sizes, "empty");
-  TALLY_CHECK(sizes.size() == strides.size(), "empty_strided: ", sizes.size(), " sizes but ", strides.size(), " strides");
-  int64_t extent = 1;  // elements from the first to one past the last
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 0) { extent = 0; break; }
-    TALLY_CHECK(strides[i] >= 0, "empty_strided: negative stride ", strides[i]);
-    extent += (sizes[i] - 1) * strides[i];
-  }
-  int64_t nbytes = 0;
-  TALLY_CHECK(!__builtin_mul_overflow(extent, element_size(dtype), &nbytes), "empty: size overflow for sizes ", sizes);
-  auto impl = detail::make_pooled<TensorImpl>();
-  impl->storage = detail::make_pooled<StorageImpl>(nbytes, category, options.device_or());
-  impl->sizes = DimVector(sizes);
-  impl->strides = DimVector(strides);
-  impl->dtype = dtype;
-  return Tensor(std::move(impl));
-}
-
-}  // namespace
-
-Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
-  return make_empty(sizes, strides, options, MemoryCategory::Other);
-}
-
-Tensor empty(IntArrayRef sizes, TensorOptions options) {
-  geometry::check_sizes(sizes, "empty");
-  return empty_strided(sizes, geometry::contiguous_strides(sizes), options);
-}
-
-Tensor detail::empty_activation(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
-  return make_empty(sizes, strides, options, MemoryCategory::Activations);
-}
-
 Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(kFloat32))); }
 Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kFloat32))); }
 
@@ -150,6 +114,54 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
         else p[i] = cast_to<T>(s + static_cast<double>(i) * st);
       }
     });
+  });
+}
+
+namespace {
+/// linspace's and logspace's values: `steps` points from start to end, each point i computed as
+/// PyTorch's CPU kernel does, from the nearer end (start + step·i in the first half, end −
+/// step·(steps−1−i) in the second), so that both ends are exact and the halves symmetric. Floating
+/// dtypes compute in their own type, each operation rounded to it as c10's Half and BFloat16
+/// operators round; integral ones truncate start and end, then step in double. `map` turns each
+/// point into the value stored (identity, or base^point).
+template <class Map>
+Tensor spaced(const char* name, Scalar start, Scalar end, int64_t steps, TensorOptions options, Map map) {
+  TALLY_CHECK(steps >= 0, "number of steps must be non-negative");
+  const Dtype dt = options.dtype_or(kFloat32);
+  TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"", name, "_cpu\" not implemented for 'Bool'");
+  return made_on_host({steps}, dt, options, [&](Tensor& t) {
+    dispatch(dt, name, [&]<class T>() {
+      T* p = t.data_ptr<T>();
+      const int64_t halfway = steps == 1 ? 1 : steps / 2;  // one point is start, as PyTorch's
+      if constexpr (std::is_integral_v<T>) {
+        const T s = static_cast<T>(start.to_long()), e = static_cast<T>(end.to_long());
+        const double step = steps > 1 ? static_cast<double>(e - s) / static_cast<double>(steps - 1) : 0.0;
+        for (int64_t i = 0; i < steps; ++i)
+          p[i] = static_cast<T>(map(i < halfway ? s + step * static_cast<double>(i) : e - step * static_cast<double>(steps - 1 - i)));
+      } else {
+        using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        auto op = [](Acc v) { return static_cast<Acc>(cast_to<T>(v)); };  // one operation in T's arithmetic
+        const Acc s = op(static_cast<Acc>(start.to_double())), e = op(static_cast<Acc>(end.to_double()));
+        const Acc step = steps > 1 ? op(op(e - s) / op(static_cast<Acc>(steps - 1))) : Acc(0);
+        for (int64_t i = 0; i < steps; ++i) {
+          const Acc point = i < halfway ? op(s + op(step * op(static_cast<Acc>(i)))) : op(e - op(step * op(static_cast<Acc>(steps - 1 - i))));
+          p[i] = cast_to<T>(map(point));
+        }
+      }
+    });
+  });
+}
+}  // namespace
+
+Tensor linspace(Scalar start, Scalar end, int64_t steps, TensorOptions options) {
+  return spaced("linspace", start, end, steps, options, [](auto point) { return point; });
+}
+
+Tensor logspace(Scalar start, Scalar end, int64_t steps, double base, TensorOptions options) {
+  return spaced("logspace", start, end, steps, options, [base](auto point) {
+    using P = decltype(point);  // the base in the point's type, as PyTorch's kernel takes it
+    if constexpr (std::is_same_v<P, double>) return std::pow(base, point);
+    else return std::pow(static_cast<float>(base), point);
   });
 }
 

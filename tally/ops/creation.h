@@ -1,25 +1,18 @@
 #pragma once
-// Factory functions: empty, zeros, ones, full, arange, eye, tensor(...), *_like. Each takes
-// TensorOptions (a dtype, a device, or both), as libtorch's do.
+// Factory functions: zeros, ones, full, arange, linspace, logspace, eye, tensor(...), *_like, and
+// empty (core/empty.h, which the layers below ops use alone). Each takes TensorOptions (a dtype, a
+// device, or both), as libtorch's do.
 
 #include <initializer_list>
 #include <optional>
 #include <vector>
 
+#include "tally/core/empty.h"
 #include "tally/core/tensor.h"
 #include "tally/core/tensor_options.h"
 
 namespace tally {
 
-/// An uninitialised tensor; its pages are not touched until written.
-Tensor empty(IntArrayRef sizes, TensorOptions options = {});
-namespace detail {
-/// empty_strided() counted as activations from the start: an op's output a graph node will keep
-/// (Note [Activations] in core/storage.h), which saves moving its bytes between categories.
-Tensor empty_activation(IntArrayRef sizes, IntArrayRef strides, TensorOptions options);
-}  // namespace detail
-/// An uninitialised tensor with explicit strides (torch.empty_strided).
-Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options = {});
 /// Zeros.
 Tensor zeros(IntArrayRef sizes, TensorOptions options = {});
 /// Ones.
@@ -39,6 +32,10 @@ Tensor full_like(const Tensor& t, Scalar value, TensorOptions options = {}, std:
 Tensor arange(Scalar end, TensorOptions options = {});
 /// start, start+step, ... < end.
 Tensor arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options = {});
+/// `steps` evenly spaced values from start to end, both included (float32 unless options say).
+Tensor linspace(Scalar start, Scalar end, int64_t steps, TensorOptions options = {});
+/// base^x for `steps` evenly spaced x from start to end (float32 unless options say).
+Tensor logspace(Scalar start, Scalar end, int64_t steps, double base = 10.0, TensorOptions options = {});
 /// n×m identity (m defaults to n).
 Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions options = {});
 /// A 0-d tensor holding `value`.

@@ -647,6 +647,7 @@ Tensor Tensor::any(int64_t dim, bool keepdim) const { return tally::any(*this, {
 Tensor Tensor::all() const { return tally::all(*this); }
 Tensor Tensor::all(int64_t dim, bool keepdim) const { return tally::all(*this, {dim}, keepdim); }
 Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const { return tally::var(*this, dims, correction, keepdim); }
+Tensor Tensor::std(IntArrayRef dims, int64_t correction, bool keepdim) const { return tally::std(*this, dims, correction, keepdim); }
 
 #endif  // TALLY_PRIMARY_PASS
 

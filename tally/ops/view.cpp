@@ -352,9 +352,18 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
   TALLY_CHECK_INDEX(consumed <= dim(), "too many indices for tensor of dimension ", dim());
   Tensor out = *this;
   int64_t d = 0;  // current dim of `out`
+  // An integer out of range is named by its position in the index list, as PyTorch names it
+  // (x[0, 5] on [2, 3]: "dimension 1"; x[..., 5]: "dimension 1" too), not by the dim of `out`.
+  int64_t position = 0;
   for (const auto& i : indices) {
     switch (i.kind()) {
-      case K::Integer: out = out.select(d, i.integer()); break;
+      case K::Integer: {
+        const int64_t n = out.size(d);
+        TALLY_CHECK_INDEX(i.integer() >= -n && i.integer() < n, "index ", i.integer(), " is out of bounds for dimension ", position,
+                          " with size ", n);
+        out = out.select(d, i.integer());
+        break;
+      }
       case K::Slice: {
         const auto& s = i.slice();
         out = out.slice(d, s.start, s.stop, s.step.value_or(1));
@@ -365,9 +374,17 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
       case K::Boolean: out = out.unsqueeze(d).slice(d, 0, i.integer(), 1); ++d; break;
       case K::Ellipsis: d += dim() - consumed; break;
     }
+    ++position;
   }
   return out;
 }
+
+namespace indexing {
+void check_ellipsis_string(const char* s) {
+  TALLY_CHECK_INDEX(s != nullptr && std::string_view(s) == "...", "Expected \"...\" to represent an ellipsis index, but got \"",
+                    s ? s : "(null)", "\"");
+}
+}  // namespace indexing
 
 Tensor Tensor::detach() const {
   return make_view(*this, DimVector(sizes()), DimVector(strides()), storage_offset());

@@ -9,7 +9,7 @@
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/kernels/cuda/kernels.h"
 #include "tally/optim/fused.h"
-#include "tally/optim/update_scalars.h"
+#include "tally/kernels/update_scalars.h"
 
 namespace tally::optim {
 

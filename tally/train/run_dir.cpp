@@ -12,6 +12,7 @@
 #include "tally/error/error.h"
 #include "tally/io/retry.h"
 #include "tally/io/write_all.h"
+#include "tally/io/atomic_file.h"
 #include "tally/machine/cache_dir.h"
 #include "tally/train/corpus.h"
 
@@ -88,7 +89,7 @@ bool corpus_in_place(const fs::path& out, const std::string& corpus) {
 }
 
 data::TokenFile write_builtin_corpus(const fs::path& out, const std::string& corpus, bool in_place) {
-  if (!in_place) machine::write_file_atomically(builtin_corpus_path(out), corpus);
+  if (!in_place) io::write_file_atomic(builtin_corpus_path(out), corpus);
   return open_builtin_corpus(out);
 }
 
@@ -157,7 +158,7 @@ std::vector<int64_t> truncate_metrics(const fs::path& path, int64_t step) {
     }
     if (!readable) unreadable.push_back(line_no);
   }
-  machine::write_file_atomically(path, kept);
+  io::write_file_atomic(path, kept);
   return unreadable;
 }
 

@@ -36,6 +36,7 @@
 #include "tally/kernels/cpu/parallel.h"
 #include "tally/nn/eval_mode.h"
 #include "tally/ops/cost.h"
+#include "tally/io/atomic_file.h"
 #include "tally/machine/cache_dir.h"
 #include "tally/train/checkpoint.h"
 #include "tally/train/export.h"
@@ -361,7 +362,7 @@ void Run::open_run_dir() {
   if (!leader_) return;
   created_.will_create(out_ / "config.json");
   created_.will_create(checkpoints_.dir());
-  machine::write_file_atomically(out_ / "config.json", to_json(config_).dump(2) + "\n");
+  io::write_file_atomic(out_ / "config.json", to_json(config_).dump(2) + "\n");
   const fs::path metrics_path = out_ / "metrics.jsonl";
   if (step_ > 0) {
     if (const std::vector<int64_t> dropped = truncate_metrics(metrics_path, step_); !dropped.empty())
@@ -369,7 +370,7 @@ void Run::open_run_dir() {
            "), kept the rest");
   } else {
     created_.will_create(metrics_path);
-    machine::write_file_atomically(metrics_path, "");
+    io::write_file_atomic(metrics_path, "");
   }
   metrics_.emplace(metrics_path, checkpoints_.dir());
 }
@@ -650,7 +651,7 @@ void Run::train_steps() {
 TrainResult Run::finish() {
   if (!leader_) return {.first_step = record_.first_step, .last_step = step_, .interrupted = record_.interrupted, .summary = {}};
   json summary = run_summary(config_, record_, *ledger_, profile_.get(), [&](const std::string& s) { note(s); });
-  machine::write_file_atomically(out_ / "summary.json", summary.dump(1) + "\n");
+  io::write_file_atomic(out_ / "summary.json", summary.dump(1) + "\n");
   return {.first_step = record_.first_step, .last_step = step_, .interrupted = record_.interrupted, .summary = std::move(summary)};
 }
 

@@ -76,8 +76,8 @@ TEST(Errors, DimensionOutOfRange) {
 TEST(Errors, IndexOutOfBounds) {
   auto msg = message_of<IndexError>([] { ones({2, 3}).index({5}); });
   expect_contains(msg, "index 5 is out of bounds for dimension 0 with size 2");
-  msg = message_of<IndexError>([] { ones({2, 3}).index({0, -4}); });
-  expect_contains(msg, "index -4 is out of bounds for dimension 0 with size 3");
+  msg = message_of<IndexError>([] { ones({2, 3}).index({0, -4}); });  // torch.ones(2, 3)[0, -4]
+  expect_contains(msg, "index -4 is out of bounds for dimension 1 with size 3");
   msg = message_of<IndexError>([] { ones({3}).index_select(0, tensor({5})); });
   expect_contains(msg, "index out of range in self");
   msg = message_of<IndexError>([] { ones({3}).index({0, 0}); });

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tally/tally.h"
+#include "tests/expect_error.h"
 
 using namespace tally;
 using namespace tally::indexing;
@@ -39,6 +40,53 @@ TEST(Views, IndexWithNoneAndEllipsis) {
   Tensor stepped = x.index({Slice(), Slice(None, None, 2), Slice(1, None, 2)});
   EXPECT_EQ(stepped.sizes(), IntArrayRef({2, 2, 2}));
   EXPECT_TRUE(stepped.equal(tensor({{{1, 3}, {9, 11}}, {{13, 15}, {21, 23}}})));
+}
+
+TEST(Views, EllipsisSpelledAsAStringAndErrorsNameTheSourceDim) {
+  Tensor x = arange(24).view({2, 3, 4});
+  // libtorch writes Ellipsis as "..."; it once converted to bool (a non-null pointer) and added an axis.
+  EXPECT_EQ(x.index({"...", None}).sizes(), IntArrayRef({2, 3, 4, 1}));
+  EXPECT_EQ(x.index({0, "...", 1}).sizes(), IntArrayRef({3}));
+  EXPECT_TRUE(x.index({"...", 2}).equal(x.index({Ellipsis, 2})));
+  tally::test::expect_error<IndexError>([&] { x.index({"..", 0}); }, {"Expected \"...\" to represent an ellipsis index, but got \"..\""});
+  // An integer out of range is named by its position in the index list, as PyTorch 1.13 names it:
+  // torch.arange(24).view(2, 3, 4)[0, 5], [..., -5] and [None, :, 1, 4] raise these three.
+  tally::test::expect_error<IndexError>([&] { x.index({0, 5}); }, {"index 5 is out of bounds for dimension 1 with size 3"});
+  tally::test::expect_error<IndexError>([&] { x.index({"...", -5}); }, {"index -5 is out of bounds for dimension 1 with size 4"});
+  tally::test::expect_error<IndexError>([&] { x.index({None, Slice(), 1, 4}); }, {"index 4 is out of bounds for dimension 3 with size 4"});
+}
+
+TEST(Views, ATensorWithNoElementsIsContiguousWhateverItsStrides) {
+  const Tensor base = zeros({200});
+  const Tensor empty_view = base.as_strided({2, 0, 4}, {60, 20, 5});
+  EXPECT_TRUE(empty_view.is_contiguous());  // PyTorch: every tensor with no elements is
+  EXPECT_FALSE(base.as_strided({2, 1, 4}, {60, 20, 5}).is_contiguous());
+}
+
+TEST(Views, SubscriptSelectsAlongTheFirstDim) {
+  const Tensor x = arange(24).view({2, 3, 4});
+  EXPECT_TRUE(x[1].equal(x.select(0, 1)));
+  EXPECT_EQ(x[1][2][3].item<int64_t>(), 23);
+  EXPECT_EQ(x[-1][0].sizes(), IntArrayRef({4}));
+  EXPECT_TRUE(x[0].is_alias_of(x));
+  tally::test::expect_error<IndexError>([&] { (void)x[2]; }, {"index 2 is out of bounds for dimension 0 with size 2"});
+}
+
+TEST(Views, ToOptionsKeepsWhatTheyLeaveUnset) {
+  const Tensor x = arange(6).view({2, 3});
+  const Tensor d = x.to(x.options().dtype(kFloat64));
+  EXPECT_EQ(d.dtype(), kFloat64);
+  EXPECT_EQ(d.device(), x.device());
+  EXPECT_TRUE(x.to(TensorOptions()).is_same(x)) << "nothing to change: the tensor itself, as PyTorch's";
+  EXPECT_EQ(x.to(TensorOptions().device(kMeta)).device(), Device(kMeta));
+}
+
+TEST(Views, AViewIsAnAliasOfItsBaseAndACopyIsNot) {
+  const Tensor x = zeros({4, 6});
+  EXPECT_TRUE(x.transpose(0, 1).is_alias_of(x));
+  EXPECT_TRUE(x.index({Slice(1, 3)}).is_alias_of(x.index({0})));
+  EXPECT_FALSE(x.clone().is_alias_of(x));
+  EXPECT_FALSE(Tensor().is_alias_of(x));
 }
 
 TEST(Views, NoCopyAndWritesReachBase) {

@@ -69,7 +69,7 @@ TEST(AtomicFile, WritesAndReplaces) {
   EXPECT_EQ(read_file(path), pattern(1000, 1));
   write_file_atomic(path, pattern(10, 2));
   EXPECT_EQ(read_file(path), pattern(10, 2));
-  write_file_atomic(path, {});
+  write_file_atomic(path, std::span<const uint8_t>{});
   EXPECT_TRUE(read_file(path).empty());
   EXPECT_EQ(dir.listing(), std::vector<std::string>{"f.bin"});
 }

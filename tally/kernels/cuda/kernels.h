@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tally/optim/update_scalars.h"
+#include "tally/kernels/update_scalars.h"
 
 namespace tally::kernels::cuda {
 

@@ -3,7 +3,7 @@
 // sum, quotient and root is an explicitly rounded intrinsic (the compiler may not contract them),
 // and the fused multiply-adds are the ones the CPU kernel writes as std::fma, so that a step on
 // the GPU gives the CPU's values bit for bit. The scalars come rounded by the same constructors as
-// the CPU's (tally/optim/update_scalars.h).
+// the CPU's (tally/kernels/update_scalars.h).
 
 #include "tally/kernels/cuda/dtypes.cuh"
 #include "tally/kernels/cuda/kernels.h"

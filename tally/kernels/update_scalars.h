@@ -3,7 +3,8 @@
 // (tally/optim/adam.cpp, sgd.cpp, adagrad.cpp, rmsprop.cpp), and the same rounded to the parameters' element type, which
 // is what its CPU kernel and its CUDA kernel (tally/kernels/cuda/optim.cu) read: one rounding
 // for both, so that a step on either device gives the same bits. Plain structs, so that the CUDA
-// sources can include them without the library's headers. The constructors are always inlined:
+// sources can include them without the library's headers; here, beside both kernel sets, so that
+// neither reaches up into optim/. The constructors are always inlined:
 // the CPU kernels are built once per target, and no out-of-line copy may be shared between them
 // (Note [CPU kernel dispatch]).
 

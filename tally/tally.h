@@ -16,6 +16,7 @@
 #include "tally/error/warning.h"
 #include "tally/accounting/flop_counter.h"
 #include "tally/accounting/memory_tracker.h"
+#include "tally/autograd/function.h"
 #include "tally/autograd/gradcheck.h"
 #include "tally/ops/attention.h"
 #include "tally/ops/creation.h"

@@ -3,8 +3,6 @@
 #include <cmath>
 
 #include "tally/core/geometry.h"
-#include "tally/core/object_pool.h"
-#include "tally/kernels/cpu/parallel.h"
 
 namespace tally {
 

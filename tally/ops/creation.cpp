@@ -120,8 +120,8 @@ namespace {
 /// PyTorch's CPU kernel does, from the nearer end (start + step·i in the first half, end −
 /// step·(steps−1−i) in the second), so that both ends are exact and the halves symmetric. Floating
 /// dtypes compute in their own type, each operation rounded to it as c10's Half and BFloat16
-/// operators round; integral ones truncate start and end, then step in double. `map` turns each
-/// point into the value stored (identity, or base^point).
+/// operators round; integral ones truncate start and end, then step in double. `map<T>` turns
+/// each point into the value stored (identity, or base^point).
 template <class Map>
 Tensor spaced(const char* name, Scalar start, Scalar end, int64_t steps, TensorOptions options, Map map) {
   TALLY_CHECK(steps >= 0, "number of steps must be non-negative");
@@ -135,7 +135,8 @@ Tensor spaced(const char* name, Scalar start, Scalar end, int64_t steps, TensorO
         const T s = static_cast<T>(start.to_long()), e = static_cast<T>(end.to_long());
         const double step = steps > 1 ? static_cast<double>(e - s) / static_cast<double>(steps - 1) : 0.0;
         for (int64_t i = 0; i < steps; ++i)
-          p[i] = static_cast<T>(map(i < halfway ? s + step * static_cast<double>(i) : e - step * static_cast<double>(steps - 1 - i)));
+          p[i] = static_cast<T>(map.template operator()<T>(i < halfway ? s + step * static_cast<double>(i)
+                                                                       : e - step * static_cast<double>(steps - 1 - i)));
       } else {
         using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
         auto op = [](Acc v) { return static_cast<Acc>(cast_to<T>(v)); };  // one operation in T's arithmetic
@@ -143,7 +144,7 @@ Tensor spaced(const char* name, Scalar start, Scalar end, int64_t steps, TensorO
         const Acc step = steps > 1 ? op(op(e - s) / op(static_cast<Acc>(steps - 1))) : Acc(0);
         for (int64_t i = 0; i < steps; ++i) {
           const Acc point = i < halfway ? op(s + op(step * op(static_cast<Acc>(i)))) : op(e - op(step * op(static_cast<Acc>(steps - 1 - i))));
-          p[i] = cast_to<T>(map(point));
+          p[i] = cast_to<T>(map.template operator()<T>(point));
         }
       }
     });
@@ -152,14 +153,16 @@ Tensor spaced(const char* name, Scalar start, Scalar end, int64_t steps, TensorO
 }  // namespace
 
 Tensor linspace(Scalar start, Scalar end, int64_t steps, TensorOptions options) {
-  return spaced("linspace", start, end, steps, options, [](auto point) { return point; });
+  return spaced("linspace", start, end, steps, options, []<class T>(auto point) { return point; });
 }
 
 Tensor logspace(Scalar start, Scalar end, int64_t steps, double base, TensorOptions options) {
-  return spaced("logspace", start, end, steps, options, [base](auto point) {
-    using P = decltype(point);  // the base in the point's type, as PyTorch's kernel takes it
-    if constexpr (std::is_same_v<P, double>) return std::pow(base, point);
-    else return std::pow(static_cast<float>(base), point);
+  return spaced("logspace", start, end, steps, options, [base]<class T>(auto point) {
+    // A floating dtype takes the base rounded to it, as PyTorch's kernel does (3.3 is 3.296875 in
+    // bfloat16); an integral one takes it as it is (2.5^2 is 6 in int64).
+    using P = decltype(point);
+    if constexpr (std::is_integral_v<T>) return std::pow(base, point);
+    else return std::pow(static_cast<P>(cast_to<T>(base)), point);
   });
 }
 

@@ -111,6 +111,13 @@ std::multimap<std::string, Case> cases() {
   }, {leaf({2, 3, 2})});
   add("cat", "", [](const TensorList& v) { return cat({v[0], v[1]}, 1); }, {leaf({3, 2}, "t"), leaf({3, 4})});
   add("index_select", "repeats", [](const TensorList& v) { return index_select(v[0], 0, tensor({2, 0, 2})); }, {leaf({3, 4}, "s")});
+  add("gather", "repeats", [](const TensorList& v) { return gather(v[0], 1, tensor({{0, 2, 2}, {1, 0, 3}, {3, 3, 0}})); },
+      {leaf({3, 4}, "t")});
+  // Distinct indices in each column: with repeats which src element lands is left open, as in PyTorch.
+  add("scatter", "", [](const TensorList& v) { return scatter(v[0], 0, tensor({{0, 1, 2, 0}, {2, 0, 1, 1}}), v[1]); },
+      {leaf({3, 4}), leaf({2, 4}, "t")});
+  add("scatter_add", "repeats", [](const TensorList& v) { return scatter_add(v[0], 1, tensor({{0, 0, 3}, {1, 2, 1}}), v[1]); },
+      {leaf({2, 4}, "s"), leaf({2, 3})});
   add("index_add", "", [](const TensorList& v) { return index_add(v[0], 0, tensor({1, 1}), v[1]); }, {leaf({3, 4}), leaf({2, 4}, "t")});
   add("index_add", "0-d self", [](const TensorList& v) { return index_add(v[0], 0, tensor({0, 0}), v[1]); }, {leaf({}), leaf({2})});
   add("addmm", "bias row, transposed weight", [](const TensorList& v) { return addmm(v[0], v[1], v[2].t()); },

@@ -46,6 +46,14 @@ TEST(Logspace, AsPyTorchComputesIt) {
   // torch.logspace(0, 1, 3, dtype=torch.float64), torch.logspace(0, 3, 4, base=2, dtype=torch.int64)
   EXPECT_EQ(elements<double>(logspace(0, 1, 3, 10, kFloat64)), (std::vector<double>{1.0, 3.1622776601683795, 10.0}));
   EXPECT_EQ(elements<int64_t>(logspace(0, 3, 4, 2, kInt64)), (std::vector<int64_t>{1, 2, 4, 8}));
+  // The base: rounded to a floating dtype, as it is for an integral one. torch.logspace(0, 2, 3,
+  // base=3.3), the same in bfloat16, and base=2.5 in int64.
+  // (torch's float32 pow is one ulp above the correctly rounded 3.3f², which std::pow gives.)
+  const std::vector<float> f = elements<float>(logspace(0, 2, 3, 3.3));
+  EXPECT_EQ(f[1], 3.299999952316284f);
+  EXPECT_NEAR(f[2], 10.890000343322754, 1e-6);
+  EXPECT_EQ(elements<float>(logspace(0, 2, 3, 3.3, kBFloat16).to(kFloat32)), (std::vector<float>{1.0f, 3.296875f, 10.875f}));
+  EXPECT_EQ(elements<int64_t>(logspace(0, 2, 3, 2.5, kInt64)), (std::vector<int64_t>{1, 2, 6}));
 }
 
 TEST(Linspace, ErrorsAsPyTorchGivesThem) {

@@ -24,6 +24,8 @@ std::filesystem::path write_report(const std::string& run_dir, const std::string
 /// IOError when run_dir/report.html exists and is not a page tally wrote: a user's file there is
 /// never written over. Checked by `tally train` before the run starts (Note [Refuse before writing]).
 void refuse_foreign_report(const std::string& run_dir);
+/// IOError when `path` exists: `command` writes over no file of the user's; `hint` says what to do.
+void refuse_existing_output(const std::string& path, std::string_view command, std::string_view hint);
 /// `tally sample RUN_DIR`: a trained model continues a prompt; the books of prefill and decode.
 void add_sample_command(CLI::App& app);
 /// `tally export RUN_DIR --out FILE`: a run's weights alone, in tally's or GPT-2's names.

@@ -22,10 +22,19 @@ struct ExportArgs {
   bool force = false;
 };
 
+}  // namespace
+
+void refuse_existing_output(const std::string& path, std::string_view command, std::string_view hint) {
+  std::error_code ec;
+  TALLY_CHECK_TYPE(IOError, !std::filesystem::exists(std::filesystem::symlink_status(path, ec)), path, " exists: tally ", command,
+                   " writes over no file (", hint, ")");
+}
+
+namespace {
+
 void run_export(const ExportArgs& a) {
   const train::WeightNames names = train::weight_names_from(a.names);
-  std::error_code ec;
-  TALLY_CHECK_TYPE(IOError, a.force || !std::filesystem::exists(a.out, ec), a.out, " exists: tally export writes over no file (--force to replace it)");
+  if (!a.force) refuse_existing_output(a.out, "export", "--force to replace it");
   std::vector<std::string> notes;
   const train::TrainedModel trained = train::load_trained_model(a.run_dir, a.checkpoint, notes);
   for (const std::string& n : notes) fmt::print(stderr, "tally export: {}\n", n);

@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -83,6 +82,9 @@ void write_logits(const std::string& path, const train::SampleResult& r, const t
 }
 
 void run_sample(SampleArgs& a) {
+  // Refused before the model is loaded or any text printed, so that a refusal costs nothing.
+  if (!a.logits_out.empty()) refuse_existing_output(a.logits_out, "sample", "give another --logits-out");
+  a.options.keep_prompt_logits = !a.logits_out.empty();
   if (a.threads > 0) omp_set_num_threads(a.threads);
   if (!a.prompt_ids.empty()) a.options.prompt_ids = parse_ids(a.prompt_ids);
   std::vector<std::string> notes;
@@ -100,10 +102,6 @@ void run_sample(SampleArgs& a) {
     fmt::print("{}", train::tokens_text(train::prompt_tokens(a.options, vocab), vocab));
     std::fflush(stdout);
   }
-  a.options.keep_prompt_logits = !a.logits_out.empty();
-  std::error_code ec;  // refused before the work, so that a refusal costs nothing
-  TALLY_CHECK_TYPE(IOError, a.logits_out.empty() || !std::filesystem::exists(a.logits_out, ec), a.logits_out,
-                   " exists: tally sample writes over no file (give another --logits-out)");
   const train::SampleResult r = train::sample(trained, a.options, on_token);
   if (!a.logits_out.empty()) write_logits(a.logits_out, r, trained);
   if (a.json_out) {

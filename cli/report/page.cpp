@@ -139,10 +139,21 @@ json run_detail(const RunDir& run) {
   return d;
 }
 
+// A canvas charts.js draws chart `id` into, in a box that gives it its height.
+std::string canvas(const char* id, const char* label) {
+  return fmt::format("<div class=\"chart-box\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>", id, label);
+}
+
 std::string figure(const char* id, const char* title, const char* cls = "") {
-  return fmt::format("<figure class=\"{2}\"><figcaption>{1}</figcaption><div class=\"chart-box\">"
-                     "<canvas id=\"{0}\" role=\"img\" aria-label=\"{1}\"></canvas></div></figure>",
-                     id, title, cls);
+  return fmt::format("<figure class=\"{}\"><figcaption>{}</figcaption>{}</figure>", cls, title, canvas(id, title));
+}
+
+// What was absent or skipped (text, escaped here), or nothing.
+std::string notes_section(const std::vector<std::string>& notes) {
+  if (notes.empty()) return "";
+  std::string out = "<section id=\"notes\"><ul>";
+  for (const auto& note : notes) out += "<li>" + html_escape(note) + "</li>";
+  return out + "</ul></section>\n";
 }
 
 // The curves every page has, one line per run, with the controls that smooth them and put their
@@ -191,17 +202,11 @@ std::string page_end(const std::string& footer_html, const json& data) {
 
 std::string render_page(const RunDir& run, std::string_view tally_version) {
   const std::string name = html_escape(run_name(run));
-  std::string out = page_start(name);
-  if (!run.notes.empty()) {
-    out += "<section id=\"notes\"><ul>";
-    for (const auto& note : run.notes) out += "<li>" + html_escape(note) + "</li>";
-    out += "</ul></section>\n";
-  }
+  std::string out = page_start(name) + notes_section(run.notes);
   out += "<section class=\"cards\">" + model_card(run) + machine_card(run) + run_card(run) + "</section>\n";
   out += curves_section(false);
-  out += "<figure class=\"wide\"><figcaption>FLOPs and time by module (one profiled step)</figcaption><div class=\"chart-pair\">"
-         "<div class=\"chart-box\"><canvas id=\"chart-modules-flops\" role=\"img\" aria-label=\"FLOPs by module\"></canvas></div>"
-         "<div class=\"chart-box\"><canvas id=\"chart-modules-time\" role=\"img\" aria-label=\"time by module\"></canvas></div></div></figure>";
+  out += "<figure class=\"wide\"><figcaption>FLOPs and time by module (one profiled step)</figcaption><div class=\"chart-pair\">" +
+         canvas("chart-modules-flops", "FLOPs by module") + canvas("chart-modules-time", "time by module") + "</div></figure>";
   out += figure("chart-memory", "Live memory by category over one step (after each op)", "wide");
   out += figure("chart-roofline", "Roofline: achieved FLOP/s vs arithmetic intensity, per op");
   out += time_split_section(run) + "</section>\n" + tables_section(run) + "\n";
@@ -219,12 +224,7 @@ std::string render_comparison(const std::vector<RunDir>& runs, std::string_view 
   std::vector<std::string> notes;
   for (size_t i = 0; i < runs.size(); ++i)
     for (const auto& note : runs[i].notes) notes.push_back(names[i] + ": " + note);
-  if (!notes.empty()) {
-    out += "<section id=\"notes\"><ul>";
-    for (const auto& note : notes) out += "<li>" + html_escape(note) + "</li>";
-    out += "</ul></section>\n";
-  }
-  out += comparison_section(runs, names);
+  out += notes_section(notes) + comparison_section(runs, names);
   out += curves_section(true) + "</section>\n";
   json series = json::array();
   for (size_t i = 0; i < runs.size(); ++i) series.push_back(run_series(runs[i], names[i]));

@@ -7,14 +7,14 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "tally/core/object_pool.h"
 #include "tally/error/error.h"
+#include "tally/ops/apply.h"
 
 namespace tally::autograd {
 
 namespace {
 
-uint64_t version_of(const Tensor& t) { return t.defined() && t.storage() ? t.storage()->version() : 0; }
+using ops::detail::version_of;
 
 bool listed(const std::vector<const TensorImpl*>& list, const Tensor& t) {
   return t.defined() && std::find(list.begin(), list.end(), &t.impl()) != list.end();
@@ -29,6 +29,9 @@ struct FunctionNode final : Node {
 
   std::string name() const override { return node_name; }
   TensorList apply(const Tensor& grad_output) override {
+    const std::vector<Tensor>& saved = FunctionGraph::saved(*ctx);
+    for (size_t i = 0; i < saved.size(); ++i)
+      ops::detail::check_saved_version(saved[i], FunctionGraph::saved_versions(*ctx)[i], *this, "saved tensor", i);
     TensorList grads = backward(ctx.get(), {grad_output});
     TALLY_CHECK(grads.size() == next_edges.size(), "function ", node_name, " returned an incorrect number of gradients (expected ",
                 next_edges.size(), ", got ", grads.size(), "): one per argument of forward, an undefined Tensor for a "
@@ -62,10 +65,6 @@ TensorList AutogradContext::get_saved_variables() const {
   TALLY_CHECK(!released_, "Trying to backward through the graph a second time (or directly access saved tensors after they have "
               "already been freed) in ", function_name_, ". Specify retain_graph=true if you need to backward through the graph a "
               "second time or if you need to access saved tensors after calling backward.");
-  for (size_t i = 0; i < saved_.size(); ++i)
-    TALLY_CHECK(version_of(saved_[i]) == saved_versions_[i], "one of the variables needed for gradient computation has been modified "
-                "by an inplace operation: saved tensor ", i, " of ", function_name_, "Backward, ", saved_[i].sizes(), ", is at version ",
-                version_of(saved_[i]), "; expected version ", saved_versions_[i], " instead");
   return saved_;
 }
 

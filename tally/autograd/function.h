@@ -45,7 +45,8 @@ class AutogradContext {
   /// Tensors backward reads; each is checked for in-place changes when backward reads it.
   void save_for_backward(TensorList tensors);
   /// The saved tensors. ValueError after the graph was freed (a second backward without
-  /// retain_graph) or when one was changed in place since it was saved.
+  /// retain_graph). One changed in place since it was saved fails the node before backward runs,
+  /// with the check every op's node makes (Note [Version counter]).
   TensorList get_saved_variables() const;
   /// Inputs forward changed in place (and returns): their history becomes this function's.
   void mark_dirty(const TensorList& inputs);
@@ -78,6 +79,9 @@ struct FunctionGraph {
                      Backward backward, const ModulePath& path);
   /// The name forward and backward run under on the ledger (a ModuleScope).
   static const std::string& name(const AutogradContext& ctx) { return ctx.function_name_; }
+  /// The saved tensors and their versions when saved, for the node's check before backward.
+  static const std::vector<Tensor>& saved(const AutogradContext& ctx) { return ctx.saved_; }
+  static const std::vector<uint64_t>& saved_versions(const AutogradContext& ctx) { return ctx.saved_versions_; }
   /// After a backward without retain_graph: the saved tensors go (get_saved_variables then fails).
   static void release(AutogradContext& ctx) {
     ctx.saved_.clear();

@@ -22,6 +22,7 @@
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/foreach.h"
+#include "tally/ops/advanced_index.h"
 #include "tally/ops/gather.h"
 #include "tally/ops/join.h"
 #include "tally/ops/loss.h"

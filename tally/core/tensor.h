@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "tally/core/device.h"
-#include "tally/core/indexing.h"
 #include "tally/core/int_array_ref.h"
 #include "tally/core/memory_format.h"
 #include "tally/core/scalar.h"
@@ -26,6 +25,9 @@ namespace tally {
 
 class Tensor;
 class Generator;  // tally/core/generator.h
+namespace indexing {
+class TensorIndex;  // tally/core/indexing.h, included at the end: it holds a Tensor
+}
 using TensorList = std::vector<Tensor>;
 struct AutogradMeta;  // defined by the autograd layer
 
@@ -144,10 +146,28 @@ class Tensor {
                int64_t step = 1) const;
   /// `length` elements from `start` along `dim` (bounds are checked, not clamped).
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  /// Python-style indexing with integers, Slice, None and Ellipsis; always a view.
+  /// Python-style indexing with integers, Slice, None and Ellipsis (a view), and with int64 or
+  /// bool tensors (a copy; tally/ops/advanced_index.h): x.index({Slice(), mask}) is x[:, mask].
   Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
   /// Same, with a vector of indices.
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  /// ATen's index.Tensor: indices[d] indexes dim d, an undefined tensor keeps the whole dim.
+  Tensor index(const TensorList& indices) const;
+  /// x[indices] = values, in place: the view the basic indices pick is written, through the
+  /// tensor indices where there are any (tally/ops/advanced_index.h).
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value);
+  /// ATen's index_put_: with `accumulate`, repeated positions add up (in index order).
+  Tensor& index_put_(const TensorList& indices, const Tensor& values, bool accumulate = false);
+  Tensor index_put(const TensorList& indices, const Tensor& values, bool accumulate = false) const;
+  /// tally/ops/advanced_index.h.
+  Tensor nonzero() const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
+  Tensor take(const Tensor& index) const;
   /// x[i]: row i along the first dim, a view (libtorch's operator[], select(0, i)).
   Tensor operator[](int64_t index) const { return select(0, index); }
   /// A view with the given geometry over the same storage (torch.as_strided).
@@ -202,10 +222,6 @@ class Tensor {
   Tensor& fill_(Scalar value);
   /// Set every element to zero.
   Tensor& zero_() { return fill_(0); }
-  /// x[indices] = value.
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value);
-  /// x[indices] = values (broadcast).
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
   /// A copy on `device` converted to `dtype`, as libtorch's: `x.to("cuda:0")`, `x.to(kBFloat16)`.
   /// Self on the same device in the same dtype, unless `copy` (as PyTorch's, whatever
   /// `memory_format` says). A copy is laid out as `memory_format` says: by default (Preserve) as
@@ -391,3 +407,6 @@ T Tensor::item() const {
 }
 
 }  // namespace tally
+
+// After Tensor: an index list entry may hold a tensor.
+#include "tally/core/indexing.h"  // IWYU pragma: export

@@ -127,15 +127,23 @@ DimVector detail::output_strides(IntArrayRef sizes, std::span<const Tensor* cons
   return geometry::elementwise_output_strides(sizes, {shapes.data(), shapes.size()});
 }
 
-bool detail::writes_directly(const OutputSpec& spec, const Tensor& dst, bool elementwise, std::span<const Tensor* const> inputs) {
+bool detail::writes_directly(const OutputSpec& spec, const Tensor& dst, bool elementwise, bool over_self,
+                             std::span<const Tensor* const> inputs) {
   if (spec.dtype != dst.dtype()) return false;
-  if (!elementwise && !dst.is_contiguous()) return false;
-  for (const Tensor* t : inputs) {
+  const auto same_view = [&](const Tensor& t) {
+    return t.sizes() == dst.sizes() && t.strides() == dst.strides() && t.storage_offset() == dst.storage_offset();
+  };
+  // The update of self in place (writes_over_self): any layout, so long as nothing else it reads
+  // lies in self's memory.
+  over_self = over_self && !inputs.empty() && inputs[0]->is_same(dst);
+  if (!elementwise && !over_self && !dst.is_contiguous()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* t = inputs[i];
     if (!t->defined() || !may_overlap(*t, dst)) continue;
+    if (over_self && i == 0) continue;
     // An elementwise kernel reads index i before it writes index i: the written tensor itself
     // may be an input, but not a view that lands elsewhere in it.
-    const bool same_view = t->sizes() == dst.sizes() && t->strides() == dst.strides() && t->storage_offset() == dst.storage_offset();
-    if (!elementwise || !same_view) return false;
+    if (!elementwise || !same_view(*t)) return false;
   }
   return true;
 }

@@ -566,14 +566,25 @@ constexpr bool aliased_output_ok() {
   else return false;
 }
 
-/// Whether the kernel may write `dst` directly with these inputs (Note [Forms]).
-bool writes_directly(const OutputSpec& spec, const Tensor& dst, bool elementwise, std::span<const Tensor* const> inputs);
+/// An op whose compute, given its first argument itself as the output, only writes its update
+/// over it (index_put_, scatter_: a few elements of a large tensor) says
+/// `static constexpr bool writes_over_self = true;`, and in place runs on self directly, whatever
+/// its layout, instead of on a temporary copied back.
+template <class Op>
+constexpr bool writes_over_self() {
+  if constexpr (requires { Op::writes_over_self; }) return Op::writes_over_self;
+  else return false;
+}
+
+/// Whether the kernel may write `dst` directly with these inputs (Note [Forms]); `over_self`
+/// for an op that writes_over_self.
+bool writes_directly(const OutputSpec& spec, const Tensor& dst, bool elementwise, bool over_self, std::span<const Tensor* const> inputs);
 
 /// Compute Op(args) into dst, which already has spec's shape: directly, or through a temporary.
 template <class Op, class... Args>
 void write_result(const OutputSpec& spec, Tensor& dst, const Args&... args) {
   const SmallVector<const Tensor*, 4> inputs = tensor_args(args...);
-  if (writes_directly(spec, dst, elementwise<Op>(), std::span<const Tensor* const>(inputs.data(), inputs.size()))) {
+  if (writes_directly(spec, dst, elementwise<Op>(), writes_over_self<Op>(), std::span<const Tensor* const>(inputs.data(), inputs.size()))) {
     Op::compute(dst, args...);
     return;
   }

@@ -310,16 +310,6 @@ Tensor Tensor::clone(std::optional<MemoryFormat> memory_format) const { return o
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(MemoryFormat::Contiguous); }
 
-Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value) {
-  index(indices).fill_(value);
-  return *this;
-}
-
-Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) {
-  index(indices).copy_(values);
-  return *this;
-}
-
 #endif  // TALLY_PRIMARY_PASS
 
 }  // namespace tally

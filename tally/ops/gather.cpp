@@ -156,6 +156,7 @@ template <bool Add>
 struct Scatter {
   static constexpr std::string_view name = Add ? "scatter_add" : "scatter";
   static constexpr bool supports_cuda = false;
+  static constexpr bool writes_over_self = true;  // compute only scatters into out when out is x
   static ops::OutputSpec meta(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
     check_scatter(x, dim, index, &src, Add ? "scatter_add" : "scatter");
     return {DimVector(x.sizes()), x.dtype()};
@@ -181,6 +182,7 @@ struct Scatter {
 struct ScatterValue {
   static constexpr std::string_view name = "scatter";
   static constexpr bool supports_cuda = false;
+  static constexpr bool writes_over_self = true;
   static ops::OutputSpec meta(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
     check_scatter(x, dim, index, nullptr, "scatter");
     check_scalar_fits(value, x.dtype(), "scatter");

@@ -337,33 +337,52 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   return slice(d, start, start + length, 1);
 }
 
-Tensor Tensor::index(std::initializer_list<indexing::TensorIndex> indices) const {
-  return index(std::vector<indexing::TensorIndex>(indices));
+namespace {
+
+bool is_mask(const Tensor& t) { return t.dtype() == kBool || t.dtype() == kUInt8; }
+
+/// The dims of x an index list entry consumes.
+int64_t dims_consumed(const indexing::TensorIndex& i) {
+  using K = indexing::TensorIndex::Kind;
+  if (i.kind() == K::Integer || i.kind() == K::Slice) return 1;
+  if (i.kind() == K::Tensor) return is_mask(i.tensor()) ? i.tensor().dim() : 1;
+  return 0;
 }
 
-Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
+/// x[position] along dim d of `out`, checked as PyTorch checks it: an index out of range is
+/// named by its position in the index list (x[0, 5] on [2, 3]: "dimension 1"; x[..., 5] too),
+/// not by the dim of `out`.
+Tensor select_checked(const Tensor& out, int64_t d, int64_t i, int64_t position) {
+  const int64_t n = out.size(d);
+  TALLY_CHECK_INDEX(i >= -n && i < n, "index ", i, " is out of bounds for dimension ", position, " with size ", n);
+  return out.select(d, i);
+}
+
+/// Reads an index list as PyTorch's applySlicing does: integers, slices, None, Ellipsis, bools
+/// and 0-d integer tensors become views of x, in order; the other tensors are collected in
+/// `tensors`, entry k starting at the returned view's dim k (undefined entries keep a dim
+/// whole). Returns the view.
+Tensor apply_basic(const Tensor& x, const std::vector<indexing::TensorIndex>& indices, TensorList& tensors) {
   using K = indexing::TensorIndex::Kind;
   int64_t consumed = 0, ellipses = 0;
   for (const auto& i : indices) {
-    if (i.kind() == K::Integer || i.kind() == K::Slice) ++consumed;
+    consumed += dims_consumed(i);
     if (i.kind() == K::Ellipsis) ++ellipses;
   }
   TALLY_CHECK_INDEX(ellipses <= 1, "an index can only have a single ellipsis ('...')");
-  TALLY_CHECK_INDEX(consumed <= dim(), "too many indices for tensor of dimension ", dim());
-  Tensor out = *this;
-  int64_t d = 0;  // current dim of `out`
-  // An integer out of range is named by its position in the index list, as PyTorch names it
-  // (x[0, 5] on [2, 3]: "dimension 1"; x[..., 5]: "dimension 1" too), not by the dim of `out`.
+  TALLY_CHECK_INDEX(consumed <= x.dim(), "too many indices for tensor of dimension ", x.dim());
+  Tensor out = x;
+  int64_t d = 0, covered = 0;  // the current dim of `out`; the dims `tensors` reaches so far
+  auto add_tensor = [&](Tensor t, int64_t span) {
+    for (; covered < d; ++covered) tensors.emplace_back();
+    tensors.push_back(std::move(t));
+    d += span;
+    covered = d;
+  };
   int64_t position = 0;
   for (const auto& i : indices) {
     switch (i.kind()) {
-      case K::Integer: {
-        const int64_t n = out.size(d);
-        TALLY_CHECK_INDEX(i.integer() >= -n && i.integer() < n, "index ", i.integer(), " is out of bounds for dimension ", position,
-                          " with size ", n);
-        out = out.select(d, i.integer());
-        break;
-      }
+      case K::Integer: out = select_checked(out, d, i.integer(), position); break;
       case K::Slice: {
         const auto& s = i.slice();
         out = out.slice(d, s.start, s.stop, s.step.value_or(1));
@@ -372,11 +391,70 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
       }
       case K::None: out = out.unsqueeze(d); ++d; break;
       case K::Boolean: out = out.unsqueeze(d).slice(d, 0, i.integer(), 1); ++d; break;
-      case K::Ellipsis: d += dim() - consumed; break;
+      case K::Ellipsis: d += x.dim() - consumed; break;
+      case K::Tensor: {
+        const Tensor& t = i.tensor();
+        TALLY_CHECK_INDEX(t.defined(), "an undefined tensor cannot index (at position ", position, " of the index list)");
+        if (t.dim() == 0 && !is_mask(t) && !is_floating_point(t.dtype())) {
+          out = select_checked(out, d, t.item<int64_t>(), position);  // as an integer, as PyTorch's
+        } else if (t.dim() == 0 && is_mask(t)) {
+          // A 0-d mask adds a dim, as a bool does, whose one row it keeps or drops: a copy.
+          out = out.unsqueeze(d);
+          add_tensor(t.item<bool>() ? zeros({1}, TensorOptions(kInt64)) : empty({0}, TensorOptions(kInt64)), 1);
+        } else {
+          add_tensor(t, is_mask(t) ? t.dim() : 1);
+        }
+        break;
+      }
     }
     ++position;
   }
   return out;
+}
+
+bool any_defined(const TensorList& ts) {
+  return std::any_of(ts.begin(), ts.end(), [](const Tensor& t) { return t.defined(); });
+}
+
+}  // namespace
+
+Tensor Tensor::index(std::initializer_list<indexing::TensorIndex> indices) const {
+  return index(std::vector<indexing::TensorIndex>(indices));
+}
+
+Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
+  TensorList tensors;
+  Tensor out = apply_basic(*this, indices, tensors);
+  return any_defined(tensors) ? out.index(tensors) : out;
+}
+
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values) {
+  TensorList tensors;
+  Tensor target = apply_basic(*this, indices, tensors);
+  // Leading dims of size 1 in the values are dropped first, as NumPy and PyTorch drop them:
+  // x[True] = v.unsqueeze(0).unsqueeze(0) writes x.
+  int64_t lead = 0;
+  while (lead < values.dim() && values.size(lead) == 1) ++lead;
+  const Tensor v = lead == 0 ? values : values.view(values.sizes().slice(static_cast<size_t>(lead), static_cast<size_t>(values.dim() - lead)));
+  if (any_defined(tensors)) target.index_put_(tensors, v);
+  else target.copy_(v);
+  return *this;
+}
+
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value) {
+  TensorList tensors;
+  Tensor target = apply_basic(*this, indices, tensors);
+  if (any_defined(tensors)) target.index_put_(tensors, full({}, value, target.options()));
+  else target.fill_(value);
+  return *this;
+}
+
+Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) {
+  return index_put_(std::vector<indexing::TensorIndex>(indices), values);
+}
+
+Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value) {
+  return index_put_(std::vector<indexing::TensorIndex>(indices), value);
 }
 
 namespace indexing {

@@ -120,6 +120,18 @@ std::multimap<std::string, Case> cases() {
       {leaf({2, 4}, "s"), leaf({2, 3})});
   add("index_add", "", [](const TensorList& v) { return index_add(v[0], 0, tensor({1, 1}), v[1]); }, {leaf({3, 4}), leaf({2, 4}, "t")});
   add("index_add", "0-d self", [](const TensorList& v) { return index_add(v[0], 0, tensor({0, 0}), v[1]); }, {leaf({}), leaf({2})});
+  // Advanced indexing: repeats, a mask, indexed dims apart, negative positions.
+  const Tensor rows = tensor({2, 0, 2, -1}), cols = tensor({{1}, {3}});
+  add("index", "repeats, apart", [=](const TensorList& v) { return v[0].index({rows, Slice(), cols}); }, {leaf({3, 2, 4}, "t")});
+  add("index", "mask", [](const TensorList& v) { return v[0].index({Slice(), v[0].select(0, 0).detach() > 0}); }, {leaf({3, 4}, "s")});
+  add("index_put", "repeats", [=](const TensorList& v) { return index_put(v[0], {rows}, v[1], true); }, {leaf({3, 4}, "t"), leaf({4, 1})});
+  add("index_put", "overwrite", [](const TensorList& v) { return index_put(v[0], {Tensor(), tensor({0, 2})}, v[1]); },
+      {leaf({3, 4}), leaf({2})});
+  add("masked_select", "broadcast", [](const TensorList& v) { return masked_select(v[0], tensor({{true, false, true}, {false, false, true}})); },
+      {leaf({3}, "s")});
+  add("masked_scatter", "", [](const TensorList& v) { return masked_scatter(v[0], tensor({true, false, true}), v[1]); },
+      {leaf({2, 3}, "t"), leaf({5})});
+  add("take", "repeats", [=](const TensorList& v) { return take(v[0], rows); }, {leaf({2, 3}, "t")});
   add("addmm", "bias row, transposed weight", [](const TensorList& v) { return addmm(v[0], v[1], v[2].t()); },
       {leaf({3}), leaf({4, 5}), leaf({3, 5})});
   add("addmm", "full self, scaled", [](const TensorList& v) { return addmm(v[0], v[1], v[2], 0.5, 2.0); },

@@ -9,7 +9,7 @@ const std::map<std::string, std::function<std::vector<Case>()>>& catalog() {
       {"Unary", unary_cases},           {"Binary", binary_cases},         {"Scalar", scalar_cases},
       {"Promotion", promotion_cases},   {"Comparison", comparison_cases}, {"Pow", pow_cases},
       {"InPlace", in_place_cases},      {"Forms", forms_cases},           {"Selection", selection_cases},   {"Reduction", reduction_cases},
-      {"Extrema", extrema_cases},       {"Ordering", ordering_cases},     {"Logical", logical_cases},       {"Softmax", softmax_cases},
+      {"Extrema", extrema_cases},       {"Ordering", ordering_cases},     {"Indexing", indexing_cases},     {"Logical", logical_cases},       {"Softmax", softmax_cases},
       {"Join", join_cases},             {"Matmul", matmul_cases},         {"Triangle", triangle_cases},
       {"Shape", shape_cases},           {"Conversion", conversion_cases},
       {"Gradients", gradient_cases},    {"GradientsStructure", gradient_structure_cases},

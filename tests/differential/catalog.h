@@ -28,6 +28,7 @@ std::vector<Case> selection_cases();
 std::vector<Case> reduction_cases();
 std::vector<Case> extrema_cases();
 std::vector<Case> ordering_cases();
+std::vector<Case> indexing_cases();
 std::vector<Case> logical_cases();
 std::vector<Case> softmax_cases();
 std::vector<Case> join_cases();

@@ -44,15 +44,24 @@ std::optional<int64_t> optional_int(const Json& j) {
   return j.get<int64_t>();
 }
 
-// An "index" op's list, as reference.py's index_item reads it: an int, null (new axis) or
-// [start, stop, step] (a slice, any bound null).
-std::vector<indexing::TensorIndex> index_list(const Json& items) {
+// An "index" op's list, as reference.py's index_item reads it: an int, null (new axis), "..."
+// (Ellipsis), [start, stop, step] (a slice, any bound null) or {"t": k}, the case's input k.
+std::vector<indexing::TensorIndex> index_list(const Json& items, const std::vector<Tensor>& v) {
   std::vector<indexing::TensorIndex> out;
   for (const Json& item : items) {
     if (item.is_null()) out.emplace_back(indexing::None);
+    else if (item.is_string()) out.emplace_back(item.get<std::string>().c_str());
+    else if (item.is_object()) out.emplace_back(v.at(item["t"].get<size_t>()));
     else if (item.is_array()) out.emplace_back(indexing::Slice(optional_int(item[0]), optional_int(item[1]), optional_int(item[2])));
     else out.emplace_back(item.get<int64_t>());
   }
+  return out;
+}
+
+// An "index_put" op's list, one entry per dim: {"t": k} or null (the whole dim).
+TensorList tensor_list(const Json& items, const std::vector<Tensor>& v) {
+  TensorList out;
+  for (const Json& item : items) out.push_back(item.is_null() ? Tensor() : v.at(item["t"].get<size_t>()));
   return out;
 }
 
@@ -263,7 +272,19 @@ const std::map<std::string, OpFn>& table() {
          return {v[0].slice(a["dim"].get<int64_t>(), optional_int(a["start"]), optional_int(a["end"]), a["step"].get<int64_t>())};
        }},
       {"select", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].select(a["dim"].get<int64_t>(), a["index"].get<int64_t>())}; }},
-      {"index", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].index(index_list(a["indices"]))}; }},
+      {"index", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].index(index_list(a["indices"], v))}; }},
+      {"setitem", [](auto& v, auto&, const Json& a) -> Outs {
+         Tensor y = v[0].clone();
+         y.index_put_(index_list(a["indices"], v), v.back());
+         return {y};
+       }},
+      {"index_put", [](auto& v, auto&, const Json& a) -> Outs {
+         return {index_put(v[0], tensor_list(a["indices"], v), v.back(), a["accumulate"].get<bool>())};
+       }},
+      {"nonzero", [](auto& v, auto&, const Json&) -> Outs { return {nonzero(v[0])}; }},
+      {"masked_select", [](auto& v, auto&, const Json&) -> Outs { return {masked_select(v[0], v[1])}; }},
+      {"masked_scatter", [](auto& v, auto&, const Json&) -> Outs { return {v[0].masked_scatter(v[1], v[2])}; }},
+      {"take", [](auto& v, auto&, const Json&) -> Outs { return {take(v[0], v[1])}; }},
       {"unsqueeze", [](auto& v, auto&, const Json& a) -> Outs { return {v[0].unsqueeze(a["dim"].get<int64_t>())}; }},
       {"squeeze", [](auto& v, auto&, const Json& a) -> Outs {
          return {a.contains("dim") && !a["dim"].is_null() ? v[0].squeeze(a["dim"].get<int64_t>()) : v[0].squeeze()};

@@ -108,6 +108,11 @@ def draw(spec, gen):
     numel = math.prod(shape)
     if domain.startswith("index:"):
         return torch.randint(0, int(domain[6:]), shape, generator=gen).to(dtype)
+    if domain.startswith("signed_index:"):  # [-n, n): from the end as well
+        n = int(domain[13:])
+        return torch.randint(-n, n, shape, generator=gen).to(dtype)
+    if domain.startswith("distinct_index:"):  # no position twice (numel <= n)
+        return torch.randperm(int(domain[15:]), generator=gen)[:numel].view(shape).to(dtype)
     if domain == "distinct":
         # No ties, so argmax/argmin/max indices are unambiguous; |values| <= 128 are exact in bfloat16.
         perm = torch.randperm(numel, generator=gen).view(shape)
@@ -158,9 +163,24 @@ def pair(name):
     return lambda v, b, a: list(getattr(torch, name)(v[0], a["dim"], keepdim=a.get("keepdim", False)))
 
 
-def index_item(item):
-    """One entry of an "index" op's list: an int, null (new axis) or [start, stop, step] (a slice)."""
-    return slice(*item) if isinstance(item, list) else item
+def index_item(item, v):
+    """One entry of an "index" op's list: an int, null (new axis), "..." (Ellipsis),
+    [start, stop, step] (a slice) or {"t": k}, the case's input k."""
+    if isinstance(item, list):
+        return slice(*item)
+    if isinstance(item, dict):
+        return v[item["t"]]
+    return Ellipsis if item == "..." else item
+
+
+def index_tuple(a, v):
+    return tuple(index_item(i, v) for i in a["indices"])
+
+
+def setitem(v, b, a):
+    y = v[0].clone()
+    y[index_tuple(a, v)] = v[-1]
+    return [y]
 
 
 def in_place(method, scalar):
@@ -320,7 +340,18 @@ OPS = {
     "expand": lambda v, b, a: [v[0].expand(a["shape"])],
     "slice": lambda v, b, a: [v[0][(slice(None),) * (a["dim"] % v[0].dim()) + (slice(a["start"], a["end"], a["step"]),)]],
     "select": lambda v, b, a: [v[0].select(a["dim"], a["index"])],
-    "index": lambda v, b, a: [v[0][tuple(index_item(i) for i in a["indices"])]],
+    "index": lambda v, b, a: [v[0][index_tuple(a, v)]],
+    "setitem": setitem,
+    # torch.index_put takes no None in Python; ATen's op does (a dim left whole).
+    "index_put": lambda v, b, a: [torch.ops.aten.index_put(v[0], [None if i is None else v[i["t"]] for i in a["indices"]],
+                                                           v[-1], a["accumulate"])],
+    "nonzero": lambda v, b, a: [torch.nonzero(v[0])],
+    # torch 1.13's masked_select backward fills a strided input's gradient in memory order (its
+    # masked_scatter_ on a non-contiguous tensor), so the reference takes the input contiguous:
+    # the same values, and the gradient in the elements' row-major order.
+    "masked_select": lambda v, b, a: [torch.masked_select(v[0].contiguous(), v[1])],
+    "masked_scatter": lambda v, b, a: [v[0].masked_scatter(v[1], v[2])],
+    "take": lambda v, b, a: [torch.take(v[0], v[1])],
     "unsqueeze": lambda v, b, a: [v[0].unsqueeze(a["dim"])],
     "squeeze": lambda v, b, a: [v[0].squeeze() if a.get("dim") is None else v[0].squeeze(a["dim"])],
     "to": lambda v, b, a: [v[0].to(DTYPES[a["dtype"]])],

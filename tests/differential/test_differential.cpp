@@ -19,6 +19,7 @@ TEST(Differential, Selection) { run_family("Selection"); }
 TEST(Differential, Reduction) { run_family("Reduction"); }
 TEST(Differential, Extrema) { run_family("Extrema"); }
 TEST(Differential, Ordering) { run_family("Ordering"); }
+TEST(Differential, Indexing) { run_family("Indexing"); }
 TEST(Differential, Logical) { run_family("Logical"); }
 TEST(Differential, Softmax) { run_family("Softmax"); }
 TEST(Differential, Join) { run_family("Join"); }

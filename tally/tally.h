@@ -17,6 +17,7 @@
 #include "tally/accounting/flop_counter.h"
 #include "tally/accounting/memory_tracker.h"
 #include "tally/autograd/function.h"
+#include "tally/autograd/engine.h"
 #include "tally/autograd/gradcheck.h"
 #include "tally/ops/attention.h"
 #include "tally/ops/creation.h"

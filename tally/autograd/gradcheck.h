@@ -22,4 +22,11 @@ struct GradcheckResult {
 GradcheckResult gradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
                           double eps = 1e-6, double atol = 1e-5, double rtol = 1e-3);
 
+/// The second-order check (torch.autograd.gradgradcheck): fn's gradients, taken with
+/// create_graph against fixed random weights of its output, are a function of the inputs whose
+/// own gradients (a double backward through every node) gradcheck compares with central
+/// differences of the first gradients.
+GradcheckResult gradgradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
+                              double eps = 1e-6, double atol = 1e-5, double rtol = 1e-3);
+
 }  // namespace tally::autograd

@@ -2,7 +2,6 @@
 
 #include <atomic>
 
-#include "tally/accounting/memory_tracker.h"
 #include "tally/autograd/accumulate_grad.h"
 #include "tally/core/geometry.h"
 #include "tally/ops/creation.h"
@@ -81,7 +80,9 @@ AccumulateGrad::AccumulateGrad(const Tensor& leaf)
       grad_strides_(geometry::is_non_overlapping_and_dense(leaf.sizes(), leaf.strides()) ? DimVector(leaf.strides())
                                                                                           : geometry::contiguous_strides(leaf.sizes())),
       dtype_(leaf.dtype()),
-      device_(leaf.device()) {}
+      device_(leaf.device()) {
+  output_meta = leaf_;  // the leaf's hooks run on the gradient before it is added
+}
 
 bool AccumulateGrad::can_steal(const Tensor& grad) const {
   const TensorImpl& g = grad.impl();
@@ -103,11 +104,15 @@ TensorList AccumulateGrad::apply(const Tensor& grad_output) {
   std::vector<std::pair<unsigned, std::function<void(const Tensor&)>>> hooks;
   {
     std::lock_guard lock(leaf_->mutex);  // several threads' backward passes may add at once
-    if (!leaf_->grad.defined()) {
+    if (GradMode::is_enabled()) {
+      // create_graph (Note [Higher-order gradients]): the gradient keeps its history, so the
+      // sum is out of place.
+      leaf_->grad = leaf_->grad.defined() ? leaf_->grad + grad_output : grad_output;
+    } else if (!leaf_->grad.defined()) {
       // The incoming tensor itself where nothing else holds it (the usual case: a weight's
       // gradient made for it), else a private copy.
       leaf_->grad = can_steal(grad_output) ? grad_output.detach() : copy_in_grad_layout(grad_output);
-      accounting::set_memory_category(leaf_->grad, MemoryCategory::Gradients);
+      leaf_->grad.storage()->set_category(MemoryCategory::Gradients);
     } else {
       leaf_->grad.add_(grad_output);
     }

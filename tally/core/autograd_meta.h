@@ -62,8 +62,10 @@ struct Node : std::enable_shared_from_this<Node> {
   uint64_t sequence_nr = 0;
   /// The module whose forward made this node; its backward ops are attributed to it.
   ModulePath module_path;
-  /// A non-leaf output that asked for retain_grad(): its grad is stored when this node runs.
-  std::weak_ptr<struct AutogradMeta> retained_output;
+  /// The tensor whose gradient this node receives, when it asked for it: a non-leaf output
+  /// that retain_grad() or register_hook(), or (for a leaf's accumulator) the leaf. Its hooks
+  /// run, and a retained grad is stored, when the gradient arrives.
+  std::weak_ptr<struct AutogradMeta> output_meta;
   /// Held while the engine runs or releases this node (Note [Concurrent backward]).
   std::mutex mutex;
 };
@@ -81,6 +83,8 @@ struct AutogradMeta {
   /// Leaves: run after each backward pass has accumulated into `grad`, in registration order
   /// (Tensor::register_post_accumulate_grad_hook), each with its handle.
   std::vector<std::pair<unsigned, std::function<void(const Tensor&)>>> post_accumulate_grad_hooks;
+  /// Run on the gradient before it is used (Tensor::register_hook), in registration order.
+  std::vector<std::pair<unsigned, std::function<Tensor(const Tensor&)>>> grad_hooks;
   unsigned next_hook_handle = 0;
   /// Guards `grad` while a backward adds into it, `grad_accumulator` while one is made and the
   /// hooks while they change (Note [Concurrent backward]).
@@ -100,6 +104,19 @@ class NoGradGuard {
   ~NoGradGuard() { GradMode::set_enabled(previous_); }
   NoGradGuard(const NoGradGuard&) = delete;
   NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// Sets graph recording on or off for its lifetime (libtorch's AutoGradMode): `AutoGradMode
+/// enable(true)` records inside a NoGradGuard, as a function taking gradients of its own must.
+class AutoGradMode {
+ public:
+  explicit AutoGradMode(bool enabled) : previous_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  ~AutoGradMode() { GradMode::set_enabled(previous_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
 
  private:
   bool previous_;

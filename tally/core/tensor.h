@@ -11,6 +11,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "tally/core/device.h"
@@ -206,9 +207,33 @@ class Tensor {
   /// Remove a hook by the handle its registration returned; ValueError for a handle this tensor
   /// does not hold.
   void remove_post_accumulate_grad_hook(unsigned handle) const;
-  /// Compute gradients of this tensor with respect to the leaves; `gradient` is required unless
-  /// this is a single-element tensor. The graph is freed unless retain_graph.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /// register_hook's registration, for one hook type.
+  unsigned register_grad_hook(std::function<Tensor(const Tensor&)> hook) const;
+  /// Call `hook(grad)` with this tensor's gradient each time a backward pass computes it, before
+  /// it is used (accumulated into a leaf's grad(), passed on by a non-leaf's grad_fn); a hook that
+  /// returns a defined tensor replaces the gradient (PyTorch's Tensor.register_hook). Hooks run
+  /// in registration order. Returns a handle for remove_hook. ValueError on a tensor that does
+  /// not require gradients.
+  template <class Hook>
+  unsigned register_hook(Hook&& hook) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<Hook, const Tensor&>>) {
+      return register_grad_hook([h = std::forward<Hook>(hook)](const Tensor& g) {
+        h(g);
+        return Tensor();
+      });
+    } else {
+      return register_grad_hook(std::function<Tensor(const Tensor&)>(std::forward<Hook>(hook)));
+    }
+  }
+  /// Remove a register_hook hook by its handle; ValueError for a handle this tensor does not hold.
+  void remove_hook(unsigned handle) const;
+  /// Compute gradients of this tensor with respect to the leaves (torch.Tensor.backward);
+  /// `gradient` is required unless this is a single-element tensor. The graph is freed unless
+  /// retain_graph, which defaults to create_graph. With create_graph, the backward pass is itself
+  /// recorded, so the gradients can be differentiated again. With `inputs`, only their grad()
+  /// receives the gradient (tally/autograd/engine.h).
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                const std::vector<Tensor>& inputs = {}) const;
 
   // ---- copies and writes ----
   /// This tensor if contiguous, otherwise a contiguous (row-major) copy.

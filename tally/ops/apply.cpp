@@ -64,6 +64,12 @@ void detail::raise_no_meta_rule(std::string_view op) {
                                                      "no meta step (its output depends on values a meta tensor does not have)"));
 }
 
+void detail::raise_no_double_backward(std::string_view op) {
+  throw NotImplementedError(::tally::detail::str_cat(
+      "double backward through ", op, ": a backward rule with create_graph=true called ", op,
+      ", which has no backward rule of its own, so the second derivative cannot be recorded"));
+}
+
 void detail::refuse_out_in_graph(std::string_view op) {
   throw NotImplementedError(::tally::detail::str_cat(op, "(): functions with out=... arguments don't support automatic "
                                                      "differentiation, but one of the arguments requires grad."));
@@ -155,6 +161,15 @@ void detail::check_saved_version(const Tensor& t, uint64_t saved, const Node& no
       "one of the variables needed for gradient computation has been modified by an inplace operation: ", describe(t),
       ", ", role, " ", index, " of ", node.name(), ", is at version ", now, "; expected version ", saved,
       " instead. Write the new values to a fresh tensor (the out-of-place op), or run backward before the in-place op"));
+}
+
+Tensor detail::output_with_history(const Tensor& out, Node& node) {
+  Tensor t = out.detach();
+  auto meta = ::tally::detail::make_pooled<AutogradMeta>();
+  meta->requires_grad = true;
+  meta->grad_fn = node.shared_from_this();
+  t.impl().autograd = std::move(meta);
+  return t;
 }
 
 void detail::refuse_inplace_in_graph(std::string_view op_name, const Tensor& self, const SmallVector<const Tensor*, 4>& operands) {

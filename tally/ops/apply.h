@@ -247,6 +247,10 @@ bool any_requires_grad(const Args&... args) {
 [[noreturn]] void raise_no_cuda_kernel(std::string_view op);
 /// NotImplementedError for an op with no meta step given a meta tensor.
 [[noreturn]] void raise_no_meta_rule(std::string_view op);
+/// NotImplementedError for an op without a backward rule met in a backward pass that records
+/// itself (create_graph) with inputs that require grad: its result would be taken as a constant
+/// and the second derivative would be silently wrong.
+[[noreturn]] void raise_no_double_backward(std::string_view op);
 
 /// Whether Op declares a CUDA forward (Note [Devices]).
 template <class Op>
@@ -424,6 +428,10 @@ void drop_unsaved(std::tuple<Stored...>& args, const SavedTensors& saved) {
       args);
 }
 
+/// A node's saved output as its rule reads it under create_graph: the same values, with the
+/// node as grad_fn.
+Tensor output_with_history(const Tensor& out, Node& node);
+
 /// Whether t is a stand-in for a tensor a node did not keep.
 inline bool is_stand_in(const Tensor& t) { return t.defined() && t.storage() && t.storage()->is_stand_in(); }
 
@@ -453,7 +461,10 @@ struct OpNode final : Node {
           args);
       if (!is_stand_in(out)) check_saved_version(out, out_version, *this, "output", 0);
     }
-    BackwardContext ctx{grad_output, out, needs};
+    // Under create_graph the rule reads the output with this node as its grad_fn, so that a
+    // derivative through it comes back here (Note [Higher-order gradients] in autograd/engine.h).
+    const Tensor seen = GradMode::is_enabled() && out.defined() && !is_stand_in(out) ? output_with_history(out, *this) : out;
+    BackwardContext ctx{grad_output, seen, needs};
     return std::apply([&](const auto&... a) { return Op::backward(ctx, a...); }, args);
   }
   /// After a backward without retain_graph: let go of the values kept. A node that kept none (its
@@ -667,6 +678,9 @@ auto run(const Args&... args) {
   if constexpr (Differentiable<Op, Args...>) {
     (void)DifferentiableRegistrar<Op>::registered;
     if (recorded) record_autograd<Op>(out, std::move(needs), saved, args...);
+  } else {
+    if (autograd::in_backward() && GradMode::is_enabled() && scope.top_level() && is_floating_point(out.dtype()) && any_requires_grad(args...))
+      raise_no_double_backward(Op::name);
   }
   return out;
 }

@@ -237,6 +237,15 @@ struct SoftmaxBackward {
   static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& y, int64_t, double scale) {
     return {ops::detail::softmax_backward_flops_per_element(scale) * y.numel(), ops::bytes_held(g) + ops::bytes_held(y), out.nbytes()};
   }
+  // Its own derivative, for gradients of gradients (Note [Higher-order gradients] in
+  // autograd/engine.h). With dx = s·y·(g − Σ g·y): d/dg of the incoming G is this op again,
+  // s·y·(G − Σ G·y); d/dy is s·(G·(g − Σ g·y) − g·Σ G·y).
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& g, const Tensor& y, int64_t dim, double scale) {
+    TensorList grads(2);
+    if (c.needs_grad(0)) grads[0] = ops::apply<SoftmaxBackward>(c.grad.to(y.dtype()), y, dim, scale);
+    if (c.needs_grad(1)) grads[1] = scale * (c.grad * (g - sum(g * y, {dim}, true)) - g * sum(c.grad * y, {dim}, true));
+    return grads;
+  }
 };
 
 }  // namespace

@@ -384,6 +384,14 @@ struct GeluBackward {
   }
   // The composed rule's steps: x/√2, erf, +1, ×½ (Φ); x², ×−½, exp, ×1/√(2π) (φ); ×x, +, ×g.
   static ops::Cost cost(const Tensor& out, const Tensor& g, const Tensor& x) { return ops::elementwise_cost(out, {&g, &x}, 11); }
+  // Its own derivative, for gradients of gradients (Note [Higher-order gradients] in
+  // autograd/engine.h): d/dg is this op again; d/dx is g·φ(x)·(2 − x²), as φ' = −x·φ.
+  static TensorList backward(const ops::BackwardContext& c, const Tensor& g, const Tensor& x) {
+    TensorList grads(2);
+    if (c.needs_grad(0)) grads[0] = ops::apply<GeluBackward>(c.grad.to(x.dtype()), x);
+    if (c.needs_grad(1)) grads[1] = c.grad * g * exp(-0.5 * x * x) * 0.3989422804014327 * (2 - x * x);
+    return grads;
+  }
 };
 
 struct GeluErfDef {

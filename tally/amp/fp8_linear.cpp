@@ -5,7 +5,6 @@
 #include "tally/core/autograd_meta.h"
 #include "tally/core/geometry.h"
 #include "tally/error/error.h"
-#include "tally/nn/linear.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
@@ -95,11 +94,21 @@ Tensor fp8_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Fp8
   return bias.defined() ? y + bias.to(out) : y;
 }
 
+Tensor Fp8LinearState::forward(const Tensor& x, const Tensor& weight, const Tensor& bias) { return fp8_linear(x, weight, bias, *this); }
+
+namespace {
+/// The FP8 state of a converted layer, or null.
+Fp8LinearState* fp8_state(nn::Module* m) {
+  auto* linear = dynamic_cast<nn::Linear*>(m);
+  return linear ? dynamic_cast<Fp8LinearState*>(linear->product.get()) : nullptr;
+}
+}  // namespace
+
 int64_t convert_to_fp8(nn::Module& module, DelayedScalingOptions options) {
   int64_t n = 0;
   for (const auto& [path, m] : module.named_modules()) {
     if (auto* linear = dynamic_cast<nn::Linear*>(m)) {
-      linear->fp8 = std::make_shared<Fp8LinearState>(options);
+      linear->product = std::make_shared<Fp8LinearState>(options);
       ++n;
     }
   }
@@ -109,9 +118,9 @@ int64_t convert_to_fp8(nn::Module& module, DelayedScalingOptions options) {
 StateDict fp8_state_dict(nn::Module& module) {
   StateDict s("fp8 state key");
   for (const auto& [path, m] : module.named_modules()) {
-    auto* linear = dynamic_cast<nn::Linear*>(m);
-    if (!linear || !linear->fp8) continue;
-    for (const auto& [k, t] : linear->fp8->state_dict()) s.insert(state_key(path, k), t);
+    const Fp8LinearState* fp8 = fp8_state(m);
+    if (!fp8) continue;
+    for (const auto& [k, t] : fp8->state_dict()) s.insert(state_key(path, k), t);
   }
   return s;
 }
@@ -119,11 +128,11 @@ StateDict fp8_state_dict(nn::Module& module) {
 void load_fp8_state_dict(nn::Module& module, const StateDict& state) {
   int64_t used = 0;
   for (const auto& [path, m] : module.named_modules()) {
-    auto* linear = dynamic_cast<nn::Linear*>(m);
-    if (!linear || !linear->fp8) continue;
+    Fp8LinearState* fp8 = fp8_state(m);
+    if (!fp8) continue;
     const StateDict part = with_prefix_removed(state, state_key(path, ""));
     TALLY_CHECK(!part.empty(), "load_fp8_state_dict: no FP8 state for layer '", path, "'");
-    linear->fp8->load_state_dict(part);
+    fp8->load_state_dict(part);
     used += static_cast<int64_t>(part.size());
   }
   TALLY_CHECK(used == static_cast<int64_t>(state.size()), "load_fp8_state_dict: ", static_cast<int64_t>(state.size()) - used,

@@ -21,16 +21,15 @@
 #include "tally/amp/fp8_scaling.h"
 #include "tally/core/ordered_dict.h"
 #include "tally/core/tensor.h"
+#include "tally/nn/linear.h"
 
-namespace tally::nn {
-class Module;
-}
 
 namespace tally::amp {
 
-/// One FP8 linear layer's scaling state.
-struct Fp8LinearState {
+/// One FP8 linear layer's scaling state; as the layer's product, it runs fp8_linear.
+struct Fp8LinearState final : nn::LinearProduct {
   explicit Fp8LinearState(DelayedScalingOptions options = {});
+  Tensor forward(const Tensor& x, const Tensor& weight, const Tensor& bias) override;
   DelayedScaling input;        ///< E4M3
   DelayedScaling weight;       ///< E4M3
   DelayedScaling grad_output;  ///< E5M2

@@ -1,6 +1,6 @@
 #include "tally/core/storage.h"
 
-#include "tally/cuda/runtime.h"
+#include "tally/core/device_allocator.h"
 
 namespace tally {
 
@@ -8,7 +8,7 @@ namespace {
 void* allocate(int64_t nbytes, MemoryCategory category, Device device) {
   switch (device.type()) {
     case kCPU: return CpuAllocator::get().allocate(nbytes, category);
-    case kCUDA: return cuda::detail::allocate(nbytes, category, device.index());
+    case kCUDA: return device_allocator(kCUDA).allocate(nbytes, category, device.index());
     case kMeta: meta_memory::allocate(nbytes, category); return nullptr;
   }
   return nullptr;
@@ -25,7 +25,7 @@ StorageImpl::~StorageImpl() {
   if (deleter_) deleter_(data_);
   else if (device_.is_cpu()) CpuAllocator::get().deallocate(data_, nbytes_, category());
   else if (device_.is_meta()) meta_memory::deallocate(nbytes_, category());
-  else cuda::detail::deallocate(data_, nbytes_, category(), device_.index());
+  else device_allocator(device_.type()).deallocate(data_, nbytes_, category(), device_.index());
 }
 
 void StorageImpl::set_category(MemoryCategory category) {
@@ -38,7 +38,7 @@ void StorageImpl::move_to_category(MemoryCategory category) {
   if (!deleter_) {
     if (device_.is_cpu()) CpuAllocator::get().recategorize(nbytes_, from, category);
     else if (device_.is_meta()) meta_memory::recategorize(nbytes_, from, category);
-    else cuda::detail::recategorize(nbytes_, from, category, device_.index());
+    else device_allocator(device_.type()).recategorize(nbytes_, from, category, device_.index());
   }
   category_.store(category, std::memory_order_relaxed);
 }

@@ -3,10 +3,13 @@
 // build (allocation is the first thing to raise), so ops never reach the kernel stubs.
 
 #include "tally/cuda/runtime.h"
+#include "tally/cuda/install_allocator.h"
 #include "tally/error/error.h"
 #include "tally/kernels/cuda/kernels.h"
 
 namespace tally::cuda {
+
+[[maybe_unused]] const bool allocator_installed = detail::install_allocator();
 
 namespace detail_nc {
 [[noreturn]] void no_cuda() {

@@ -2,6 +2,7 @@
 // timer and the TF32 switch.
 
 #include "tally/cuda/runtime.h"
+#include "tally/cuda/install_allocator.h"
 
 #include <cuda_runtime.h>
 
@@ -13,6 +14,8 @@
 #include "tally/error/error.h"
 
 namespace tally::cuda {
+
+[[maybe_unused]] const bool allocator_installed = detail::install_allocator();
 
 namespace detail {
 

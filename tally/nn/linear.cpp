@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "tally/amp/fp8_linear.h"
 #include "tally/core/autograd_meta.h"
 #include "tally/nn/functional.h"
 #include "tally/nn/init.h"
@@ -27,14 +26,14 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Tensor
 
 Tensor Linear::forward(const Tensor& x) {
   auto s = scope();
-  if (fp8) return amp::fp8_linear(x, weight, bias, *fp8);
+  if (product) return product->forward(x, weight, bias);
   return functional::linear(x, weight, bias);
 }
 
 int64_t linear_bias_adds_per_row(Module& model) {
   int64_t adds = 0;
   for (const auto& [path, m] : model.named_modules()) {
-    if (const auto* linear = dynamic_cast<const Linear*>(m); linear && linear->bias.defined() && !linear->fp8) adds += linear->bias.numel();
+    if (const auto* linear = dynamic_cast<const Linear*>(m); linear && linear->bias.defined() && !linear->product) adds += linear->bias.numel();
   }
   return adds;
 }

@@ -8,11 +8,14 @@
 #include "tally/core/tensor_options.h"
 #include "tally/nn/layer.h"
 
-namespace tally::amp {
-struct Fp8LinearState;
-}
-
 namespace tally::nn {
+
+/// What computes a Linear's x·Wᵀ + b in place of functional::linear, installed by a layer above
+/// nn: amp::convert_to_fp8 installs an FP8 product with its scaling state. nn knows only this.
+struct LinearProduct {
+  virtual ~LinearProduct() = default;
+  virtual Tensor forward(const Tensor& x, const Tensor& weight, const Tensor& bias) = 0;
+};
 
 /// y = x·Wᵀ + b with W [out_features, in_features] and b [out_features]; W and b start
 /// U(−1/√in, 1/√in) (PyTorch's kaiming_uniform_(a = √5) and its bias rule).
@@ -22,12 +25,12 @@ class Linear : public Layer {
   Tensor forward(const Tensor& x) override;
   Tensor weight;
   Tensor bias;  ///< undefined without bias
-  /// Set by amp::convert_to_fp8: forward then computes in FP8 (amp::fp8_linear) with this state.
-  std::shared_ptr<amp::Fp8LinearState> fp8;
+  /// Where set (amp::convert_to_fp8 sets an FP8 product), forward computes through it.
+  std::shared_ptr<LinearProduct> product;
 };
 
 /// The bias adds one forward row through `model` makes: out_features of each Linear with a bias
-/// (not in FP8, which adds its bias apart). The ledger counts them in addmm's FLOPs, with each
+/// (not one with a product of its own, such as FP8's, which adds its bias apart). The ledger counts them in addmm's FLOPs, with each
 /// product's 2·in·out: tokens × this is what to take off addmm's rows to compare the products
 /// alone with napkin math, which counts matmuls only.
 int64_t linear_bias_adds_per_row(Module& model);

@@ -4,6 +4,7 @@
 #include "tally/core/allocator.h"
 #include "tally/core/autograd_meta.h"
 #include "tally/core/generator.h"
+#include "tally/core/from_blob.h"
 #include "tally/core/indexing.h"
 #include "tally/core/module_path.h"
 #include "tally/core/ordered_dict.h"

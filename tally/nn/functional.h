@@ -18,6 +18,71 @@ using ::tally::mse_loss;
 using ::tally::nll_loss;
 using ::tally::Reduction;
 
+/// libtorch's spelling of the reductions (torch::kSum).
+inline constexpr Reduction kNone = Reduction::None;
+inline constexpr Reduction kMean = Reduction::Mean;
+inline constexpr Reduction kSum = Reduction::Sum;
+
+/// The reduction every loss's options carry, set by a chained call as in libtorch's options:
+/// F::mse_loss(x, y, F::MSELossFuncOptions().reduction(F::kSum)).
+template <class Self>
+class ReductionOption {
+ public:
+  Self& reduction(Reduction r) {
+    reduction_ = r;
+    return static_cast<Self&>(*this);
+  }
+  Reduction reduction() const { return reduction_; }
+
+ private:
+  Reduction reduction_ = Reduction::Mean;
+};
+
+/// The index ignore_index names, for the losses over class indices.
+template <class Self>
+class IgnoreIndexOption : public ReductionOption<Self> {
+ public:
+  Self& ignore_index(int64_t i) {
+    ignore_index_ = i;
+    return static_cast<Self&>(*this);
+  }
+  int64_t ignore_index() const { return ignore_index_; }
+
+ private:
+  int64_t ignore_index_ = -100;
+};
+
+struct MSELossFuncOptions : ReductionOption<MSELossFuncOptions> {};
+struct BinaryCrossEntropyFuncOptions : ReductionOption<BinaryCrossEntropyFuncOptions> {};
+struct BinaryCrossEntropyWithLogitsFuncOptions : ReductionOption<BinaryCrossEntropyWithLogitsFuncOptions> {};
+struct NLLLossFuncOptions : IgnoreIndexOption<NLLLossFuncOptions> {};
+struct CrossEntropyFuncOptions : IgnoreIndexOption<CrossEntropyFuncOptions> {
+  CrossEntropyFuncOptions& label_smoothing(double e) {
+    label_smoothing_ = e;
+    return *this;
+  }
+  double label_smoothing() const { return label_smoothing_; }
+
+ private:
+  double label_smoothing_ = 0.0;
+};
+
+inline Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
+  return ::tally::mse_loss(input, target, o.reduction());
+}
+inline Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& o) {
+  return ::tally::binary_cross_entropy(input, target, o.reduction());
+}
+inline Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const BinaryCrossEntropyWithLogitsFuncOptions& o) {
+  return ::tally::binary_cross_entropy_with_logits(input, target, o.reduction());
+}
+inline Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& o) {
+  return ::tally::nll_loss(input, target, o.ignore_index(), o.reduction());
+}
+inline Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o) {
+  return ::tally::cross_entropy(input, target, {.ignore_index = o.ignore_index(), .reduction = o.reduction(), .label_smoothing = o.label_smoothing()});
+}
+
 /// x·Wᵀ + b, with W [out, in] (PyTorch's layout) and b [out] or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 /// Normalise over the last `normalized_dims` dims to mean 0, variance 1 (biased), then scale by

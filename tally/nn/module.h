@@ -15,12 +15,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tally/core/module_path.h"
 #include "tally/core/ordered_dict.h"
 #include "tally/core/tensor.h"
+#include "tally/nn/module_holder.h"
 
 namespace tally::nn {
 
@@ -51,6 +53,11 @@ class Module {
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     adopt(std::move(name), module);
     return module;
+  }
+  /// The same for a module holder (TALLY_MODULE): `fc = register_module("fc", Net(4, 8))`.
+  template <class M>
+  std::shared_ptr<M> register_module(std::string name, const ModuleHolder<M>& holder) {
+    return register_module(std::move(name), holder.ptr());
   }
 
   // ---- traversal ----
@@ -94,7 +101,11 @@ class Module {
   bool is_training() const { return training_; }
   /// Convert floating parameters and buffers to `dtype` in place (their handles stay valid);
   /// gradients are dropped.
-  void to(Dtype dtype);
+  void to(Dtype dtype, bool non_blocking = false);
+  /// Move every parameter and buffer to `device` (and, with a dtype, convert the floating ones),
+  /// as libtorch's Module::to: handles stay valid, gradients are dropped.
+  void to(Device device, bool non_blocking = false);
+  void to(Device device, Dtype dtype, bool non_blocking = false);
   /// Clear the gradients of all parameters: released (set_to_none) or zeroed in place.
   void zero_grad(bool set_to_none = true);
 
@@ -113,6 +124,7 @@ class Module {
 
  private:
   void adopt(std::string name, std::shared_ptr<Module> module);
+  void convert(std::optional<Device> device, std::optional<Dtype> dtype, bool non_blocking);
   void check_new_name(const std::string& name) const;
   template <class F>
   void visit(const std::string& prefix, bool recurse, F&& f) const;

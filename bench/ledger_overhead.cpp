@@ -1,7 +1,7 @@
 // What accounting costs: a 1024³ float32 matmul loop with and without a FlopCounter (target:
 // < 2% slower; the calls alternate one by one), the per-op dispatch cost of 100k tiny (8-element)
-// ops with autograd recording (target: < 1 µs), and backward's cost per graph node, each next to
-// PyTorch eager measured in the same run.
+// ops with autograd recording (target: < 1 µs), of the in-place and out= forms, and backward's
+// cost per graph node, each next to PyTorch eager measured in the same run.
 // Usage: ledger_overhead [--rounds N]
 
 #include <algorithm>
@@ -76,8 +76,24 @@ double backward_per_node(int graphs) {
   return runs[runs.size() / 2];
 }
 
-/// PyTorch's figures for the same two loops: {seconds per tiny op, seconds per backward node}.
-std::pair<double, double> torch_tiny_ops(int n, int graphs) {
+/// Seconds per op of `n` in-place multiplies (y.mul_(w)) and of `n` out= multiplies
+/// (mul_out(out, a, w)) on 8-element tensors, no graph recorded.
+std::pair<double, double> tiny_forms(int n) {
+  Tensor y = ones({8}), w = ones({8}), a = ones({8}), out = empty({8});
+  auto t = Clock::now();
+  for (int i = 0; i < n; ++i) y.mul_(w);
+  const double in_place = seconds_since(t) / n;
+  t = Clock::now();
+  for (int i = 0; i < n; ++i) mul_out(out, a, w);
+  return {in_place, seconds_since(t) / n};
+}
+
+/// PyTorch's figures for the same loops: seconds per tiny op, per backward node, per in-place
+/// op and per out= op.
+struct TorchFigures {
+  double op = 0, node = 0, in_place = 0, out = 0;
+};
+TorchFigures torch_tiny_ops(int n, int graphs) {
   const std::string cmd =
       "/usr/bin/python3 -c \"import torch,time,statistics\n"
       "torch.set_num_threads(2)\n"
@@ -92,13 +108,20 @@ std::pair<double, double> torch_tiny_ops(int n, int graphs) {
       "  y=x\n"
       "  for i in range(1000): y=y*w+x\n"
       "  loss=y.sum(); t=time.perf_counter(); loss.backward(); runs.append((time.perf_counter()-t)/2001)\n"
-      "print(statistics.median(runs))\" 2>/dev/null";
+      "print(statistics.median(runs))\n"
+      "y=torch.ones(8); w=torch.ones(8); a=torch.ones(8); o=torch.empty(8)\n"
+      "t=time.perf_counter()\n"
+      "for i in range(" + std::to_string(n) + "): y.mul_(w)\n"
+      "print((time.perf_counter()-t)/" + std::to_string(n) + ")\n"
+      "t=time.perf_counter()\n"
+      "for i in range(" + std::to_string(n) + "): torch.mul(a, w, out=o)\n"
+      "print((time.perf_counter()-t)/" + std::to_string(n) + ")\" 2>/dev/null";
+  TorchFigures f;
   FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {0, 0};
-  double op = 0, node = 0;
-  if (std::fscanf(p, "%lf %lf", &op, &node) != 2) op = node = 0;
+  if (!p) return f;
+  if (std::fscanf(p, "%lf %lf %lf %lf", &f.op, &f.node, &f.in_place, &f.out) != 4) f = {};
   pclose(p);
-  return {op, node};
+  return f;
 }
 
 }  // namespace
@@ -121,12 +144,27 @@ int main(int argc, char** argv) {
   std::sort(counted_runs.begin(), counted_runs.end());
   const double plain = plain_runs[plain_runs.size() / 2], counted = counted_runs[counted_runs.size() / 2];
   const double node = backward_per_node(50);
-  const auto [torch, torch_node] = torch_tiny_ops(n, 50);
+  std::vector<double> in_place_runs, out_runs;
+  for (int r = 0; r < std::max(rounds, 5); ++r) {
+    const auto [in_place, out] = tiny_forms(n);
+    in_place_runs.push_back(in_place);
+    out_runs.push_back(out);
+  }
+  std::sort(in_place_runs.begin(), in_place_runs.end());
+  std::sort(out_runs.begin(), out_runs.end());
+  const double in_place = in_place_runs[in_place_runs.size() / 2], out = out_runs[out_runs.size() / 2];
+  const TorchFigures t = torch_tiny_ops(n, 50);
+  const double torch = t.op, torch_node = t.node;
   std::printf("tiny ops (8 elements, autograd recording): %.0f ns/op, %.0f ns/op with a FlopCounter (target < 1000 ns)\n",
               plain * 1e9, counted * 1e9);
   if (torch > 0) std::printf("PyTorch eager, same loop, same run: %.0f ns/op: tally is %.1fx faster\n", torch * 1e9, torch / counted);
   std::printf("backward through 2001-node graphs: %.0f ns/node", node * 1e9);
   if (torch_node > 0) std::printf("; PyTorch %.0f ns/node: tally is %.1fx faster", torch_node * 1e9, torch_node / node);
+  std::printf("\n");
+  std::printf("in place (y.mul_(w), 8 elements): %.0f ns/op", in_place * 1e9);
+  if (t.in_place > 0) std::printf("; PyTorch %.0f ns/op: tally is %.1fx faster", t.in_place * 1e9, t.in_place / in_place);
+  std::printf("\nout= (mul_out(out, a, w), 8 elements): %.0f ns/op", out * 1e9);
+  if (t.out > 0) std::printf("; PyTorch %.0f ns/op: tally is %.1fx faster", t.out * 1e9, t.out / out);
   std::printf("\n");
   return 0;
 }

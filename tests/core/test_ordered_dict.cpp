@@ -26,9 +26,9 @@ TEST(OrderedDict, FromAListInOrderWithKeyAndValue) {
 }
 
 TEST(OrderedDict, ARepeatedOrMissingKeyIsNamed) {
-  tally::test::expect_error<ValueError>([] { OrderedDict<int> d = {{"x", 1}, {"x", 2}}; }, {"'x' is already present"});
+  tally::test::expect_error<ValueError>([] { OrderedDict<int> d = {{"x", 1}, {"x", 2}}; }, {"Key 'x' already defined"});
   const OrderedDict<int> d = {{"x", 1}};
-  tally::test::expect_error<IndexError>([&] { (void)d.at("y"); }, {"'y' is not present"});
+  tally::test::expect_error<IndexError>([&] { (void)d.at("y"); }, {"Key 'y' is not defined"});
 }
 
 TEST(OrderedDict, AStateDictFromAList) {

@@ -22,7 +22,10 @@ struct AccumulateGrad final : Node {
   /// A private copy of a first gradient in the gradient's layout.
   Tensor copy_in_grad_layout(const Tensor& grad) const;
 
-  std::shared_ptr<AutogradMeta> leaf_;
+  // Weak, as the leaf itself: under create_graph a leaf's grad() holds a graph that reaches this
+  // accumulator, and a strong reference back would be a cycle that leaks both (PyTorch warns of
+  // that leak; here there is none). A leaf nobody holds any more takes no gradient.
+  std::weak_ptr<AutogradMeta> leaf_;
   std::weak_ptr<TensorImpl> leaf_impl_;  // for the post-accumulate hooks' argument; weak: the graph must not keep the leaf alive
   DimVector sizes_, grad_strides_;
   Dtype dtype_;

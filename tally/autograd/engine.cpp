@@ -349,6 +349,11 @@ void backward(const TensorList& tensors, const TensorList& grad_tensors, std::op
               const TensorList& inputs) {
   const TensorList seeds = seeds_for(tensors, grad_tensors);
   check_inputs(inputs);
+  if (create_graph)
+    TALLY_WARN_ONCE("Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient "
+                    "which can cause a memory leak. We recommend using autograd::grad when creating the graph to avoid this. If you "
+                    "have to use this function, make sure to reset the grad() of your parameters (set_grad(Tensor())) after use to "
+                    "break the cycle and avoid the leak.");
   const PassOptions options{retain_graph.value_or(create_graph), create_graph, false};
   // A non-leaf among `inputs` keeps its gradient in grad(), as retain_grad would; a leaf's
   // accumulator runs as usual.

@@ -100,29 +100,30 @@ Tensor AccumulateGrad::copy_in_grad_layout(const Tensor& grad) const {
 
 TensorList AccumulateGrad::apply(const Tensor& grad_output) {
   // A leaf whose requires_grad was turned off after the graph was built takes nothing, as torch's.
-  if (!leaf_->requires_grad) return {};
+  const std::shared_ptr<AutogradMeta> leaf = leaf_.lock();
+  if (!leaf || !leaf->requires_grad) return {};
   std::vector<std::pair<unsigned, std::function<void(const Tensor&)>>> hooks;
   {
-    std::lock_guard lock(leaf_->mutex);  // several threads' backward passes may add at once
+    std::lock_guard lock(leaf->mutex);  // several threads' backward passes may add at once
     if (GradMode::is_enabled()) {
       // create_graph (Note [Higher-order gradients]): the gradient keeps its history, so the
       // sum is out of place.
-      leaf_->grad = leaf_->grad.defined() ? leaf_->grad + grad_output : grad_output;
-    } else if (!leaf_->grad.defined()) {
+      leaf->grad = leaf->grad.defined() ? leaf->grad + grad_output : grad_output;
+    } else if (!leaf->grad.defined()) {
       // The incoming tensor itself where nothing else holds it (the usual case: a weight's
       // gradient made for it), else a private copy.
-      leaf_->grad = can_steal(grad_output) ? grad_output.detach() : copy_in_grad_layout(grad_output);
-      leaf_->grad.storage()->set_category(MemoryCategory::Gradients);
+      leaf->grad = can_steal(grad_output) ? grad_output.detach() : copy_in_grad_layout(grad_output);
+      leaf->grad.storage()->set_category(MemoryCategory::Gradients);
     } else {
-      leaf_->grad.add_(grad_output);
+      leaf->grad.add_(grad_output);
     }
-    hooks = leaf_->post_accumulate_grad_hooks;
+    hooks = leaf->post_accumulate_grad_hooks;
   }
   // Outside the lock: a hook reads (or clears) the leaf's grad().
   if (!hooks.empty()) {
     if (std::shared_ptr<TensorImpl> impl = leaf_impl_.lock()) {
-      const Tensor leaf(std::move(impl));
-      for (const auto& [handle, hook] : hooks) hook(leaf);
+      const Tensor tensor(std::move(impl));
+      for (const auto& [handle, hook] : hooks) hook(tensor);
     }
   }
   return {};

@@ -23,7 +23,6 @@
 #include "tally/core/tensor.h"
 #include "tally/nn/linear.h"
 
-
 namespace tally::amp {
 
 /// One FP8 linear layer's scaling state; as the layer's product, it runs fp8_linear.

@@ -122,12 +122,15 @@ Tensor run_grad_hooks(AutogradMeta& meta, Tensor grad) {
   return grad;
 }
 
+/// sum += g, where an undefined sum is none yet. Out of place: under create_graph the sum is
+/// recorded.
+void add_into(Tensor& sum, const Tensor& g) { sum = sum.defined() ? sum + g : g; }
+
 /// Adds `grad` into a non-leaf's grad() (retain_grad, or backward's `inputs`); a first gradient
 /// is copied row-major, as PyTorch's retain_grad copies it.
 void keep_grad(AutogradMeta& meta, const Tensor& grad, bool create_graph) {
   std::lock_guard lock(meta.mutex);
-  if (meta.grad.defined()) meta.grad = meta.grad + grad;
-  else meta.grad = create_graph ? grad : grad.clone(MemoryFormat::Contiguous);
+  add_into(meta.grad, meta.grad.defined() || create_graph ? grad : grad.clone(MemoryFormat::Contiguous));
 }
 
 /// One node's step: the gradients of its inputs. Under the node's mutex, so that a node two
@@ -165,8 +168,7 @@ void run_pass(const TensorList& roots, const TensorList& seeds, const TensorList
   for (size_t i = 0; i < roots.size(); ++i) {
     auto it = tasks.find(root_ptrs[i]);
     if (it == tasks.end()) continue;  // leads to no target
-    Tensor& g = it->second.grad;
-    g = g.defined() ? g + seeds[i] : seeds[i];
+    add_into(it->second.grad, seeds[i]);
   }
   // Ready nodes, latest-created first (as PyTorch orders them).
   auto later = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) { return a->sequence_nr < b->sequence_nr; };
@@ -196,7 +198,7 @@ void run_pass(const TensorList& roots, const TensorList& seeds, const TensorList
       auto it = tasks.find(e.node.get());
       if (it == tasks.end()) continue;
       NodeTask& next = it->second;
-      if (i < grads.size() && grads[i].defined()) next.grad = next.grad.defined() ? next.grad + grads[i] : grads[i];
+      if (i < grads.size() && grads[i].defined()) add_into(next.grad, grads[i]);
       // A node runs once every edge into it has run, and only if some gradient reached it.
       if (--next.dependencies == 0 && next.grad.defined()) ready.push(e.node);
     }
@@ -369,7 +371,7 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
   check_inputs(inputs);
   TensorList result(inputs.size());
   const PassOptions options{retain_graph.value_or(create_graph), create_graph, true};
-  run_pass(outputs, seeds, inputs, options, [&](size_t i, const Tensor& g) { result[i] = result[i].defined() ? result[i] + g : g; });
+  run_pass(outputs, seeds, inputs, options, [&](size_t i, const Tensor& g) { add_into(result[i], g); });
   for (const Tensor& r : result)
     TALLY_CHECK(r.defined() || allow_unused,
                 "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is "

@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "tally/core/from_blob.h"
-
 #include "tally/core/geometry.h"
 #include "tally/core/object_pool.h"
 #include "tally/error/error.h"

@@ -3,6 +3,7 @@
 // cost, memory category and backward from ops::apply), and the losses.
 
 #include <optional>
+#include <utility>
 
 #include "tally/core/generator.h"
 #include "tally/core/tensor.h"
@@ -23,48 +24,38 @@ inline constexpr Reduction kNone = Reduction::None;
 inline constexpr Reduction kMean = Reduction::Mean;
 inline constexpr Reduction kSum = Reduction::Sum;
 
-/// The reduction every loss's options carry, set by a chained call as in libtorch's options:
+/// One argument of an options struct, as libtorch's TORCH_ARG: a chained setter
+/// (`.reduction(F::kSum)`), a getter (`.reduction()`) and the member with its default.
+#define TALLY_ARG(T, name, default_value)   \
+ public:                                    \
+  auto& name(T value) {                     \
+    name##_ = std::move(value);             \
+    return *this;                           \
+  }                                         \
+  const T& name() const { return name##_; } \
+                                            \
+ private:                                   \
+  T name##_ = default_value
+
+/// The functional losses' options, with PyTorch's defaults:
 /// F::mse_loss(x, y, F::MSELossFuncOptions().reduction(F::kSum)).
-template <class Self>
-class ReductionOption {
- public:
-  Self& reduction(Reduction r) {
-    reduction_ = r;
-    return static_cast<Self&>(*this);
-  }
-  Reduction reduction() const { return reduction_; }
-
- private:
-  Reduction reduction_ = Reduction::Mean;
+struct MSELossFuncOptions {
+  TALLY_ARG(Reduction, reduction, kMean);
 };
-
-/// The index ignore_index names, for the losses over class indices.
-template <class Self>
-class IgnoreIndexOption : public ReductionOption<Self> {
- public:
-  Self& ignore_index(int64_t i) {
-    ignore_index_ = i;
-    return static_cast<Self&>(*this);
-  }
-  int64_t ignore_index() const { return ignore_index_; }
-
- private:
-  int64_t ignore_index_ = -100;
+struct BinaryCrossEntropyFuncOptions {
+  TALLY_ARG(Reduction, reduction, kMean);
 };
-
-struct MSELossFuncOptions : ReductionOption<MSELossFuncOptions> {};
-struct BinaryCrossEntropyFuncOptions : ReductionOption<BinaryCrossEntropyFuncOptions> {};
-struct BinaryCrossEntropyWithLogitsFuncOptions : ReductionOption<BinaryCrossEntropyWithLogitsFuncOptions> {};
-struct NLLLossFuncOptions : IgnoreIndexOption<NLLLossFuncOptions> {};
-struct CrossEntropyFuncOptions : IgnoreIndexOption<CrossEntropyFuncOptions> {
-  CrossEntropyFuncOptions& label_smoothing(double e) {
-    label_smoothing_ = e;
-    return *this;
-  }
-  double label_smoothing() const { return label_smoothing_; }
-
- private:
-  double label_smoothing_ = 0.0;
+struct BinaryCrossEntropyWithLogitsFuncOptions {
+  TALLY_ARG(Reduction, reduction, kMean);
+};
+struct NLLLossFuncOptions {
+  TALLY_ARG(int64_t, ignore_index, -100);
+  TALLY_ARG(Reduction, reduction, kMean);
+};
+struct CrossEntropyFuncOptions {
+  TALLY_ARG(int64_t, ignore_index, -100);
+  TALLY_ARG(Reduction, reduction, kMean);
+  TALLY_ARG(double, label_smoothing, 0.0);
 };
 
 inline Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {

@@ -166,39 +166,32 @@ void Module::train(bool on) {
   for (const auto& [key, child] : children_) child->train(on);
 }
 
-void Module::to(Dtype dtype, bool non_blocking) {
-  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=",
-                         dtype_name(dtype));
-  convert(std::nullopt, dtype, non_blocking);
-}
+void Module::to(Dtype dtype, bool non_blocking) { convert(std::nullopt, dtype, non_blocking); }
 
 void Module::to(Device device, bool non_blocking) { convert(device, std::nullopt, non_blocking); }
 
-void Module::to(Device device, Dtype dtype, bool non_blocking) {
-  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=",
-                         dtype_name(dtype));
-  convert(device, dtype, non_blocking);
-}
+void Module::to(Device device, Dtype dtype, bool non_blocking) { convert(device, dtype, non_blocking); }
 
 void Module::convert(std::optional<Device> device, std::optional<Dtype> dtype, bool non_blocking) {
-  // The target of one tensor: another device, and for a floating tensor another dtype.
-  auto target = [&](const Tensor& t) {
-    return std::pair{device.value_or(t.device()), dtype && t.is_floating_point() ? *dtype : t.dtype()};
-  };
+  TALLY_CHECK_TYPE_ERROR(!dtype || is_floating_point(*dtype),
+                         "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=", dtype_name(*dtype));
+  // A tensor on the target device, and for a floating tensor in the target dtype; undefined
+  // where it is there already.
   auto moved = [&](const Tensor& t) {
-    const auto [d, dt] = target(t);
-    return t.detach().to(d, dt, non_blocking);
+    const Device d = device.value_or(t.device());
+    const Dtype dt = dtype && t.is_floating_point() ? *dtype : t.dtype();
+    return d == t.device() && dt == t.dtype() ? Tensor() : t.detach().to(d, dt, non_blocking);
   };
   visit("", true, [&](const std::string&, const Module& m) {
     for (const auto& [key, p] : m.parameters_) {
-      if (!p.defined() || target(p) == std::pair{p.device(), p.dtype()}) continue;
-      Tensor converted = moved(p);
+      Tensor converted = p.defined() ? moved(p) : Tensor();
+      if (!converted.defined()) continue;
       accounting::set_memory_category(converted, MemoryCategory::Parameters);
       Tensor(p).set_data(converted);
       Tensor(p).mutable_grad() = Tensor();
     }
     for (const auto& [key, b] : m.buffers_)
-      if (b.defined() && target(b) != std::pair{b.device(), b.dtype()}) Tensor(b).set_data(moved(b));
+      if (Tensor converted = b.defined() ? moved(b) : Tensor(); converted.defined()) Tensor(b).set_data(converted);
   });
 }
 

@@ -20,9 +20,6 @@ namespace tally {
 
 namespace {
 
-/// Whether a tensor index is a mask (PyTorch still takes uint8 masks, with a deprecation warning).
-bool is_mask(const Tensor& t) { return t.dtype() == kBool || t.dtype() == kUInt8; }
-
 /// "[2], [3]": the shapes of the defined tensors, as PyTorch lists them in its messages.
 std::string shapes_of(const TensorList& ts) {
   std::string s;
@@ -40,7 +37,7 @@ TensorList expand_masks(const Tensor& x, const TensorList& indices) {
   TensorList out;
   int64_t d = 0;  // the dim of x the next entry indexes
   for (const Tensor& t : indices) {
-    if (!t.defined() || !is_mask(t)) {
+    if (!t.defined() || !is_index_mask(t)) {
       out.push_back(t);
       ++d;
       continue;
@@ -349,21 +346,29 @@ struct MaskedSelect {
   }
 };
 
+/// Writes the first elements of `source`, in row-major order, where the bool mask `m` (of
+/// target's shape) is true: masked_scatter's work, out of place and in place. 0-d tensors are
+/// written as 1-element views, which index_put_ takes.
+void fill_masked(Tensor target, Tensor m, const Tensor& source) {
+  TALLY_CHECK_TYPE_ERROR(source.dtype() == target.dtype(), "masked_scatter: expected self and source to have same dtypes but got ",
+                         dtype_name(target.dtype()), " and ", dtype_name(source.dtype()));
+  const int64_t ones = m.sum().item<int64_t>();
+  TALLY_CHECK(source.numel() >= ones, "Number of elements of source < number of ones in mask: ", source.numel(), " < ", ones);
+  if (target.dim() == 0) {
+    target = target.view({1});
+    m = m.view({1});
+  }
+  target.index_put_(TensorList{m}, source.reshape({-1}).slice(0, 0, ones));
+}
+
 struct MaskedScatter {
   static constexpr std::string_view name = "masked_scatter";
   static constexpr bool supports_cuda = false;
   static Tensor forward(const Tensor& x, const Tensor& mask, const Tensor& source) {
-    check_bool_mask(mask, "masked_scatter_");
-    TALLY_CHECK_TYPE_ERROR(source.dtype() == x.dtype(), "masked_scatter: expected self and source to have same dtypes but got ",
-                           dtype_name(x.dtype()), " and ", dtype_name(source.dtype()));
+    check_bool_mask(mask, "masked_scatter_");  // torch names the in-place op it runs
     const DimVector shape = geometry::broadcast_shapes(x.sizes(), mask.sizes());
-    Tensor out = x.expand(shape).contiguous();
-    if (out.is_same(x) || out.storage() == x.storage()) out = out.clone();
-    const Tensor m = mask.expand(shape);
-    const int64_t ones = m.sum().item<int64_t>();
-    TALLY_CHECK(source.numel() >= ones, "Number of elements of source < number of ones in mask: ", source.numel(), " < ", ones);
-    if (shape.empty()) return m.item<bool>() ? source.reshape({-1})[0].clone() : out;
-    out.index_put_(TensorList{m}, source.reshape({-1}).slice(0, 0, ones));
+    Tensor out = x.expand(shape).clone(MemoryFormat::Contiguous);
+    fill_masked(out, mask.expand(shape), source);
     return out;
   }
   static ops::Cost cost(const Tensor& out, const Tensor& x, const Tensor& mask, const Tensor& source) {
@@ -433,13 +438,8 @@ Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
   const DimVector shape = geometry::broadcast_shapes(sizes(), mask.sizes());
   TALLY_CHECK(IntArrayRef(shape) == sizes(), "masked_scatter_: the mask of shape ", mask.sizes(), " does not broadcast to self's shape ",
               sizes());
-  TALLY_CHECK_TYPE_ERROR(source.dtype() == dtype(), "masked_scatter_: expected self and source to have same dtypes but got ",
-                         dtype_name(dtype()), " and ", dtype_name(source.dtype()));
-  const Tensor m = mask.expand(sizes());
-  const int64_t ones = m.sum().item<int64_t>();
-  TALLY_CHECK(source.numel() >= ones, "Number of elements of source < number of ones in mask: ", source.numel(), " < ", ones);
-  if (dim() == 0) return m.item<bool>() ? copy_(source.reshape({-1})[0]) : *this;
-  return index_put_(TensorList{m}, source.reshape({-1}).slice(0, 0, ones));
+  fill_masked(*this, mask.expand(sizes()), source);
+  return *this;
 }
 
 }  // namespace tally

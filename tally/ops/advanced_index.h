@@ -9,6 +9,10 @@
 
 namespace tally {
 
+/// Whether a tensor index is a mask over as many dims as it has (bool; uint8 too, which PyTorch
+/// still takes, with a deprecation warning) rather than positions along one dim.
+inline bool is_index_mask(const Tensor& t) { return t.dtype() == kBool || t.dtype() == kUInt8; }
+
 /// x indexed by one entry per leading dim (ATen's index.Tensor): an int64 tensor of positions
 /// along that dim (a negative one counts from the end), a bool or uint8 mask over as many dims as
 /// it has (its nonzeros' coordinates, nonzero()), or an undefined tensor, which keeps the dim

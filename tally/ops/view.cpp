@@ -6,6 +6,7 @@
 
 #include "tally/core/geometry.h"
 #include "tally/core/object_pool.h"
+#include "tally/ops/advanced_index.h"
 #include "tally/ops/apply.h"
 #include "tally/ops/creation.h"
 #include "tally/ops/elementwise.h"
@@ -339,13 +340,11 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
 
 namespace {
 
-bool is_mask(const Tensor& t) { return t.dtype() == kBool || t.dtype() == kUInt8; }
-
 /// The dims of x an index list entry consumes.
 int64_t dims_consumed(const indexing::TensorIndex& i) {
   using K = indexing::TensorIndex::Kind;
   if (i.kind() == K::Integer || i.kind() == K::Slice) return 1;
-  if (i.kind() == K::Tensor) return is_mask(i.tensor()) ? i.tensor().dim() : 1;
+  if (i.kind() == K::Tensor) return is_index_mask(i.tensor()) ? i.tensor().dim() : 1;
   return 0;
 }
 
@@ -395,14 +394,14 @@ Tensor apply_basic(const Tensor& x, const std::vector<indexing::TensorIndex>& in
       case K::Tensor: {
         const Tensor& t = i.tensor();
         TALLY_CHECK_INDEX(t.defined(), "an undefined tensor cannot index (at position ", position, " of the index list)");
-        if (t.dim() == 0 && !is_mask(t) && !is_floating_point(t.dtype())) {
+        if (t.dim() == 0 && !is_index_mask(t) && !is_floating_point(t.dtype())) {
           out = select_checked(out, d, t.item<int64_t>(), position);  // as an integer, as PyTorch's
-        } else if (t.dim() == 0 && is_mask(t)) {
+        } else if (t.dim() == 0 && is_index_mask(t)) {
           // A 0-d mask adds a dim, as a bool does, whose one row it keeps or drops: a copy.
           out = out.unsqueeze(d);
           add_tensor(t.item<bool>() ? zeros({1}, TensorOptions(kInt64)) : empty({0}, TensorOptions(kInt64)), 1);
         } else {
-          add_tensor(t, is_mask(t) ? t.dim() : 1);
+          add_tensor(t, is_index_mask(t) ? t.dim() : 1);
         }
         break;
       }

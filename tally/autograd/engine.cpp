@@ -259,19 +259,19 @@ void check_inputs(const TensorList& inputs) {
 
 bool Tensor::requires_grad() const { return impl().autograd && impl().autograd->requires_grad; }
 
-Tensor& Tensor::requires_grad_(bool requires_grad) {
+Tensor& Tensor::requires_grad_(bool requires_grad) const {
   auto& meta = impl().autograd;
   if (!requires_grad) {
     TALLY_CHECK(!meta || !meta->grad_fn, "you can only change requires_grad flags of leaf variables. If you want to use "
                 "a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
     if (meta) meta->requires_grad = false;
-    return *this;
+    return const_cast<Tensor&>(*this);
   }
   TALLY_CHECK_TYPE_ERROR(is_floating_point(), "only Tensors of floating point dtype can require gradients (got ",
                          dtype_name(dtype()), ")");
   if (!meta) meta = detail::make_pooled<AutogradMeta>();
   meta->requires_grad = true;
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 const Tensor& Tensor::grad() const {
@@ -285,7 +285,7 @@ const Tensor& Tensor::grad() const {
   return meta ? meta->grad : undefined;
 }
 
-Tensor& Tensor::mutable_grad() {
+Tensor& Tensor::mutable_grad() const {
   auto& meta = impl().autograd;
   if (!meta) meta = detail::make_pooled<AutogradMeta>();
   return meta->grad;

@@ -36,7 +36,7 @@ Tensor over(Storage storage, IntArrayRef sizes, IntArrayRef strides, Dtype dtype
 }
 
 Tensor make_empty(IntArrayRef sizes, IntArrayRef strides, TensorOptions options, MemoryCategory category) {
-  const Dtype dtype = options.dtype_or(kFloat32);
+  const Dtype dtype = options.dtype_or(get_default_dtype());
   const int64_t nbytes = bytes_reached(sizes, strides, dtype, "empty_strided");
   return over(detail::make_pooled<StorageImpl>(nbytes, category, options.device_or()), sizes, strides, dtype);
 }
@@ -46,7 +46,7 @@ Tensor make_empty(IntArrayRef sizes, IntArrayRef strides, TensorOptions options,
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, std::function<void(void*)> deleter, TensorOptions options) {
   const Device device = options.device_or();
   TALLY_CHECK_TYPE(DeviceError, !device.is_meta(), "from_blob: a meta tensor has no data to wrap");
-  const Dtype dtype = options.dtype_or(kFloat32);
+  const Dtype dtype = options.dtype_or(get_default_dtype());
   const int64_t nbytes = bytes_reached(sizes, strides, dtype, "from_blob");
   TALLY_CHECK(data != nullptr || nbytes == 0, "from_blob: a null pointer for ", nbytes, " bytes of shape ", sizes);
   // The storage calls the deleter when it goes; without one it only forgets the pointer.

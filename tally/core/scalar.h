@@ -34,7 +34,7 @@ class Scalar {
     else return cast_to<T>(d_);
   }
   /// The dtype PyTorch gives a tensor made from this number: bool, int64 or float32.
-  Dtype natural_dtype() const { return kind_ == Kind::Bool ? kBool : kind_ == Kind::Int ? kInt64 : kFloat32; }
+  Dtype natural_dtype() const { return kind_ == Kind::Bool ? kBool : kind_ == Kind::Int ? kInt64 : get_default_dtype(); }
 
  private:
   Kind kind_;

@@ -85,6 +85,31 @@ class StorageImpl {
   std::mutex category_mu_;
 };
 
-using Storage = std::shared_ptr<StorageImpl>;
+/// A handle to a tensor's bytes, as libtorch's c10::Storage: copies share the bytes;
+/// `t.storage().nbytes()`, `.data()`, `.device()`, and `->` for the rest of StorageImpl. Empty
+/// (false) for a tensor with no storage.
+class Storage {
+ public:
+  Storage() = default;
+  Storage(std::shared_ptr<StorageImpl> impl) : impl_(std::move(impl)) {}  // NOLINT: implicit, as a handle is made
+  StorageImpl* operator->() const { return impl_.get(); }
+  StorageImpl& operator*() const { return *impl_; }
+  StorageImpl* get() const { return impl_.get(); }
+  explicit operator bool() const { return impl_ != nullptr; }
+  bool operator==(const Storage& other) const { return impl_ == other.impl_; }
+  /// The shared owner, for a weak_ptr or to keep the bytes alive elsewhere.
+  const std::shared_ptr<StorageImpl>& shared() const { return impl_; }
+  long use_count() const { return impl_.use_count(); }
+
+  /// First byte (null on the meta device, which holds no bytes).
+  void* data() const { return impl_->data(); }
+  /// Size in bytes.
+  int64_t nbytes() const { return impl_->nbytes(); }
+  /// Where the bytes are.
+  Device device() const { return impl_->device(); }
+
+ private:
+  std::shared_ptr<StorageImpl> impl_;
+};
 
 }  // namespace tally

@@ -21,6 +21,8 @@
 #include "tally/core/storage.h"
 #include "tally/core/tensor_options.h"
 #include "tally/dtype/dtype.h"
+#include "tally/table/binary_ops.h"
+#include "tally/table/unary_ops.h"
 
 namespace tally {
 
@@ -156,18 +158,18 @@ class Tensor {
   Tensor index(const TensorList& indices) const;
   /// x[indices] = values, in place: the view the basic indices pick is written, through the
   /// tensor indices where there are any (tally/ops/advanced_index.h).
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value) const;
   /// ATen's index_put_: with `accumulate`, repeated positions add up (in index order).
-  Tensor& index_put_(const TensorList& indices, const Tensor& values, bool accumulate = false);
+  Tensor& index_put_(const TensorList& indices, const Tensor& values, bool accumulate = false) const;
   Tensor index_put(const TensorList& indices, const Tensor& values, bool accumulate = false) const;
   /// tally/ops/advanced_index.h.
   Tensor nonzero() const;
   Tensor masked_select(const Tensor& mask) const;
   Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
-  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source) const;
   Tensor take(const Tensor& index) const;
   /// x[i]: row i along the first dim, a view (libtorch's operator[], select(0, i)).
   Tensor operator[](int64_t index) const { return select(0, index); }
@@ -184,12 +186,12 @@ class Tensor {
   /// Whether gradients flow to this tensor.
   bool requires_grad() const;
   /// Mark a leaf as needing gradients; returns *this.
-  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& requires_grad_(bool requires_grad = true) const;
   /// The accumulated gradient: populated on leaves, and on non-leaves after retain_grad(); else undefined.
   const Tensor& grad() const;
   /// The gradient slot itself, for writing (libtorch's mutable_grad): `w.mutable_grad().zero_()`
   /// in an optimizer step, or `w.mutable_grad() = Tensor()` to drop it (PyTorch's `w.grad = None`).
-  Tensor& mutable_grad();
+  Tensor& mutable_grad() const;
   /// Replace the accumulated gradient (an undefined tensor clears it, as optimizers' zero_grad(set_to_none) do).
   void set_grad(const Tensor& grad);
   /// Whether this tensor was created by the user rather than by an op that records history.
@@ -242,11 +244,24 @@ class Tensor {
   /// this tensor is, as PyTorch's clone(), so x.t().clone() is transposed too.
   Tensor clone(std::optional<MemoryFormat> memory_format = std::nullopt) const;
   /// Copy `src` (broadcast, converted) into this tensor's elements; returns *this.
-  Tensor& copy_(const Tensor& src);
+  Tensor& copy_(const Tensor& src) const;
   /// Set every element to `value`.
-  Tensor& fill_(Scalar value);
+  Tensor& fill_(Scalar value) const;
   /// Set every element to zero.
-  Tensor& zero_() { return fill_(0); }
+  Tensor& zero_() const { return fill_(0); }
+  /// Fill with U(from, to) (floating dtypes), as libtorch's uniform_.
+  Tensor& uniform_(double from = 0, double to = 1, Generator* gen = nullptr) const;
+  /// Fill with N(mean, std²) (floating dtypes), as libtorch's normal_.
+  Tensor& normal_(double mean = 0, double std = 1, Generator* gen = nullptr) const;
+  /// Fill with integers uniform on [from, to), which must be values of the dtype (torch's random_);
+  /// [0, to); or without bounds [0, 2^mantissa digits] for a float and [0, max] for an integer.
+  Tensor& random_(int64_t from, int64_t to, Generator* gen = nullptr) const;
+  Tensor& random_(int64_t to, Generator* gen = nullptr) const;
+  Tensor& random_(Generator* gen = nullptr) const;
+  /// Give the tensor `sizes`, contiguous, keeping its storage where it holds enough elements past
+  /// the offset and otherwise moving to a larger one that starts with the old bytes (libtorch's
+  /// resize_: new elements are uninitialised). Refused for a tensor that requires grad.
+  Tensor& resize_(IntArrayRef sizes) const;
   /// A copy on `device` converted to `dtype`, as libtorch's: `x.to("cuda:0")`, `x.to(kBFloat16)`.
   /// Self on the same device in the same dtype, unless `copy` (as PyTorch's, whatever
   /// `memory_format` says). A copy is laid out as `memory_format` says: by default (Preserve) as
@@ -278,74 +293,42 @@ class Tensor {
   // ---- operators as methods (defined in tally/ops) ----
   Tensor add(const Tensor& other, Scalar alpha = 1) const;
   Tensor sub(const Tensor& other, Scalar alpha = 1) const;
-  Tensor mul(const Tensor& other) const;
-  Tensor div(const Tensor& other) const;
   /// With a number: self + alpha·other, self − alpha·other, self·other, self / other.
   Tensor add(Scalar other, Scalar alpha = 1) const;
   Tensor sub(Scalar other, Scalar alpha = 1) const;
   Tensor mul(Scalar other) const;
   Tensor div(Scalar other) const;
-  Tensor& add_(const Tensor& other, Scalar alpha = 1);
-  Tensor& sub_(const Tensor& other, Scalar alpha = 1);
-  Tensor& mul_(const Tensor& other);
-  Tensor& div_(const Tensor& other);
-  Tensor& add_(Scalar other);
-  Tensor& sub_(Scalar other);
-  Tensor& mul_(Scalar other);
-  Tensor& div_(Scalar other);
-  Tensor& pow_(Scalar exponent);
-  Tensor& pow_(const Tensor& exponent);
+  Tensor& add_(const Tensor& other, Scalar alpha = 1) const;
+  Tensor& sub_(const Tensor& other, Scalar alpha = 1) const;
+  Tensor& add_(Scalar other) const;
+  Tensor& sub_(Scalar other) const;
+  Tensor& mul_(Scalar other) const;
+  Tensor& div_(Scalar other) const;
+  Tensor& pow_(Scalar exponent) const;
   /// self + value·t1·t2; self + value·t1/t2; self + weight·(end − self) (the optimizers' steps).
   Tensor addcmul(const Tensor& t1, const Tensor& t2, Scalar value = 1) const;
   Tensor addcdiv(const Tensor& t1, const Tensor& t2, Scalar value = 1) const;
   Tensor lerp(const Tensor& end, Scalar weight) const;
-  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
-  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
-  Tensor& lerp_(const Tensor& end, Scalar weight);
-  Tensor& sqrt_();
-  Tensor& rsqrt_();
-  Tensor& exp_();
-  Tensor& log_();
-  Tensor& neg_();
-  Tensor& abs_();
-  Tensor& tanh_();
-  Tensor& sigmoid_();
-  Tensor& relu_();
-  Tensor& square_();
-  Tensor& erf_();
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, Scalar value = 1) const;
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value = 1) const;
+  Tensor& lerp_(const Tensor& end, Scalar weight) const;
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  /// The unary ops of tally/table/unary_ops.h, each as a method and in place: `x.exp()`, `x.exp_()`.
+#define TALLY_UNARY_METHODS_(fn, Name, summary) \
+  Tensor fn() const;                            \
+  Tensor& fn##_() const;
+  TALLY_FORALL_UNARY_OPS(TALLY_UNARY_METHODS_)
+#undef TALLY_UNARY_METHODS_
+  /// The binary ops of tally/table/binary_ops.h, each as a method and in place: `a.maximum(b)`,
+  /// `a.maximum_(b)` (in place, the result must fit self's dtype: a comparison writes 0 or 1).
+#define TALLY_BINARY_METHODS_(fn, Name, summary) \
+  Tensor fn(const Tensor& other) const;          \
+  Tensor& fn##_(const Tensor& other) const;
+  TALLY_FORALL_BINARY_OPS(TALLY_BINARY_METHODS_)
+#undef TALLY_BINARY_METHODS_
   Tensor pow(Scalar exponent) const;
-  Tensor pow(const Tensor& exponent) const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor neg() const;
-  Tensor abs() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor square() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor expm1() const;
-  Tensor log1p() const;
-  Tensor log2() const;
-  Tensor log10() const;
-  Tensor reciprocal() const;
-  Tensor floor() const;
-  Tensor ceil() const;
-  Tensor round() const;
-  Tensor trunc() const;
-  Tensor sign() const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor masked_fill(const Tensor& mask, Scalar value) const;
-  Tensor eq(const Tensor& other) const;
-  Tensor ne(const Tensor& other) const;
-  Tensor lt(const Tensor& other) const;
-  Tensor le(const Tensor& other) const;
-  Tensor gt(const Tensor& other) const;
-  Tensor ge(const Tensor& other) const;
   Tensor eq(Scalar other) const;
   Tensor sum() const;
   Tensor sum(IntArrayRef dims, bool keepdim = false) const;
@@ -387,9 +370,9 @@ class Tensor {
   Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor scatter(int64_t dim, const Tensor& index, Scalar value) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& scatter_(int64_t dim, const Tensor& index, Scalar value);
-  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, Scalar value) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor triu(int64_t diagonal = 0) const;
   Tensor tril(int64_t diagonal = 0) const;
   /// Whether sizes, dtype and every value are equal (torch.equal).

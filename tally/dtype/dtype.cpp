@@ -1,5 +1,6 @@
 #include "tally/dtype/dtype.h"
 
+#include <atomic>
 #include <cctype>
 #include <string>
 
@@ -11,18 +12,24 @@ void detail::throw_unknown_dtype(std::string_view op, Dtype d) {
 
 std::string_view dtype_name(Dtype d) {
   switch (d) {
-    case Dtype::Float32: return "float32";
-    case Dtype::Float64: return "float64";
-    case Dtype::Float16: return "float16";
-    case Dtype::BFloat16: return "bfloat16";
-    case Dtype::Float8_e4m3fn: return "float8_e4m3fn";
-    case Dtype::Float8_e5m2: return "float8_e5m2";
-    case Dtype::Int32: return "int32";
-    case Dtype::Int64: return "int64";
-    case Dtype::UInt8: return "uint8";
-    case Dtype::Bool: return "bool";
+#define TALLY_DTYPE_NAME_(Name, torch_name, bytes) \
+  case Dtype::Name: return torch_name;
+    TALLY_FORALL_DTYPES(TALLY_DTYPE_NAME_)
+#undef TALLY_DTYPE_NAME_
   }
   return "unknown";
+}
+
+namespace {
+std::atomic<Dtype> default_dtype{Dtype::Float32};
+}  // namespace
+
+Dtype get_default_dtype() { return default_dtype.load(std::memory_order_relaxed); }
+
+void set_default_dtype(Dtype dtype) {
+  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype) && !is_float8(dtype), "only floating-point types are supported as the default "
+                         "type (float32, float64, float16, bfloat16), got ", dtype_name(dtype));
+  default_dtype.store(dtype, std::memory_order_relaxed);
 }
 
 Dtype promote_types(Dtype a, Dtype b) {

@@ -10,14 +10,20 @@
 #include "tally/dtype/float8.h"
 #include "tally/dtype/half.h"
 #include "tally/error/error.h"
+#include "tally/table/dtypes.h"
 
 namespace tally {
 
 /// Element type of a tensor (libtorch: c10::ScalarType).
-enum class Dtype : uint8_t {
-  Float32, Float64, Float16, BFloat16, Float8_e4m3fn, Float8_e5m2, Int32, Int64, UInt8, Bool,
-};
-inline constexpr int kNumDtypes = 10;
+/// Its enumerators, names and sizes are the rows of tally/table/dtypes.h, which the CUDA kernels
+/// read too.
+#define TALLY_DTYPE_ENUMERATOR_(Name, torch_name, bytes) Name,
+enum class Dtype : uint8_t { TALLY_FORALL_DTYPES(TALLY_DTYPE_ENUMERATOR_) };
+#undef TALLY_DTYPE_ENUMERATOR_
+inline constexpr int kNumDtypes = kDtypeRows;
+// The predicates below rely on this order: the floats first, the integers, bool last.
+static_assert(static_cast<int>(Dtype::Float8_e5m2) == 5 && static_cast<int>(Dtype::Bool) == kNumDtypes - 1,
+              "tally/table/dtypes.h: floating dtypes first, then the integers, bool last");
 
 inline constexpr Dtype kFloat32 = Dtype::Float32, kFloat = Dtype::Float32;
 inline constexpr Dtype kFloat64 = Dtype::Float64, kDouble = Dtype::Float64;
@@ -33,11 +39,12 @@ inline constexpr Dtype kBool = Dtype::Bool;
 /// Bytes per element.
 constexpr int64_t element_size(Dtype d) {
   switch (d) {
-    case Dtype::Float64: case Dtype::Int64: return 8;
-    case Dtype::Float32: case Dtype::Int32: return 4;
-    case Dtype::Float16: case Dtype::BFloat16: return 2;
-    default: return 1;
+#define TALLY_DTYPE_SIZE_(Name, torch_name, bytes) \
+  case Dtype::Name: return bytes;
+    TALLY_FORALL_DTYPES(TALLY_DTYPE_SIZE_)
+#undef TALLY_DTYPE_SIZE_
   }
+  return 1;
 }
 /// True for the six floating-point dtypes.
 constexpr bool is_floating_point(Dtype d) { return d <= Dtype::Float8_e5m2; }
@@ -52,6 +59,14 @@ std::string_view dtype_name(Dtype d);
 /// "bf16", "half", "float", "long"), case-insensitive; ValueError lists the names for an unknown one.
 Dtype dtype_from_name(std::string_view name);
 inline std::ostream& operator<<(std::ostream& os, Dtype d) { return os << "torch." << dtype_name(d); }
+
+/// The floating dtype tensors are made in when none is asked for, and that integers become in
+/// ops that compute in floating point (exp, true division) and that a floating number joins an
+/// op as: float32 at start (torch.get_default_dtype). Process-wide, as PyTorch's.
+Dtype get_default_dtype();
+/// Sets it (torch.set_default_dtype): float32, float64, float16 or bfloat16; TypeError for
+/// another dtype, as PyTorch's "only floating-point types are supported as the default type".
+void set_default_dtype(Dtype dtype);
 
 /// The dtype both operands are computed in (torch.promote_types). Raises TypeError for float8
 /// mixed with another dtype, as PyTorch does: scaling must be explicit.
@@ -70,6 +85,12 @@ template <> struct dtype_cpp<Dtype::Int64> { using type = int64_t; };
 template <> struct dtype_cpp<Dtype::UInt8> { using type = uint8_t; };
 template <> struct dtype_cpp<Dtype::Bool> { using type = bool; };
 
+#define TALLY_DTYPE_CPP_CHECK_(Name, torch_name, bytes)                                     \
+  static_assert(sizeof(dtype_cpp<Dtype::Name>::type) == (bytes), "tally/table/dtypes.h: the C++ type of " #Name \
+                " has another size");
+TALLY_FORALL_DTYPES(TALLY_DTYPE_CPP_CHECK_)
+#undef TALLY_DTYPE_CPP_CHECK_
+
 template <class T> constexpr Dtype dtype_of();
 template <> constexpr Dtype dtype_of<float>() { return Dtype::Float32; }
 template <> constexpr Dtype dtype_of<double>() { return Dtype::Float64; }
@@ -81,6 +102,11 @@ template <> constexpr Dtype dtype_of<int32_t>() { return Dtype::Int32; }
 template <> constexpr Dtype dtype_of<int64_t>() { return Dtype::Int64; }
 template <> constexpr Dtype dtype_of<uint8_t>() { return Dtype::UInt8; }
 template <> constexpr Dtype dtype_of<bool>() { return Dtype::Bool; }
+#define TALLY_DTYPE_ROUND_TRIP_(Name, torch_name, bytes)                                            \
+  static_assert(dtype_of<dtype_cpp<Dtype::Name>::type>() == Dtype::Name, "tally/table/dtypes.h: " #Name \
+                " and its C++ type do not map to each other");
+TALLY_FORALL_DTYPES(TALLY_DTYPE_ROUND_TRIP_)
+#undef TALLY_DTYPE_ROUND_TRIP_
 
 /// The type arithmetic on T is carried out in: reduced-precision floats compute in float32.
 template <class T> struct compute_type { using type = T; };
@@ -125,16 +151,10 @@ namespace detail {
 template <class Fn>
 decltype(auto) dispatch(Dtype d, std::string_view op, Fn&& fn) {
   switch (d) {
-    case Dtype::Float32: return fn.template operator()<float>();
-    case Dtype::Float64: return fn.template operator()<double>();
-    case Dtype::Float16: return fn.template operator()<Half>();
-    case Dtype::BFloat16: return fn.template operator()<BFloat16>();
-    case Dtype::Float8_e4m3fn: return fn.template operator()<Float8_e4m3fn>();
-    case Dtype::Float8_e5m2: return fn.template operator()<Float8_e5m2>();
-    case Dtype::Int32: return fn.template operator()<int32_t>();
-    case Dtype::Int64: return fn.template operator()<int64_t>();
-    case Dtype::UInt8: return fn.template operator()<uint8_t>();
-    case Dtype::Bool: return fn.template operator()<bool>();
+#define TALLY_DTYPE_DISPATCH_(Name, torch_name, bytes) \
+  case Dtype::Name: return fn.template operator()<typename dtype_cpp<Dtype::Name>::type>();
+    TALLY_FORALL_DTYPES(TALLY_DTYPE_DISPATCH_)
+#undef TALLY_DTYPE_DISPATCH_
   }
   detail::throw_unknown_dtype(op, d);
 }

@@ -80,8 +80,8 @@ CausalSelfAttention::CausalSelfAttention(int64_t d_model, int64_t num_heads_, in
         ps[t * dh + i] = ps[t * dh + i + dh / 2] = std::sin(angle);
       }
     }
-    cos_ = register_buffer("rope_cos", c.to(options.device_or(), options.dtype_or(kFloat32)), false);
-    sin_ = register_buffer("rope_sin", sn.to(options.device_or(), options.dtype_or(kFloat32)), false);
+    cos_ = register_buffer("rope_cos", c.to(options.device_or(), options.dtype_or(get_default_dtype())), false);
+    sin_ = register_buffer("rope_sin", sn.to(options.device_or(), options.dtype_or(get_default_dtype())), false);
   }
 }
 

@@ -425,21 +425,21 @@ Tensor Tensor::index(const TensorList& indices) const { return tally::index(*thi
 Tensor Tensor::index_put(const TensorList& indices, const Tensor& values, bool accumulate) const {
   return tally::index_put(*this, indices, values, accumulate);
 }
-Tensor& Tensor::index_put_(const TensorList& indices, const Tensor& values, bool accumulate) {
+Tensor& Tensor::index_put_(const TensorList& indices, const Tensor& values, bool accumulate) const {
   return ops::apply_inplace<IndexPut>(*this, expand_masks(*this, indices), values, accumulate);
 }
 Tensor Tensor::nonzero() const { return tally::nonzero(*this); }
 Tensor Tensor::take(const Tensor& index) const { return tally::take(*this, index); }
 Tensor Tensor::masked_select(const Tensor& mask) const { return tally::masked_select(*this, mask); }
 Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const { return tally::masked_scatter(*this, mask, source); }
-Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
+Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) const {
   check_bool_mask(mask, "masked_scatter_");
   // In place the mask broadcasts to x, never x to the mask, as PyTorch's.
   const DimVector shape = geometry::broadcast_shapes(sizes(), mask.sizes());
   TALLY_CHECK(IntArrayRef(shape) == sizes(), "masked_scatter_: the mask of shape ", mask.sizes(), " does not broadcast to self's shape ",
               sizes());
   fill_masked(*this, mask.expand(sizes()), source);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 }  // namespace tally

@@ -84,8 +84,8 @@ bool can_cast(Dtype from, Dtype to) {
 }
 
 /// Give `t` fresh contiguous storage of `sizes` (an out= tensor of another shape).
-void resize_output(Tensor& t, IntArrayRef sizes) {
-  Tensor fresh = empty(sizes, t.options());
+void resize_output(Tensor& t, IntArrayRef sizes, IntArrayRef layout) {
+  Tensor fresh = layout.empty() ? empty(sizes, t.options()) : empty_strided(sizes, layout, t.options());
   TensorImpl& impl = t.impl();
   impl.storage = fresh.storage();
   impl.sizes = DimVector(sizes);
@@ -107,7 +107,8 @@ bool may_overlap(const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype, bool aliased_ok) {
+void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype, bool aliased_ok,
+                                IntArrayRef layout) {
   TALLY_CHECK_TYPE_ERROR(!exact_dtype || spec.dtype == dst.dtype(), "Expected out tensor to have dtype ", dtype_name(spec.dtype),
                          ", but got ", dtype_name(dst.dtype()), " instead");
   TALLY_CHECK_TYPE_ERROR(can_cast(spec.dtype, dst.dtype()), "result type ", dtype_name(spec.dtype),
@@ -119,7 +120,7 @@ void detail::check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizab
                       ", which does not match the required output shape ", IntArrayRef(spec.sizes),
                       ". This behavior is deprecated, as in PyTorch: an out tensor with zero elements (empty({0})) is resized "
                       "without a warning.");
-    resize_output(dst, spec.sizes);
+    resize_output(dst, spec.sizes, layout);
   }
   if (!aliased_ok) geometry::check_no_internal_overlap(dst.sizes(), dst.strides());
 }

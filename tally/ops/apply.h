@@ -561,7 +561,10 @@ void refuse_inplace_in_graph(std::string_view op, const Tensor& self, const Smal
 /// cast to dst's (be dst's, for an op with `exact_out_dtype`), and in place its shape must be
 /// dst's. For out=, resizes dst instead. Unless `aliased_ok`, dst may not have elements that share
 /// memory (an expanded tensor).
-void check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype, bool aliased_ok = false);
+/// A resized out= tensor takes `layout` (the strides Op's own new output would have, as
+/// PyTorch restrides a resized output to its inputs' layout), or row-major where that is empty.
+void check_result_fits(const OutputSpec& spec, Tensor& dst, bool resizable, bool exact_dtype, bool aliased_ok = false,
+                       IntArrayRef layout = {});
 
 template <class Op>
 constexpr bool exact_out_dtype() {
@@ -626,7 +629,9 @@ template <class Op, class... Args>
 Tensor& write_into(Tensor& dst, bool resizable, Device device, const Args&... args) {
   OpScope scope(device);
   const OutputSpec spec = Op::meta(args...);
-  check_result_fits(spec, dst, resizable, exact_out_dtype<Op>(), aliased_output_ok<Op>());
+  const bool resizes = resizable && IntArrayRef(spec.sizes) != dst.sizes();
+  check_result_fits(spec, dst, resizable, exact_out_dtype<Op>(), aliased_output_ok<Op>(),
+                    resizes ? output_layout<Op>(spec.sizes, args...) : DimVector());
   if ((!device.is_meta() || compute_on_meta<Op>()) && dst.numel() > 0) write_result<Op>(spec, dst, args...);
   // Writes an op makes inside another op (cat filling its output, a widened add_ copying back)
   // are the outer op's; only the user's own call moves the version.
@@ -704,11 +709,14 @@ Tensor apply(const Args&... args) {
 }
 
 /// Run Op(self, rest...) and write the result into self (x.mul_(y)); Note [Forms].
+/// `self` is const as libtorch's in-place methods are: a Tensor is a handle, and writing its
+/// elements changes what it points to, not the handle.
 template <class Op, class... Rest>
-Tensor& apply_inplace(Tensor& self, const Rest&... rest) {
+Tensor& apply_inplace(const Tensor& self, const Rest&... rest) {
+  Tensor& target = const_cast<Tensor&>(self);
   if (detail::tls_op_depth == 0 && GradMode::is_enabled() && detail::any_requires_grad(self, rest...))
-    detail::refuse_inplace_in_graph(Op::name, self, detail::tensor_args(rest...));
-  return detail::write_into<Op>(self, /*resizable=*/false, detail::op_device<Op>(self, rest...), self, rest...);
+    detail::refuse_inplace_in_graph(Op::name, target, detail::tensor_args(rest...));
+  return detail::write_into<Op>(target, /*resizable=*/false, detail::op_device<Op>(self, rest...), target, rest...);
 }
 
 /// Run Op(args...) and write the result into `out` (torch.add(a, b, out=c)); Note [Forms].

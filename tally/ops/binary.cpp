@@ -1,5 +1,6 @@
-// Binary elementwise ops. Each op is a definition (name, FLOPs per element, result-dtype rule,
-// scalar function); Binary<Def> turns it into an op run by apply().
+// Binary elementwise ops. The ops are the rows of tally/table/binary_ops.h, and add and sub; each
+// has a definition here (FLOPs per element, result-dtype rule, scalar function, gradients);
+// Binary<Def> turns it into an op run by apply(), and the row gives it every form.
 
 #include <cmath>
 
@@ -8,6 +9,7 @@
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
 #include "tally/ops/reduce.h"
+#include "tally/ops/registry.h"
 
 namespace tally {
 
@@ -58,8 +60,6 @@ struct Reads {
 };
 
 struct AddDef {
-  static constexpr std::string_view name = "add";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Add;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) { return static_cast<C>(a + b); }
@@ -70,8 +70,6 @@ struct AddDef {
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
 };
 struct SubDef {
-  static constexpr std::string_view name = "sub";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Sub;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   static void check(const Tensor& a, const Tensor& b, Dtype) {
@@ -86,8 +84,6 @@ struct SubDef {
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return -g; }
 };
 struct MulDef {
-  static constexpr std::string_view name = "mul";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Mul;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) {
@@ -99,8 +95,6 @@ struct MulDef {
   static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor&, const Tensor&) { return g * a; }
 };
 struct DivDef {
-  static constexpr std::string_view name = "div";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Div;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::PromoteToFloat;
   template <class C> static C f(C a, C b) { return a / b; }
@@ -110,8 +104,6 @@ struct DivDef {
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor& b, const Tensor& out) { return -(g * out / b); }
 };
 struct PowDef {
-  static constexpr std::string_view name = "pow";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Pow;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   static void check(const Tensor&, const Tensor&, Dtype common) {
@@ -148,8 +140,6 @@ struct PowDef {
   }
 };
 struct MaximumDef {
-  static constexpr std::string_view name = "maximum";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Maximum;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) {
@@ -166,8 +156,6 @@ struct MaximumDef {
   }
 };
 struct MinimumDef {
-  static constexpr std::string_view name = "minimum";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Minimum;
   static constexpr int64_t flops = 1;
   static constexpr ResultRule rule = ResultRule::Promote;
   template <class C> static C f(C a, C b) {
@@ -183,38 +171,54 @@ struct MinimumDef {
   }
 };
 
-#define TALLY_COMPARISON(Name, str, op, expr)                     \
-  struct Name {                                                  \
-    static constexpr std::string_view name = str;                \
-    static constexpr auto cuda_op = kernels::cuda::BinaryOp::op; \
-    static constexpr int64_t flops = 1;                          \
-    static constexpr ResultRule rule = ResultRule::Compare;      \
-    template <class C> static bool f(C a, C b) { return expr; }  \
+#define TALLY_COMPARISON(Name, expr)                            \
+  struct Name {                                                 \
+    static constexpr int64_t flops = 1;                         \
+    static constexpr ResultRule rule = ResultRule::Compare;     \
+    template <class C> static bool f(C a, C b) { return expr; } \
   };
-TALLY_COMPARISON(EqDef, "eq", Eq, a == b)
-TALLY_COMPARISON(NeDef, "ne", Ne, a != b)
-TALLY_COMPARISON(LtDef, "lt", Lt, a < b)
-TALLY_COMPARISON(LeDef, "le", Le, a <= b)
-TALLY_COMPARISON(GtDef, "gt", Gt, a > b)
-TALLY_COMPARISON(GeDef, "ge", Ge, a >= b)
+TALLY_COMPARISON(EqDef, a == b)
+TALLY_COMPARISON(NeDef, a != b)
+TALLY_COMPARISON(LtDef, a < b)
+TALLY_COMPARISON(LeDef, a <= b)
+TALLY_COMPARISON(GtDef, a > b)
+TALLY_COMPARISON(GeDef, a >= b)
 #undef TALLY_COMPARISON
+
+/// What a Def's table row (or, for add and sub, the op) gives it: its name and CUDA kernel.
+template <class Def> struct Row;
+#define TALLY_BINARY_ROW_(fn, Name, what)                          \
+  template <> struct Row<Name##Def> {                              \
+    static constexpr std::string_view name = #fn;                  \
+    static constexpr auto cuda_op = kernels::cuda::BinaryOp::Name; \
+  };
+TALLY_FORALL_BINARY_OPS(TALLY_BINARY_ROW_)
+#undef TALLY_BINARY_ROW_
+template <> struct Row<AddDef> {
+  static constexpr std::string_view name = "add";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Add;
+};
+template <> struct Row<SubDef> {
+  static constexpr std::string_view name = "sub";
+  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Sub;
+};
 
 /// The dtype computation happens in, for operands promoted to `common`.
 template <class Def>
 Dtype compute_dtype(Dtype common) {
-  if constexpr (Def::rule == ResultRule::PromoteToFloat) return is_floating_point(common) ? common : kFloat32;
+  if constexpr (Def::rule == ResultRule::PromoteToFloat) return is_floating_point(common) ? common : get_default_dtype();
   return common;
 }
 
 template <class Def>
 struct Binary {
-  static constexpr std::string_view name = Def::name;
+  static constexpr std::string_view name = Row<Def>::name;
   static constexpr bool backward_reads_values = ops::detail::backward_reads_values<Def>();
   static constexpr bool supports_cuda = true;
   static constexpr bool elementwise = true;
   static ops::OutputSpec meta(const Tensor& a, const Tensor& b) {
     const Dtype common = result_type(a, b);
-    check_arith(common, Def::name);  // before any device's kernel is chosen
+    check_arith(common, name);  // before any device's kernel is chosen
     if constexpr (requires { Def::check(a, b, common); }) Def::check(a, b, common);
     return {geometry::broadcast_shapes(a.sizes(), b.sizes()), Def::rule == ResultRule::Compare ? kBool : compute_dtype<Def>(common)};
   }
@@ -227,12 +231,12 @@ struct Binary {
   /// dtype, or bool for comparisons).
   static void run(const Tensor& out, const Tensor& a, const Tensor& b) {
     if (out.numel() == 0) return;
-    if (out.is_cuda()) return kernels::cuda::binary(Def::cuda_op, ops::cuda_launch<3>(out, {&a, &b}));
+    if (out.is_cuda()) return kernels::cuda::binary(Row<Def>::cuda_op, ops::cuda_launch<3>(out, {&a, &b}));
     cpu_kernels().run<&Binary::kernel>(ops::make_loop<3>(out, {&a, &b}), a.dtype());
   }
   /// The CPU loop, built once per target (Note [CPU kernel dispatch]).
   static void kernel(const kernels::StridedLoop<3>& loop, Dtype dt) {
-    dispatch(dt, Def::name, [&]<class T>() {
+    dispatch(dt, name, [&]<class T>() {
       using C = compute_t<T>;
       using TO = std::conditional_t<Def::rule == ResultRule::Compare, bool, T>;
       kernels::binary_kernel<TO, T>(loop, [](C x, C y) { return Def::template f<C>(x, y); });
@@ -284,30 +288,40 @@ decltype(auto) with_alpha(const Tensor& a, const Tensor& b, Scalar alpha, Run ru
   if constexpr (requires { Def::check(a, b, dt); }) Def::check(a, b, dt);
   TALLY_CHECK_TYPE_ERROR(is_floating_point(dt) || !alpha.is_floating_point(),
                          "For integral input tensors, argument alpha must not be a floating point number.");
-  check_scalar_fits(alpha, dt, Def::name);
+  check_scalar_fits(alpha, dt, Row<Def>::name);
   return run(mul(b.dtype() == dt ? b : b.to(dt), wrapped_number(alpha, dt, b)));
 }
 
 }  // namespace
 
 #if TALLY_PRIMARY_PASS
+// Every form of every row of the table: the function, out=, the method and in place.
+#define TALLY_BINARY_FORMS_(fn, Name, what)                                                                              \
+  Tensor fn(const Tensor& a, const Tensor& b) { return ops::apply<Binary<Name##Def>>(a, b); }                          \
+  Tensor& fn##_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<Name##Def>>(out, a, b); } \
+  Tensor Tensor::fn(const Tensor& other) const { return tally::fn(*this, other); }                                     \
+  Tensor& Tensor::fn##_(const Tensor& other) const { return ops::apply_inplace<Binary<Name##Def>>(*this, other); }
+TALLY_FORALL_BINARY_OPS(TALLY_BINARY_FORMS_)
+#undef TALLY_BINARY_FORMS_
+
+const std::vector<ops::BinaryOpInfo>& ops::binary_ops() {
+  static const std::vector<BinaryOpInfo> table = {
+#define TALLY_BINARY_INFO_(op, Name, what)                                                                          \
+  BinaryOpInfo{.name = #op, .summary = what, .fn = tally::op, .out = tally::op##_out,                              \
+               .method = [](const Tensor& a, const Tensor& b) { return a.op(b); },                                 \
+               .inplace = [](const Tensor& a, const Tensor& b) -> Tensor& { return a.op##_(b); }},
+      TALLY_FORALL_BINARY_OPS(TALLY_BINARY_INFO_)
+#undef TALLY_BINARY_INFO_
+  };
+  return table;
+}
+
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   return with_alpha<AddDef>(a, b, alpha, [&](const Tensor& o) { return ops::apply<Binary<AddDef>>(a, o); });
 }
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   return with_alpha<SubDef>(a, b, alpha, [&](const Tensor& o) { return ops::apply<Binary<SubDef>>(a, o); });
 }
-Tensor mul(const Tensor& a, const Tensor& b) { return ops::apply<Binary<MulDef>>(a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return ops::apply<Binary<DivDef>>(a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return ops::apply<Binary<PowDef>>(a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return ops::apply<Binary<MaximumDef>>(a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return ops::apply<Binary<MinimumDef>>(a, b); }
-Tensor eq(const Tensor& a, const Tensor& b) { return ops::apply<Binary<EqDef>>(a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return ops::apply<Binary<NeDef>>(a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return ops::apply<Binary<LtDef>>(a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return ops::apply<Binary<LeDef>>(a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return ops::apply<Binary<GtDef>>(a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return ops::apply<Binary<GeDef>>(a, b); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
@@ -342,8 +356,6 @@ Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, wrap(b, a)); }
 
 Tensor Tensor::add(const Tensor& other, Scalar alpha) const { return tally::add(*this, other, alpha); }
 Tensor Tensor::sub(const Tensor& other, Scalar alpha) const { return tally::sub(*this, other, alpha); }
-Tensor Tensor::mul(const Tensor& other) const { return tally::mul(*this, other); }
-Tensor Tensor::div(const Tensor& other) const { return tally::div(*this, other); }
 Tensor Tensor::add(Scalar other, Scalar alpha) const { return tally::add(*this, wrap(other, *this), alpha); }
 Tensor Tensor::sub(Scalar other, Scalar alpha) const {
   check_bool_subtraction(*this, other);
@@ -351,24 +363,14 @@ Tensor Tensor::sub(Scalar other, Scalar alpha) const {
 }
 Tensor Tensor::mul(Scalar other) const { return *this * other; }
 Tensor Tensor::div(Scalar other) const { return *this / other; }
-Tensor Tensor::pow(const Tensor& exponent) const { return tally::pow(*this, exponent); }
-Tensor Tensor::eq(const Tensor& other) const { return tally::eq(*this, other); }
-Tensor Tensor::ne(const Tensor& other) const { return tally::ne(*this, other); }
-Tensor Tensor::lt(const Tensor& other) const { return tally::lt(*this, other); }
-Tensor Tensor::le(const Tensor& other) const { return tally::le(*this, other); }
-Tensor Tensor::gt(const Tensor& other) const { return tally::gt(*this, other); }
-Tensor Tensor::ge(const Tensor& other) const { return tally::ge(*this, other); }
 Tensor Tensor::eq(Scalar other) const { return *this == other; }
 
-Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
+Tensor& Tensor::add_(const Tensor& other, Scalar alpha) const {
   return with_alpha<AddDef>(*this, other, alpha, [&](const Tensor& o) -> Tensor& { return ops::apply_inplace<Binary<AddDef>>(*this, o); });
 }
-Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
+Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) const {
   return with_alpha<SubDef>(*this, other, alpha, [&](const Tensor& o) -> Tensor& { return ops::apply_inplace<Binary<SubDef>>(*this, o); });
 }
-Tensor& Tensor::mul_(const Tensor& other) { return ops::apply_inplace<Binary<MulDef>>(*this, other); }
-Tensor& Tensor::div_(const Tensor& other) { return ops::apply_inplace<Binary<DivDef>>(*this, other); }
-Tensor& Tensor::pow_(const Tensor& exponent) { return ops::apply_inplace<Binary<PowDef>>(*this, exponent); }
 
 Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
   return with_alpha<AddDef>(a, b, alpha, [&](const Tensor& o) -> Tensor& { return ops::apply_out<Binary<AddDef>>(out, a, o); });
@@ -376,18 +378,13 @@ Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
 Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
   return with_alpha<SubDef>(a, b, alpha, [&](const Tensor& o) -> Tensor& { return ops::apply_out<Binary<SubDef>>(out, a, o); });
 }
-Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<MulDef>>(out, a, b); }
-Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<DivDef>>(out, a, b); }
-Tensor& pow_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<PowDef>>(out, a, b); }
-Tensor& maximum_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<MaximumDef>>(out, a, b); }
-Tensor& minimum_out(Tensor& out, const Tensor& a, const Tensor& b) { return ops::apply_out<Binary<MinimumDef>>(out, a, b); }
-Tensor& Tensor::add_(Scalar other) { return add_(wrap(other, *this)); }
-Tensor& Tensor::sub_(Scalar other) {
+Tensor& Tensor::add_(Scalar other) const { return add_(wrap(other, *this)); }
+Tensor& Tensor::sub_(Scalar other) const {
   check_bool_subtraction(*this, other);
   return sub_(wrap(other, *this));
 }
-Tensor& Tensor::mul_(Scalar other) { return mul_(wrap(other, *this)); }
-Tensor& Tensor::div_(Scalar other) { return div_(wrap_for_division(other, *this)); }
+Tensor& Tensor::mul_(Scalar other) const { return mul_(wrap(other, *this)); }
+Tensor& Tensor::div_(Scalar other) const { return div_(wrap_for_division(other, *this)); }
 
 Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
 Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
@@ -402,7 +399,6 @@ Tensor& operator/=(Tensor& a, Scalar b) { return a.div_(b); }
 
 }  // namespace tally
 
-TALLY_CPU_KERNELS(binary, &Binary<AddDef>::kernel, &Binary<SubDef>::kernel, &Binary<MulDef>::kernel, &Binary<DivDef>::kernel,
-                  &Binary<PowDef>::kernel, &Binary<MaximumDef>::kernel, &Binary<MinimumDef>::kernel, &Binary<EqDef>::kernel,
-                  &Binary<NeDef>::kernel, &Binary<LtDef>::kernel, &Binary<LeDef>::kernel, &Binary<GtDef>::kernel,
-                  &Binary<GeDef>::kernel)
+#define TALLY_BINARY_KERNEL_(fn, Name, what) , &Binary<Name##Def>::kernel
+TALLY_CPU_KERNELS(binary, &Binary<AddDef>::kernel, &Binary<SubDef>::kernel TALLY_FORALL_BINARY_OPS(TALLY_BINARY_KERNEL_))
+#undef TALLY_BINARY_KERNEL_

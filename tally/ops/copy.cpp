@@ -302,9 +302,9 @@ Tensor Tensor::pin_memory() const {
   return out;
 }
 
-Tensor& Tensor::copy_(const Tensor& src) { return ops::apply_inplace<Copy>(*this, src); }
+Tensor& Tensor::copy_(const Tensor& src) const { return ops::apply_inplace<Copy>(*this, src); }
 
-Tensor& Tensor::fill_(Scalar value) { return ops::apply_inplace<Fill>(*this, value); }
+Tensor& Tensor::fill_(Scalar value) const { return ops::apply_inplace<Fill>(*this, value); }
 
 Tensor Tensor::clone(std::optional<MemoryFormat> memory_format) const { return ops::apply<Clone>(*this, memory_format); }
 

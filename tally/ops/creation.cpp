@@ -6,8 +6,8 @@
 
 namespace tally {
 
-Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(kFloat32))); }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(kFloat32))); }
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options.dtype(options.dtype_or(get_default_dtype()))); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options.dtype(options.dtype_or(get_default_dtype()))); }
 
 namespace {
 /// `t` with every element `value`, at version 0: a new tensor, not a user's in-place write.
@@ -81,7 +81,7 @@ int64_t checked_count(double count) {
 
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const bool floating = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
-  const Dtype dt = options.dtype_or(floating ? kFloat32 : kInt64);
+  const Dtype dt = options.dtype_or(floating ? get_default_dtype() : kInt64);
   TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"arange_cpu\" not implemented for 'Bool'");
   int64_t n = 0;
   if (is_integral(dt)) {
@@ -125,7 +125,7 @@ namespace {
 template <class Map>
 Tensor spaced(const char* name, Scalar start, Scalar end, int64_t steps, TensorOptions options, Map map) {
   TALLY_CHECK(steps >= 0, "number of steps must be non-negative");
-  const Dtype dt = options.dtype_or(kFloat32);
+  const Dtype dt = options.dtype_or(get_default_dtype());
   TALLY_CHECK_TYPE_ERROR(dt != kBool, "\"", name, "_cpu\" not implemented for 'Bool'");
   return made_on_host({steps}, dt, options, [&](Tensor& t) {
     dispatch(dt, name, [&]<class T>() {
@@ -169,7 +169,7 @@ Tensor logspace(Scalar start, Scalar end, int64_t steps, double base, TensorOpti
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
   const int64_t cols = m.value_or(n);
   TALLY_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got n=", n, ", m=", cols);
-  return made_on_host({n, cols}, options.dtype_or(kFloat32), options, [&](Tensor& t) {
+  return made_on_host({n, cols}, options.dtype_or(get_default_dtype()), options, [&](Tensor& t) {
     t.zero_();
     for (int64_t i = 0; i < std::min(n, cols); ++i) t.index_put_({i, i}, 1);
     t.storage()->reset_version();
@@ -216,7 +216,7 @@ Tensor tensor(const NestedList& data, TensorOptions options) {
   Scalar::Kind kind = Scalar::Kind::Bool;
   flatten_leaves(data, 0, shape, values, kind);
   if (values.empty() && !dtype) kind = Scalar::Kind::Float;  // torch.tensor([]) is float32
-  const Dtype dt = dtype.value_or(kind == Scalar::Kind::Float ? kFloat32 : kind == Scalar::Kind::Int ? kInt64 : kBool);
+  const Dtype dt = dtype.value_or(kind == Scalar::Kind::Float ? get_default_dtype() : kind == Scalar::Kind::Int ? kInt64 : kBool);
   // An integer dtype takes only the numbers it holds, as torch.tensor([300], dtype=torch.uint8)
   // raises (300 became 44; NaN became 0); a float dtype rounds, to an infinity beyond its range.
   if (!is_floating_point(dt) && dt != kBool)

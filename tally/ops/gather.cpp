@@ -214,9 +214,9 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return tally::ga
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const { return tally::scatter(*this, dim, index, src); }
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, Scalar value) const { return tally::scatter(*this, dim, index, value); }
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const { return tally::scatter_add(*this, dim, index, src); }
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) { return ops::apply_inplace<Scatter<false>>(*this, dim, index, src); }
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, Scalar value) { return ops::apply_inplace<ScatterValue>(*this, dim, index, value); }
-Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) const { return ops::apply_inplace<Scatter<false>>(*this, dim, index, src); }
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, Scalar value) const { return ops::apply_inplace<ScatterValue>(*this, dim, index, value); }
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
   return ops::apply_inplace<Scatter<true>>(*this, dim, index, src);
 }
 

@@ -148,9 +148,9 @@ Tensor& lerp_out(Tensor& out, const Tensor& self, const Tensor& end, Scalar weig
 Tensor Tensor::addcmul(const Tensor& t1, const Tensor& t2, Scalar value) const { return tally::addcmul(*this, t1, t2, value); }
 Tensor Tensor::addcdiv(const Tensor& t1, const Tensor& t2, Scalar value) const { return tally::addcdiv(*this, t1, t2, value); }
 Tensor Tensor::lerp(const Tensor& end, Scalar weight) const { return tally::lerp(*this, end, weight); }
-Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) { return ops::apply_inplace<Addcmul>(*this, t1, t2, value); }
-Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) { return ops::apply_inplace<Addcdiv>(*this, t1, t2, value); }
-Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) { return ops::apply_inplace<Lerp>(*this, end, weight); }
+Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) const { return ops::apply_inplace<Addcmul>(*this, t1, t2, value); }
+Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) const { return ops::apply_inplace<Addcdiv>(*this, t1, t2, value); }
+Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) const { return ops::apply_inplace<Lerp>(*this, end, weight); }
 
 #endif  // TALLY_PRIMARY_PASS
 

@@ -210,29 +210,11 @@ Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
   return ops::apply_inplace<RandomFill>(t, gen, [mean, std](Tensor& x, Generator* g) { fill_normal(x, g, mean, std); });
 }
 
-#endif  // TALLY_PRIMARY_PASS
-
-}  // namespace
-
-#if TALLY_PRIMARY_PASS
-
-Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
-  const Dtype dtype = options.dtype_or(kFloat32);
-  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"check_uniform_bounds\" not implemented for '", dtype_name(dtype), "'");
-  const UniformBits uniform(dtype);  // Note [Uniform bits per dtype]
-  return fresh(random_fill(empty(sizes, options.dtype(dtype)), gen, [uniform](const Generator& g, uint64_t c) { return uniform(g.bits(c)); }));
-}
-
-Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
-  const Dtype dtype = options.dtype_or(kFloat32);
-  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"normal_kernel_cpu\" not implemented for '", dtype_name(dtype), "'");
-  return fresh(normal_fill(empty(sizes, options.dtype(dtype)), gen, 0.0, 1.0));
-}
-
-Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
+/// Fill t with integers uniform on [low, high) (randint, random_).
+Tensor random_from_to(Tensor t, int64_t low, int64_t high, Generator* gen) {
   TALLY_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
   // Both ends must be values of the dtype, as torch checks: uint8 in [0, 300) would wrap.
-  const Dtype dtype = options.dtype_or(kInt64);
+  const Dtype dtype = t.dtype();
   double lowest = 0, highest = 1;  // bool
   if (is_floating_point(dtype)) {
     highest = finfo(dtype).max, lowest = -highest;
@@ -249,9 +231,42 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions optio
   // In uint64 arithmetic, which wraps where int64 would overflow (high - low can exceed
   // INT64_MAX), and returning an int64: a double would round values past 2^53.
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  return fresh(random_fill(empty(sizes, options.dtype(dtype)), gen, [=](const Generator& g, uint64_t c) {
+  return random_fill(t, gen, [=](const Generator& g, uint64_t c) {
     return static_cast<int64_t>(static_cast<uint64_t>(low) + g.bits(c) % range);
-  }));
+  });
+}
+
+/// Fill t with U(a, b), as PyTorch: the dtype's number of random bits (Note [Uniform bits per
+/// dtype]), scaled in double; U(0, 1) is then < 1 in every dtype.
+Tensor uniform_fill(Tensor t, double a, double b, Generator* gen) {
+  TALLY_CHECK(std::isfinite(a) && std::isfinite(b), "uniform_: the range [", a, ", ", b, ") must be finite");
+  TALLY_CHECK(a <= b, "uniform_ expects to return a [from, to) range, but found from=", a, " > to=", b);
+  TALLY_CHECK_TYPE_ERROR(t.is_floating_point(), "\"check_uniform_bounds\" not implemented for '", dtype_name(t.dtype()), "'");
+  const UniformBits uniform(t.dtype());
+  return random_fill(t, gen, [=](const Generator& g, uint64_t c) { return a + (b - a) * uniform(g.bits(c)); });
+}
+
+#endif  // TALLY_PRIMARY_PASS
+
+}  // namespace
+
+#if TALLY_PRIMARY_PASS
+
+Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  const Dtype dtype = options.dtype_or(get_default_dtype());
+  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"check_uniform_bounds\" not implemented for '", dtype_name(dtype), "'");
+  const UniformBits uniform(dtype);  // Note [Uniform bits per dtype]
+  return fresh(random_fill(empty(sizes, options.dtype(dtype)), gen, [uniform](const Generator& g, uint64_t c) { return uniform(g.bits(c)); }));
+}
+
+Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  const Dtype dtype = options.dtype_or(get_default_dtype());
+  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"normal_kernel_cpu\" not implemented for '", dtype_name(dtype), "'");
+  return fresh(normal_fill(empty(sizes, options.dtype(dtype)), gen, 0.0, 1.0));
+}
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  return fresh(random_from_to(empty(sizes, options.dtype(options.dtype_or(kInt64))), low, high, gen));
 }
 
 Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
@@ -269,13 +284,7 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
 
 Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
   NoGradGuard no_grad;  // initialisation is not part of any graph (torch.nn.init runs under no_grad)
-  TALLY_CHECK(std::isfinite(a) && std::isfinite(b), "uniform_: the range [", a, ", ", b, ") must be finite");
-  TALLY_CHECK(a <= b, "uniform_ expects to return a [from, to) range, but found from=", a, " > to=", b);
-  // As PyTorch: the dtype's number of random bits (Note [Uniform bits per dtype]), scaled in
-  // double; U(0, 1) is then < 1 in every dtype.
-  TALLY_CHECK_TYPE_ERROR(t.is_floating_point(), "\"check_uniform_bounds\" not implemented for '", dtype_name(t.dtype()), "'");
-  const UniformBits uniform(t.dtype());
-  random_fill(t, gen, [=](const Generator& g, uint64_t c) { return a + (b - a) * uniform(g.bits(c)); });
+  uniform_fill(t, a, b, gen);
   return t;
 }
 
@@ -296,6 +305,42 @@ Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Ge
 }
 
 }  // namespace nn::init
+
+Tensor& Tensor::uniform_(double from, double to, Generator* gen) const {
+  uniform_fill(*this, from, to, gen);
+  return const_cast<Tensor&>(*this);
+}
+
+Tensor& Tensor::normal_(double mean, double std, Generator* gen) const {
+  TALLY_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  normal_fill(*this, gen, mean, std);
+  return const_cast<Tensor&>(*this);
+}
+
+Tensor& Tensor::random_(int64_t from, int64_t to, Generator* gen) const {
+  random_from_to(*this, from, to, gen);
+  return const_cast<Tensor&>(*this);
+}
+
+Tensor& Tensor::random_(int64_t to, Generator* gen) const { return random_(0, to, gen); }
+
+Tensor& Tensor::random_(Generator* gen) const {
+  // PyTorch's default range: [0, 2^digits] for a float (every integer there is exact), [0, max]
+  // for an integer dtype (int64 stops one short: `to` is exclusive and int64).
+  int64_t to = 2;  // bool
+  if (is_floating_point()) {
+    const int digits = 1 - static_cast<int>(std::lround(std::log2(finfo(dtype()).eps)));  // eps = 2^(1 − digits)
+    to = (int64_t{1} << digits) + 1;
+  } else if (dtype() != kBool) {
+    dispatch(dtype(), "random_", [&]<class T>() {
+      if constexpr (std::is_integral_v<T>) {
+        const auto max = static_cast<int64_t>(std::numeric_limits<T>::max());
+        to = max == std::numeric_limits<int64_t>::max() ? max : max + 1;
+      }
+    });
+  }
+  return random_(0, to, gen);
+}
 
 #endif  // TALLY_PRIMARY_PASS
 

@@ -1,12 +1,15 @@
-// Unary elementwise ops. Each op is a definition (name, FLOPs per element as arithmetic steps,
-// whether integers compute in float32, scalar function, optional AVX-512 form); Unary<Def>
-// turns it into an op run by apply().
+// Unary elementwise ops. The ops are the rows of tally/table/unary_ops.h; each row's `<Name>Def`
+// here says what the ledger and autograd need (FLOPs per element as arithmetic steps, its
+// gradient and what that reads, its PyTorch reference, an optional AVX-512 form) on top of its
+// scalar rule `<Name>Math` (kernels/unary_math.h, shared with the CUDA kernels); Unary<Def>
+// turns the pair into an op run by apply(), and the row gives it every form.
 
 #include <cmath>
 #include <limits>
 
 #include "tally/core/geometry.h"
 #include "tally/kernels/cpu/dispatch.h"
+#include "tally/kernels/unary_math.h"
 #include "tally/ops/cuda_launch.h"
 #include "tally/ops/elementwise.h"
 #include "tally/ops/elementwise_common.h"
@@ -17,123 +20,77 @@ namespace tally {
 
 namespace {
 
-/// Which input dtypes an op takes, and the dtype of its result (PyTorch's rules).
-enum class InputRule {
-  Any,         // every arithmetic dtype, result of the input's dtype
-  Negatable,   // as Any, but bool is refused (neg)
-  NoBool,      // as Any, but bool is refused with "not implemented for 'Bool'" (abs, relu)
-  IntToFloat,  // integers and bool compute in float32 (exp, log, ...)
-  FloatOnly,   // floating dtypes only (gelu, silu)
-  BoolToLong,  // bool becomes int64 (square, which PyTorch computes as pow(x, 2))
-};
+using kernels::InputRule;
+using kernels::normal_cdf;
 
 /// What a unary op's gradient rule reads (Note [Saved tensors] in ops/apply.h).
 struct UnaryReads {
   bool x = false, out = false;
 };
 
-template <class C> C sigmoid_of(C x) { return C(1) / (C(1) + std::exp(-x)); }
-
-/// Φ(x) = ½(1 + erf(x/√2)), the standard normal CDF (exact GELU is x·Φ(x)), in scalar and Vec16f form.
-template <class C> C normal_cdf(C x) { return C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2))); }
+/// Φ(x) in 16 lanes, for the exact GELU's vector forms.
 inline kernels::Vec16f normal_cdf(kernels::Vec16f x) {
   using namespace kernels;
   return mul(splat(0.5f), add(splat(1.0f), erf(mul(x, splat(static_cast<float>(M_SQRT1_2))))));
 }
 
-struct NegDef {
-  static constexpr std::string_view name = "neg";
+struct NegDef : kernels::NegMath {
   static constexpr std::string_view reference = "torch.neg";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Neg;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::Negatable;
-  template <class C> static C f(C x) { return static_cast<C>(-x); }
   static constexpr UnaryReads reads{.x = false, .out = false};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor&) { return -g; }
 };
-struct AbsDef {
-  static constexpr std::string_view name = "abs";
+struct AbsDef : kernels::AbsMath {
   static constexpr std::string_view reference = "torch.abs";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Abs;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::NoBool;
-  template <class C> static C f(C x) {
-    if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>) return x;
-    else if constexpr (std::is_floating_point_v<C>) return std::fabs(x);  // |−0| is +0 (x < 0 is false for −0)
-    else return x < 0 ? static_cast<C>(-x) : x;
-  }
   // d|x| = sign(x), 0 at 0 as in PyTorch
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * ((x > 0).to(g.dtype()) - (x < 0).to(g.dtype())); }
 };
-struct SqrtDef {
-  static constexpr std::string_view name = "sqrt";
+struct SqrtDef : kernels::SqrtMath {
   static constexpr std::string_view reference = "torch.sqrt";
   static constexpr std::string_view domain = "positive";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Sqrt;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::sqrt(x); }
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g / (2 * out); }
 };
-struct RsqrtDef {
-  static constexpr std::string_view name = "rsqrt";
+struct RsqrtDef : kernels::RsqrtMath {
   static constexpr std::string_view reference = "torch.rsqrt";
   static constexpr std::string_view domain = "positive";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Rsqrt;
   static constexpr int64_t flops = 2;  // sqrt, reciprocal
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return C(1) / std::sqrt(x); }
   // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 out³
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out * out * out * -0.5; }
 };
-struct ExpDef {
-  static constexpr std::string_view name = "exp";
+struct ExpDef : kernels::ExpMath {
   static constexpr std::string_view reference = "torch.exp";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Exp;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::exp(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::exp(x); }
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out; }
 };
-struct LogDef {
-  static constexpr std::string_view name = "log";
+struct LogDef : kernels::LogMath {
   static constexpr std::string_view reference = "torch.log";
   static constexpr std::string_view domain = "positive";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Log;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::log(x); }
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / x; }
 };
-struct TanhDef {
-  static constexpr std::string_view name = "tanh";
+struct TanhDef : kernels::TanhMath {
   static constexpr std::string_view reference = "torch.tanh";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Tanh;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::tanh(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::tanh(x); }
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (1 - out * out); }
 };
-struct SigmoidDef {
-  static constexpr std::string_view name = "sigmoid";
+struct SigmoidDef : kernels::SigmoidMath {
   static constexpr std::string_view reference = "torch.sigmoid";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Sigmoid;
   static constexpr int64_t flops = 4;  // negate, exp, add, divide
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return sigmoid_of(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) {
     using namespace kernels;
     return div(splat(1.0f), add(splat(1.0f), kernels::exp(sub(splat(0.0f), x))));
@@ -141,14 +98,10 @@ struct SigmoidDef {
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * out * (1 - out); }
 };
-struct SiluDef {
-  static constexpr std::string_view name = "silu";
+struct SiluDef : kernels::SiluMath {
   static constexpr std::string_view reference = "torch.nn.functional.silu";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Silu;
   static constexpr int64_t flops = 5;  // sigmoid (4), multiply
-  static constexpr InputRule input = InputRule::FloatOnly;
-  template <class C> static C f(C x) { return x * sigmoid_of(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, SigmoidDef::vec(x)); }
   // d x·s(x) = s + x·s·(1 - s)
   static constexpr UnaryReads reads{.x = true, .out = false};
@@ -157,173 +110,103 @@ struct SiluDef {
     return g * (sg + x * sg * (1 - sg));
   }
 };
-struct ErfDef {
-  static constexpr std::string_view name = "erf";
+struct ErfDef : kernels::ErfMath {
   static constexpr std::string_view reference = "torch.erf";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Erf;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::erf(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::erf(x); }
   // d erf(x) = 2/√π · e^(-x²)
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * exp(-(x * x)) * 1.1283791670955126; }
 };
-struct SoftplusDef {
-  static constexpr std::string_view name = "softplus";
+struct SoftplusDef : kernels::SoftplusMath {
   static constexpr std::string_view reference = "torch.nn.functional.softplus";
   static constexpr std::string_view domain = "normal";
   static constexpr int64_t flops = 3;  // exp, +1, log
-  static constexpr InputRule input = InputRule::FloatOnly;
-  // log(1 + eˣ), and x itself above 20 where that is x to within rounding (PyTorch's threshold).
-  template <class C> static C f(C x) { return x > C(20) ? x : std::log1p(std::exp(x)); }
   // d log(1 + eˣ) = sigmoid(x)
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * sigmoid(x); }
 };
-struct Log1pDef {
-  static constexpr std::string_view name = "log1p";
+struct Log1pDef : kernels::Log1pMath {
   static constexpr std::string_view reference = "torch.log1p";
   static constexpr std::string_view domain = "positive";
   static constexpr int64_t flops = 2;  // +1, log (one call, counted as its two steps)
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::log1p(x); }
   // d log(1 + x) = 1 / (1 + x)
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x + 1); }
 };
-struct SinDef {
-  static constexpr std::string_view name = "sin";
+struct SinDef : kernels::SinMath {
   static constexpr std::string_view reference = "torch.sin";
   static constexpr std::string_view domain = "normal";
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::sin(x); }
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * cos(x); }
 };
-struct CosDef {
-  static constexpr std::string_view name = "cos";
+struct CosDef : kernels::CosMath {
   static constexpr std::string_view reference = "torch.cos";
   static constexpr std::string_view domain = "normal";
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::cos(x); }
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return -(g * sin(x)); }
 };
-struct Expm1Def {
-  static constexpr std::string_view name = "expm1";
+struct Expm1Def : kernels::Expm1Math {
   static constexpr std::string_view reference = "torch.expm1";
   static constexpr std::string_view domain = "normal";
   static constexpr int64_t flops = 2;  // exp, −1 (one call, counted as its two steps, as log1p)
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return std::expm1(x); }
   // d (eˣ − 1) = eˣ = out + 1
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (out + 1); }
 };
 /// log2 and log10: ln x scaled, so each counts two steps, as log1p; d log_b x = 1 / (x · ln b).
-template <class Base>
-struct LogBaseDef {
-  static constexpr std::string_view name = Base::name;
-  static constexpr std::string_view reference = Base::reference;
+template <class Math, double kLnBase>
+struct LogBaseDef : Math {
   static constexpr std::string_view domain = "positive";
   static constexpr int64_t flops = 2;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return Base::log(x); }
   static constexpr UnaryReads reads{.x = true, .out = false};
-  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * Base::ln_base); }
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * kLnBase); }
 };
-struct Base2 {
-  static constexpr std::string_view name = "log2", reference = "torch.log2";
-  static constexpr double ln_base = M_LN2;
-  template <class C> static C log(C x) { return std::log2(x); }
+struct Log2Def : LogBaseDef<kernels::Log2Math, M_LN2> {
+  static constexpr std::string_view reference = "torch.log2";
 };
-struct Base10 {
-  static constexpr std::string_view name = "log10", reference = "torch.log10";
-  static constexpr double ln_base = M_LN10;
-  template <class C> static C log(C x) { return std::log10(x); }
+struct Log10Def : LogBaseDef<kernels::Log10Math, M_LN10> {
+  static constexpr std::string_view reference = "torch.log10";
 };
-using Log2Def = LogBaseDef<Base2>;
-using Log10Def = LogBaseDef<Base10>;
-struct ReciprocalDef {
-  static constexpr std::string_view name = "reciprocal";
+struct ReciprocalDef : kernels::ReciprocalMath {
   static constexpr std::string_view reference = "torch.reciprocal";
   static constexpr std::string_view domain = "positive";
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> static C f(C x) { return C(1) / x; }
   // d x⁻¹ = −x⁻² = −out²
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return -(g * out * out); }
 };
 
-/// Rounding to a whole number: integers are whole already and come back as they are (PyTorch
-/// takes every dtype but bool), and the gradient is zero wherever it exists, as PyTorch's.
-template <class Rule>
-struct WholeNumberDef {
-  static constexpr std::string_view name = Rule::name;
-  static constexpr std::string_view reference = Rule::reference;
+/// Rounding to a whole number (and sign): the gradient is zero wherever it exists, as PyTorch's.
+template <class Math>
+struct ZeroGradientDef : Math {
   static constexpr std::string_view domain = "normal";
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::NoBool;
-  template <class C> static C f(C x) {
-    if constexpr (std::is_floating_point_v<C>) return Rule::whole(x);
-    else return x;
-  }
   static constexpr UnaryReads reads{.x = false, .out = false};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); }
 };
-struct FloorRule {
-  static constexpr std::string_view name = "floor", reference = "torch.floor";
-  template <class C> static C whole(C x) { return std::floor(x); }
+struct FloorDef : ZeroGradientDef<kernels::FloorMath> {
+  static constexpr std::string_view reference = "torch.floor";
 };
-struct CeilRule {
-  static constexpr std::string_view name = "ceil", reference = "torch.ceil";
-  template <class C> static C whole(C x) { return std::ceil(x); }
+struct CeilDef : ZeroGradientDef<kernels::CeilMath> {
+  static constexpr std::string_view reference = "torch.ceil";
 };
-struct RoundRule {  // halves to even, as torch.round (nearbyint in the default rounding mode)
-  static constexpr std::string_view name = "round", reference = "torch.round";
-  template <class C> static C whole(C x) { return std::nearbyint(x); }
+struct RoundDef : ZeroGradientDef<kernels::RoundMath> {
+  static constexpr std::string_view reference = "torch.round";
 };
-struct TruncRule {
-  static constexpr std::string_view name = "trunc", reference = "torch.trunc";
-  template <class C> static C whole(C x) { return std::trunc(x); }
+struct TruncDef : ZeroGradientDef<kernels::TruncMath> {
+  static constexpr std::string_view reference = "torch.trunc";
 };
-using FloorDef = WholeNumberDef<FloorRule>;
-using CeilDef = WholeNumberDef<CeilRule>;
-using RoundDef = WholeNumberDef<RoundRule>;
-using TruncDef = WholeNumberDef<TruncRule>;
-
-struct SignDef {
-  static constexpr std::string_view name = "sign";
+struct SignDef : ZeroGradientDef<kernels::SignMath> {
   static constexpr std::string_view reference = "torch.sign";
-  static constexpr std::string_view domain = "normal";
-  static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::Any;
-  // (0 < x) − (x < 0), as PyTorch's: 0 for ±0 and for NaN; a bool is its own sign.
-  template <class C> static C f(C x) {
-    if constexpr (std::is_same_v<C, bool>) return x;
-    else return static_cast<C>(static_cast<int>(C(0) < x) - static_cast<int>(x < C(0)));
-  }
-  static constexpr UnaryReads reads{.x = false, .out = false};
-  static Tensor grad(const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); }
 };
-struct ReluDef {
-  static constexpr std::string_view name = "relu";
+struct ReluDef : kernels::ReluMath {
   static constexpr std::string_view reference = "torch.relu";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Relu;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::NoBool;
-  template <class C> static C f(C x) {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(x)) return x;
-    }
-    return x > C(0) ? x : C(0);
-  }
   // max returns x for a NaN, and −0 for −0, which + 0 makes the scalar form's +0.
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::add(kernels::max(kernels::splat(0.0f), x), kernels::splat(0.0f)); }
   // From the output, as torch's threshold_backward(grad, result, 0): the same mask (out > 0 where
@@ -332,17 +215,22 @@ struct ReluDef {
   static constexpr UnaryReads reads{.x = false, .out = true};
   static Tensor grad(const Tensor& g, const Tensor&, const Tensor& out) { return g * (out > 0).to(g.dtype()); }
 };
-struct SquareDef {
-  static constexpr std::string_view name = "square";
+struct SquareDef : kernels::SquareMath {
   static constexpr std::string_view reference = "torch.square";
   static constexpr std::string_view domain = "normal";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::Square;
   static constexpr int64_t flops = 1;
-  static constexpr InputRule input = InputRule::BoolToLong;
-  template <class C> static C f(C x) { return static_cast<C>(x * x); }
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g * 2 * x; }
 };
+struct LogitDef : kernels::LogitMath {
+  static constexpr std::string_view reference = "torch.logit";
+  static constexpr std::string_view domain = "unit";
+  static constexpr int64_t flops = 3;  // 1 − x, divide, log
+  // d ln(x / (1 − x)) = 1 / (x·(1 − x))
+  static constexpr UnaryReads reads{.x = true, .out = false};
+  static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return g / (x * (1 - x)); }
+};
+
 /// PyTorch's gelu_backward for the exact GELU: g · (Φ(x) + x·φ(x)) in one pass, computed in
 /// float32 and rounded once. Backward is memory-bound, so one pass instead of the ten of the
 /// composed rule is what makes it fast (a fused kernel's FLOPs are the composed rule's). On the
@@ -394,27 +282,16 @@ struct GeluBackward {
   }
 };
 
-struct GeluErfDef {
-  static constexpr std::string_view name = "gelu";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluErf;
+
+struct GeluErfDef : kernels::GeluErfMath {
   static constexpr int64_t flops = 5;  // x/√2, erf, +1, ×x, ×0.5
-  static constexpr InputRule input = InputRule::FloatOnly;
-  template <class C> static C f(C x) { return x * normal_cdf(x); }
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, normal_cdf(x)); }
   // d x·Φ(x) = Φ(x) + x·φ(x): gelu_backward above.
   static constexpr UnaryReads reads{.x = true, .out = false};
   static Tensor grad(const Tensor& g, const Tensor& x, const Tensor&) { return ops::apply<GeluBackward>(g.to(x.dtype()), x); }
-
 };
-struct GeluTanhDef {
-  static constexpr std::string_view name = "gelu";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluTanh;
+struct GeluTanhDef : kernels::GeluTanhMath {
   static constexpr int64_t flops = 9;  // x³ (2), ×0.044715, +x, ×√(2/π), tanh, +1, ×x, ×0.5
-  static constexpr InputRule input = InputRule::FloatOnly;
-  template <class C> static C f(C x) {
-    const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
-    return C(0.5) * x * (C(1) + std::tanh(inner));
-  }
   static kernels::Vec16f vec(kernels::Vec16f x) {
     using namespace kernels;
     const Vec16f inner = mul(splat(0.7978845608028654f), add(x, mul(mul(mul(splat(0.044715f), x), x), x)));
@@ -426,6 +303,24 @@ struct GeluTanhDef {
     Tensor t = tanh((x + x * x * x * 0.044715) * 0.7978845608028654);
     return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + x * x * (3 * 0.044715)));
   }
+};
+
+/// What a Def's table row (or, for gelu's two forms, the op) gives it: its name and CUDA kernel.
+template <class Def> struct Row;
+#define TALLY_UNARY_ROW_(fn, Name, what)                             \
+  template <> struct Row<Name##Def> {                                \
+    static constexpr std::string_view name = #fn;                    \
+    static constexpr auto cuda_op = kernels::cuda::UnaryOp::Name;    \
+  };
+TALLY_FORALL_UNARY_OPS(TALLY_UNARY_ROW_)
+#undef TALLY_UNARY_ROW_
+template <> struct Row<GeluErfDef> {
+  static constexpr std::string_view name = "gelu";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluErf;
+};
+template <> struct Row<GeluTanhDef> {
+  static constexpr std::string_view name = "gelu";
+  static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluTanh;
 };
 
 /// A lane function `lane` (scalar, the compute type) with its 16-lane form `lanes`, for the
@@ -452,11 +347,11 @@ Dtype unary_result_dtype(Dtype in) {
                              "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
       return in;
     case InputRule::NoBool:
-      TALLY_CHECK_TYPE_ERROR(in != kBool, "\"", Def::name, "\" not implemented for 'Bool': boolean inputs are not supported");
+      TALLY_CHECK_TYPE_ERROR(in != kBool, "\"", Row<Def>::name, "\" not implemented for 'Bool': boolean inputs are not supported");
       return in;
-    case InputRule::IntToFloat: return is_floating_point(in) ? in : kFloat32;
+    case InputRule::IntToFloat: return is_floating_point(in) ? in : get_default_dtype();
     case InputRule::FloatOnly:
-      TALLY_CHECK_TYPE_ERROR(is_floating_point(in), "\"", Def::name, "\" not implemented for '", dtype_name(in),
+      TALLY_CHECK_TYPE_ERROR(is_floating_point(in), "\"", Row<Def>::name, "\" not implemented for '", dtype_name(in),
                              "': floating-point input required");
       return in;
     case InputRule::BoolToLong: return in == kBool ? kInt64 : in;
@@ -466,25 +361,23 @@ Dtype unary_result_dtype(Dtype in) {
 
 template <class Def>
 struct Unary {
-  static constexpr std::string_view name = Def::name;
-  static constexpr bool supports_cuda = requires { Def::cuda_op; };  // a Def without a CUDA kernel refuses GPU tensors
+  static constexpr std::string_view name = Row<Def>::name;
+  static constexpr bool supports_cuda = true;
   static constexpr bool elementwise = true;
   static ops::OutputSpec meta(const Tensor& x) {
     const Dtype dt = unary_result_dtype<Def>(x.dtype());
-    check_arith(dt, Def::name);
+    check_arith(dt, name);
     return {DimVector(x.sizes()), dt};
   }
   static void compute(const Tensor& out, const Tensor& x) {
     const Dtype dt = out.dtype();
     Tensor in = x.to(dt);
-    if constexpr (supports_cuda) {
-      if (out.is_cuda()) return kernels::cuda::unary(Def::cuda_op, ops::cuda_launch<2>(out, {&in}));
-    }
+    if (out.is_cuda()) return kernels::cuda::unary(Row<Def>::cuda_op, ops::cuda_launch<2>(out, {&in}));
     cpu_kernels().run<&Unary::kernel>(ops::make_loop<2>(out, {&in}), dt);
   }
   /// The CPU loop, built once per target (Note [CPU kernel dispatch]).
   static void kernel(const kernels::StridedLoop<2>& loop, Dtype dt) {
-    dispatch(dt, Def::name, [&]<class T>() {
+    dispatch(dt, name, [&]<class T>() {
       using C = compute_t<T>;
       if constexpr ((Def::input == InputRule::IntToFloat || Def::input == InputRule::FloatOnly) &&
                     !std::is_floating_point_v<C>) {
@@ -635,31 +528,15 @@ struct Clamp {
 }  // namespace
 
 #if TALLY_PRIMARY_PASS
-Tensor neg(const Tensor& x) { return ops::apply<Unary<NegDef>>(x); }
-Tensor abs(const Tensor& x) { return ops::apply<Unary<AbsDef>>(x); }
-Tensor sqrt(const Tensor& x) { return ops::apply<Unary<SqrtDef>>(x); }
-Tensor rsqrt(const Tensor& x) { return ops::apply<Unary<RsqrtDef>>(x); }
-Tensor exp(const Tensor& x) { return ops::apply<Unary<ExpDef>>(x); }
-Tensor log(const Tensor& x) { return ops::apply<Unary<LogDef>>(x); }
-Tensor tanh(const Tensor& x) { return ops::apply<Unary<TanhDef>>(x); }
-Tensor sigmoid(const Tensor& x) { return ops::apply<Unary<SigmoidDef>>(x); }
-Tensor relu(const Tensor& x) { return ops::apply<Unary<ReluDef>>(x); }
-Tensor silu(const Tensor& x) { return ops::apply<Unary<SiluDef>>(x); }
-Tensor square(const Tensor& x) { return ops::apply<Unary<SquareDef>>(x); }
-Tensor erf(const Tensor& x) { return ops::apply<Unary<ErfDef>>(x); }
-Tensor softplus(const Tensor& x) { return ops::apply<Unary<SoftplusDef>>(x); }
-Tensor log1p(const Tensor& x) { return ops::apply<Unary<Log1pDef>>(x); }
-Tensor sin(const Tensor& x) { return ops::apply<Unary<SinDef>>(x); }
-Tensor cos(const Tensor& x) { return ops::apply<Unary<CosDef>>(x); }
-Tensor expm1(const Tensor& x) { return ops::apply<Unary<Expm1Def>>(x); }
-Tensor log2(const Tensor& x) { return ops::apply<Unary<Log2Def>>(x); }
-Tensor log10(const Tensor& x) { return ops::apply<Unary<Log10Def>>(x); }
-Tensor reciprocal(const Tensor& x) { return ops::apply<Unary<ReciprocalDef>>(x); }
-Tensor floor(const Tensor& x) { return ops::apply<Unary<FloorDef>>(x); }
-Tensor ceil(const Tensor& x) { return ops::apply<Unary<CeilDef>>(x); }
-Tensor round(const Tensor& x) { return ops::apply<Unary<RoundDef>>(x); }
-Tensor trunc(const Tensor& x) { return ops::apply<Unary<TruncDef>>(x); }
-Tensor sign(const Tensor& x) { return ops::apply<Unary<SignDef>>(x); }
+// Every form of every row of the table: the function, out=, the method and in place.
+#define TALLY_UNARY_FORMS_(fn, Name, what)                                                                  \
+  Tensor fn(const Tensor& x) { return ops::apply<Unary<Name##Def>>(x); }                                  \
+  Tensor& fn##_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<Name##Def>>(out, x); }     \
+  Tensor Tensor::fn() const { return tally::fn(*this); }                                                  \
+  Tensor& Tensor::fn##_() const { return ops::apply_inplace<Unary<Name##Def>>(*this); }
+TALLY_FORALL_UNARY_OPS(TALLY_UNARY_FORMS_)
+#undef TALLY_UNARY_FORMS_
+
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   if (approximate == "none") return ops::apply<Unary<GeluErfDef>>(x);
   TALLY_CHECK(approximate == "tanh", "approximate argument must be either none or tanh, got '", approximate, "'");
@@ -671,84 +548,33 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 }
 Tensor operator-(const Tensor& x) { return neg(x); }
 
-namespace {
-template <class Def>
-ops::UnaryOpInfo info(Tensor (*fn)(const Tensor&)) {
-  return {Def::name, Def::reference, Def::domain, Def::flops, Def::input == InputRule::FloatOnly, requires { &Def::grad; }, fn};
-}
-}  // namespace
-
 const std::vector<ops::UnaryOpInfo>& ops::unary_ops() {
   static const std::vector<UnaryOpInfo> table = {
-      info<NegDef>(neg),         info<AbsDef>(abs),   info<SqrtDef>(sqrt), info<RsqrtDef>(rsqrt), info<ExpDef>(exp),
-      info<LogDef>(log),         info<TanhDef>(tanh), info<SigmoidDef>(sigmoid), info<SiluDef>(silu), info<ErfDef>(erf),
-      info<ReluDef>(relu),       info<SquareDef>(square), info<SoftplusDef>(softplus), info<Log1pDef>(log1p),
-      info<SinDef>(sin),         info<CosDef>(cos),   info<Expm1Def>(expm1), info<Log2Def>(log2), info<Log10Def>(log10),
-      info<ReciprocalDef>(reciprocal), info<FloorDef>(floor), info<CeilDef>(ceil), info<RoundDef>(round), info<TruncDef>(trunc),
-      info<SignDef>(sign),
+#define TALLY_UNARY_INFO_(op, Name, what)                                                                     \
+  UnaryOpInfo{.name = #op, .summary = what, .reference = Name##Def::reference, .domain = Name##Def::domain,  \
+              .flops = Name##Def::flops, .floating_only = Name##Def::input == InputRule::FloatOnly,          \
+              .differentiable = requires { &Name##Def::grad; }, .fn = tally::op, .out = tally::op##_out,      \
+              .method = [](const Tensor& x) { return x.op(); },                                              \
+              .inplace = [](const Tensor& x) -> Tensor& { return x.op##_(); }},
+      TALLY_FORALL_UNARY_OPS(TALLY_UNARY_INFO_)
+#undef TALLY_UNARY_INFO_
   };
   return table;
 }
 
-Tensor& neg_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<NegDef>>(out, x); }
-Tensor& abs_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<AbsDef>>(out, x); }
-Tensor& sqrt_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<SqrtDef>>(out, x); }
-Tensor& rsqrt_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<RsqrtDef>>(out, x); }
-Tensor& exp_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<ExpDef>>(out, x); }
-Tensor& log_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<LogDef>>(out, x); }
-Tensor& tanh_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<TanhDef>>(out, x); }
-Tensor& sigmoid_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<SigmoidDef>>(out, x); }
-Tensor& erf_out(Tensor& out, const Tensor& x) { return ops::apply_out<Unary<ErfDef>>(out, x); }
 Tensor& clamp_out(Tensor& out, const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   return ops::apply_out<Clamp>(out, x, min, max);
 }
-Tensor& Tensor::sqrt_() { return ops::apply_inplace<Unary<SqrtDef>>(*this); }
-Tensor& Tensor::rsqrt_() { return ops::apply_inplace<Unary<RsqrtDef>>(*this); }
-Tensor& Tensor::exp_() { return ops::apply_inplace<Unary<ExpDef>>(*this); }
-Tensor& Tensor::log_() { return ops::apply_inplace<Unary<LogDef>>(*this); }
-Tensor& Tensor::neg_() { return ops::apply_inplace<Unary<NegDef>>(*this); }
-Tensor& Tensor::abs_() { return ops::apply_inplace<Unary<AbsDef>>(*this); }
-Tensor& Tensor::tanh_() { return ops::apply_inplace<Unary<TanhDef>>(*this); }
-Tensor& Tensor::sigmoid_() { return ops::apply_inplace<Unary<SigmoidDef>>(*this); }
-Tensor& Tensor::relu_() { return ops::apply_inplace<Unary<ReluDef>>(*this); }
-Tensor& Tensor::square_() { return ops::apply_inplace<Unary<SquareDef>>(*this); }
-Tensor& Tensor::erf_() { return ops::apply_inplace<Unary<ErfDef>>(*this); }
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) { return ops::apply_inplace<Clamp>(*this, min, max); }
-Tensor& Tensor::pow_(Scalar exponent) { return ops::apply_inplace<PowScalar>(*this, exponent); }
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const { return ops::apply_inplace<Clamp>(*this, min, max); }
+Tensor& Tensor::pow_(Scalar exponent) const { return ops::apply_inplace<PowScalar>(*this, exponent); }
 
 Tensor Tensor::pow(Scalar exponent) const { return tally::pow(*this, exponent); }
-Tensor Tensor::sqrt() const { return tally::sqrt(*this); }
-Tensor Tensor::rsqrt() const { return tally::rsqrt(*this); }
-Tensor Tensor::exp() const { return tally::exp(*this); }
-Tensor Tensor::sin() const { return tally::sin(*this); }
-Tensor Tensor::cos() const { return tally::cos(*this); }
-Tensor Tensor::expm1() const { return tally::expm1(*this); }
-Tensor Tensor::log1p() const { return tally::log1p(*this); }
-Tensor Tensor::log2() const { return tally::log2(*this); }
-Tensor Tensor::log10() const { return tally::log10(*this); }
-Tensor Tensor::reciprocal() const { return tally::reciprocal(*this); }
-Tensor Tensor::floor() const { return tally::floor(*this); }
-Tensor Tensor::ceil() const { return tally::ceil(*this); }
-Tensor Tensor::round() const { return tally::round(*this); }
-Tensor Tensor::trunc() const { return tally::trunc(*this); }
-Tensor Tensor::sign() const { return tally::sign(*this); }
-Tensor Tensor::log() const { return tally::log(*this); }
-Tensor Tensor::neg() const { return tally::neg(*this); }
-Tensor Tensor::abs() const { return tally::abs(*this); }
-Tensor Tensor::tanh() const { return tally::tanh(*this); }
-Tensor Tensor::sigmoid() const { return tally::sigmoid(*this); }
-Tensor Tensor::relu() const { return tally::relu(*this); }
-Tensor Tensor::square() const { return tally::square(*this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const { return tally::clamp(*this, min, max); }
 #endif  // TALLY_PRIMARY_PASS
 
 }  // namespace tally
 
-TALLY_CPU_KERNELS(unary, &Unary<NegDef>::kernel, &Unary<AbsDef>::kernel, &Unary<SqrtDef>::kernel, &Unary<RsqrtDef>::kernel,
-                  &Unary<ExpDef>::kernel, &Unary<LogDef>::kernel, &Unary<TanhDef>::kernel, &Unary<SigmoidDef>::kernel,
-                  &Unary<SiluDef>::kernel, &Unary<ErfDef>::kernel, &Unary<SoftplusDef>::kernel, &Unary<Log1pDef>::kernel,
-                  &Unary<ReluDef>::kernel, &Unary<SquareDef>::kernel, &Unary<GeluErfDef>::kernel, &Unary<GeluTanhDef>::kernel,
-                  &Unary<SinDef>::kernel, &Unary<CosDef>::kernel, &Unary<Expm1Def>::kernel, &Unary<Log2Def>::kernel,
-                  &Unary<Log10Def>::kernel, &Unary<ReciprocalDef>::kernel, &Unary<FloorDef>::kernel, &Unary<CeilDef>::kernel,
-                  &Unary<RoundDef>::kernel, &Unary<TruncDef>::kernel, &Unary<SignDef>::kernel, &GeluBackward::kernel,
-                  &PowScalar::kernel, &Clamp::kernel)
+#define TALLY_UNARY_KERNEL_(fn, Name, what) &Unary<Name##Def>::kernel,
+TALLY_CPU_KERNELS(unary, TALLY_FORALL_UNARY_OPS(TALLY_UNARY_KERNEL_) &Unary<GeluErfDef>::kernel, &Unary<GeluTanhDef>::kernel,
+                  &GeluBackward::kernel, &PowScalar::kernel, &Clamp::kernel)
+#undef TALLY_UNARY_KERNEL_

@@ -427,7 +427,7 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
   return any_defined(tensors) ? out.index(tensors) : out;
 }
 
-Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values) {
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values) const {
   TensorList tensors;
   Tensor target = apply_basic(*this, indices, tensors);
   // Leading dims of size 1 in the values are dropped first, as NumPy and PyTorch drop them:
@@ -437,22 +437,22 @@ Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, co
   const Tensor v = lead == 0 ? values : values.view(values.sizes().slice(static_cast<size_t>(lead), static_cast<size_t>(values.dim() - lead)));
   if (any_defined(tensors)) target.index_put_(tensors, v);
   else target.copy_(v);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value) {
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value) const {
   TensorList tensors;
   Tensor target = apply_basic(*this, indices, tensors);
   if (any_defined(tensors)) target.index_put_(tensors, full({}, value, target.options()));
   else target.fill_(value);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) {
+Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) const {
   return index_put_(std::vector<indexing::TensorIndex>(indices), values);
 }
 
-Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value) {
+Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value) const {
   return index_put_(std::vector<indexing::TensorIndex>(indices), value);
 }
 

@@ -168,9 +168,10 @@ std::multimap<std::string, Case> cases() {
   // Every registered unary op, from its own declaration (tally/ops/registry.h).
   for (const ops::UnaryOpInfo& u : ops::unary_ops()) {
     if (!u.differentiable) continue;
-    const bool positive = u.domain == "positive";
+    // Values where the op is smooth: its domain's range (tally/ops/registry.h).
+    const auto [lo, hi] = u.domain == "positive" ? std::pair{0.5, 2.0} : u.domain == "unit" ? std::pair{0.1, 0.9} : std::pair{-2.0, 2.0};
     add(std::string(u.name), "registry, transposed leaf", [fn = u.fn](const TensorList& v) { return fn(v[0]); },
-        {leaf({3, 4}, "t", positive ? 0.5 : -2, 2)});
+        {leaf({3, 4}, "t", lo, hi)});
   }
   return c;
 }

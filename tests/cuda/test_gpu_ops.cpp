@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpu_test.h"
+#include "tally/ops/registry.h"
 
 using namespace tally;
 using namespace tally::testing_gpu;
@@ -90,34 +91,38 @@ TEST(CudaOps, NumbersJoinAsHostScalarsAndMixedDtypesPromote) {
 
 TEST(CudaOps, UnaryEveryDtype) {
   TALLY_REQUIRE_GPU();
-  using Fn = Tensor (*)(const Tensor&);
-  struct Case { const char* name; Fn fn; bool floats_only; bool positive; };
-  const std::vector<Case> cases = {
-      {"neg", [](const Tensor& x) { return -x; }, false, false},
-      {"abs", [](const Tensor& x) { return x.abs(); }, false, false},
-      {"sqrt", [](const Tensor& x) { return x.sqrt(); }, true, true},
-      {"rsqrt", [](const Tensor& x) { return x.rsqrt(); }, true, true},
-      {"exp", [](const Tensor& x) { return x.exp(); }, true, false},
-      {"log", [](const Tensor& x) { return x.log(); }, true, true},
-      {"tanh", [](const Tensor& x) { return x.tanh(); }, true, false},
-      {"sigmoid", [](const Tensor& x) { return x.sigmoid(); }, true, false},
-      {"silu", [](const Tensor& x) { return silu(x); }, true, false},
-      {"erf", [](const Tensor& x) { return erf(x); }, true, false},
-      {"relu", [](const Tensor& x) { return x.relu(); }, false, false},
-      {"square", [](const Tensor& x) { return x.square(); }, false, false},
-      {"gelu", [](const Tensor& x) { return gelu(x); }, true, false},
-      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, true, false},
-      {"pow3", [](const Tensor& x) { return x.pow(3); }, false, false},
-      {"pow0.5", [](const Tensor& x) { return x.pow(0.5); }, true, true},
-      {"clamp", [](const Tensor& x) { return x.clamp(-1, 2); }, false, false},
-      {"clamp_min", [](const Tensor& x) { return x.clamp(0.5); }, true, false},
+  using Fn = std::function<Tensor(const Tensor&)>;
+  struct Case { std::string name; Fn fn; bool floats_only; std::string domain; };
+  // Every row of tally/table/unary_ops.h, in its four forms (each has a CUDA kernel by
+  // construction), and the unary ops outside the table.
+  std::vector<Case> cases = {
+      {"gelu", [](const Tensor& x) { return gelu(x); }, true, "normal"},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, true, "normal"},
+      {"pow3", [](const Tensor& x) { return x.pow(3); }, false, "normal"},
+      {"pow0.5", [](const Tensor& x) { return x.pow(0.5); }, true, "positive"},
+      {"clamp", [](const Tensor& x) { return x.clamp(-1, 2); }, false, "normal"},
+      {"clamp_min", [](const Tensor& x) { return x.clamp(0.5); }, true, "normal"},
   };
+  for (const ops::UnaryOpInfo& u : ops::unary_ops()) {
+    const std::string name(u.name), domain(u.domain);
+    cases.push_back({name, u.fn, u.floating_only, domain});
+    cases.push_back({name + " method", u.method, u.floating_only, domain});
+    cases.push_back({name + " out=", [out = u.out](const Tensor& x) {
+                       Tensor r = empty({0}, TensorOptions(x.dtype() == kBool ? kFloat32 : x.dtype()).device(x.device()));
+                       return out(r, x);
+                     }, true, domain});
+    cases.push_back({name + " in place", [inplace = u.inplace](const Tensor& x) {
+                       Tensor r = x.clone();
+                       return inplace(r);
+                     }, true, domain});
+  }
   uint64_t seed = 100;
   for (const Case& c : cases) {
     for (Dtype d : kArith) {
       if (d == kBool || (c.floats_only && !is_floating_point(d))) continue;
-      SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(d)));
-      Tensor x = sample({13, 31}, d, seed++, c.positive).t();  // a transposed view
+      SCOPED_TRACE(c.name + " " + std::string(dtype_name(d)));
+      Tensor x = sample({13, 31}, d, seed++, c.domain == "positive").t();  // a transposed view
+      if (c.domain == "unit") x = (sigmoid(x.to(kFloat64)) * 0.8 + 0.1).to(d);
       const Tensor cpu = c.fn(x);
       EXPECT_TRUE(same_as_cpu(c.fn(x.to(kGpu)), cpu, 4 * tolerance(cpu.dtype())));
     }

@@ -37,6 +37,14 @@ bool floating_only(const std::string& op) {
   return false;
 }
 
+/// Where torch 1.13's half-precision kernel rounds an intermediate that tally keeps in float32
+/// (it rounds once): bfloat16 gelu rounds 1 + erf(x/√2) (gelu(-3) becomes -0), and the 16-bit
+/// logits round x/(1 − x) before the log (off by a unit of bfloat16 near x = ½, where the result
+/// is near 0). The case is then compared with torch computing in float32.
+bool rounds_intermediates(const std::string& op, Dtype dt) {
+  return (op == "gelu" && dt == kBFloat16) || (op == "logit" && (dt == kBFloat16 || dt == kFloat16));
+}
+
 }  // namespace
 
 std::vector<Case> unary_cases() {
@@ -76,12 +84,22 @@ std::vector<Case> unary_cases() {
     for (auto& i : inputs) {
       Case c = make_case("Unary", u.op, i, u.args);
       c.exact = u.exact;
-      // torch 1.13's bfloat16 gelu rounds 1 + erf(x/√2) to bfloat16 (gelu(-3) becomes -0); tally
-      // computes in float32 and rounds once, so compare with that.
-      c.float32_reference = u.op == "gelu" && i[0].dtype == kBFloat16;
+      c.float32_reference = rounds_intermediates(u.op, i[0].dtype);
       cases.push_back(c);
     }
   }
+  // Every row of tally/table/unary_ops.h in its other three forms, in every dtype, on a
+  // transposed view: the method, out= and in place. The last two must refuse a result their
+  // tensor's dtype cannot take (exp of int64 into int64), as torch's do.
+  for (const ops::UnaryOpInfo& r : ops::unary_ops())
+    for (const char* form : {"method", "out", "inplace"})
+      for (Dtype dt : kAllDtypes) {
+        Case c = make_case("Unary", std::string(r.name), {in({3, 4, 5}, dt, std::string(r.domain), Layout::Transposed)},
+                           {{"reference", r.reference}, {"form", form}});
+        c.exact = std::any_of(ops.begin(), ops.end(), [&](const Unary& u) { return u.op == r.name && u.exact; });
+        c.float32_reference = rounds_intermediates(c.op, dt);
+        cases.push_back(c);
+      }
   return cases;
 }
 
@@ -117,6 +135,21 @@ std::vector<Case> binary_cases() {
       c.exact = true;
       cases.push_back(c);
     }
+  // Every row of tally/table/binary_ops.h in its other three forms, in every dtype, on a
+  // transposed view with a broadcast operand: the method, out= and in place (which must refuse a
+  // result its dtype cannot take, int64 / int64, as torch's does; a comparison writes 0 or 1).
+  for (const ops::BinaryOpInfo& r : ops::binary_ops()) {
+    const std::string op(r.name);
+    const bool values_exact = op != "div" && op != "pow";
+    const std::string a_domain = op == "pow" ? "positive" : values_exact ? "small_int" : "normal";
+    const std::string b_domain = op == "pow" ? "exponent" : op == "div" ? "nonzero" : a_domain;
+    for (const char* form : {"method", "out", "inplace"})
+      for (Dtype dt : kAllDtypes) {
+        Case c = make_case("Binary", op, {in({3, 4, 5}, dt, a_domain, Layout::Transposed), in({5}, dt, b_domain)}, {{"form", form}});
+        c.exact = values_exact;
+        cases.push_back(c);
+      }
+  }
   return cases;
 }
 

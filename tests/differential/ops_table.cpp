@@ -296,8 +296,34 @@ const std::map<std::string, OpFn>& table() {
 
 }  // namespace
 
+namespace {
+
+/// An op of tally's unary or binary table in one of its forms (args "form"): "method",
+/// "out" (into a tensor of input 0's dtype, resized by the op) or "inplace" (into input 0).
+std::vector<Tensor> run_in_form(const std::string& op, const std::string& form, std::vector<Tensor>& v) {
+  auto out_like = [&] { return empty({0}, v.at(0).dtype()); };
+  for (const ops::UnaryOpInfo& u : ops::unary_ops()) {
+    if (u.name != op) continue;
+    if (form == "method") return {u.method(v.at(0))};
+    if (form == "inplace") return {u.inplace(v.at(0))};
+    Tensor out = out_like();
+    if (form == "out") return {u.out(out, v.at(0))};
+  }
+  for (const ops::BinaryOpInfo& b : ops::binary_ops()) {
+    if (b.name != op) continue;
+    if (form == "method") return {b.method(v.at(0), v.at(1))};
+    if (form == "inplace") return {b.inplace(v.at(0), v.at(1))};
+    Tensor out = out_like();
+    if (form == "out") return {b.out(out, v.at(0), v.at(1))};
+  }
+  throw std::out_of_range("differential ops: no tabled op '" + op + "' with a form '" + form + "'");
+}
+
+}  // namespace
+
 std::vector<Tensor> run_tally_op(const std::string& op, std::vector<Tensor>& views, std::vector<Tensor>& bases,
                                  const nlohmann::json& args) {
+  if (args.contains("form")) return run_in_form(op, args["form"].get<std::string>(), views);
   auto it = table().find(op);
   if (it != table().end()) return it->second(views, bases, args);
   for (const ops::UnaryOpInfo& u : ops::unary_ops())  // a registered op needs no entry here

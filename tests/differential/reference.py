@@ -46,7 +46,7 @@ HALF_TYPES = (torch.float16, torch.bfloat16)
 INT_RANGES = {
     "normal": (-5, 6), "positive": (1, 6), "nonzero": (1, 6), "small_int": (-3, 4),
     "exponent": (0, 4), "near_one": (-1, 3), "wide": (-100, 101), "special": (-5, 6),
-    "unsigned_wide": (0, 256),
+    "unsigned_wide": (0, 256), "unit": (0, 2),
 }
 
 
@@ -85,6 +85,8 @@ def draw_float(domain, shape, gen):
         return t
     if domain == "positive":
         return torch.rand(shape, generator=gen, dtype=torch.float64) * 2 + 0.5
+    if domain == "unit":  # inside (0, 1), away from its ends (logit)
+        return torch.rand(shape, generator=gen, dtype=torch.float64) * 0.8 + 0.1
     if domain == "nonzero":
         sign = torch.randint(0, 2, shape, generator=gen).double() * 2 - 1
         return sign * (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 + 0.5)
@@ -421,6 +423,19 @@ def registered(reference):
     return lambda v, b, a: [fn(v[0])]
 
 
+def in_form(case, views, outs):
+    """Output 0 as the form in args["form"] gives it (tally runs every unary and binary op of its
+    tables as the function, the method, out= and in place): the function's value, except that out=
+    and in place write into a tensor of input 0's dtype, which must take the result as torch's
+    out= and in-place forms require (torch.can_cast)."""
+    if (case["args"] or {}).get("form") not in ("out", "inplace"):
+        return outs
+    y, self = outs[0], views[0]
+    if not torch.can_cast(y.dtype, self.dtype):
+        raise RuntimeError(f"result type {y.dtype} can't be cast to the desired output type {self.dtype}")
+    return [y.to(self.dtype)] + outs[1:]
+
+
 def compute(case, bases, views, half, out_dir):
     """Outputs (and for gradient cases the bases' gradients); with `half`, in float32 copies."""
     args = case["args"]
@@ -431,6 +446,7 @@ def compute(case, bases, views, half, out_dir):
         # .float() is differentiable: gradients flow back to the half leaves, rounded once.
         up = [t.float() if t.dtype == half else t for t in views]
         outs = [o.to(half) if o.dtype == torch.float32 else o for o in fn(up, up, args)]
+    outs = in_form(case, views, outs)
     if case["gradient"]:
         for b in bases:
             b.grad = None

@@ -3,6 +3,8 @@
 Usage: check_layers.py SOURCE_DIR
 
 The layers, bottom-up, as the design lays them out, with where the code put a few files:
+  - the tables (table/: the dtype list and the op lists, preprocessor text that includes nothing)
+    sit at the bottom: tensor.h, the dtype header and the CUDA kernels all expand them;
   - the POSIX file primitives of io (atomic writes, regular-file checks, retries) sit just above
     errors: the machine layer writes its cache with them and data reads token files with them;
   - machine (what this computer is and promises: CPU features, the device table, the cache folder)
@@ -20,6 +22,7 @@ import sys
 
 LAYERS = [
     ("error", ["error/"]),
+    ("table", ["table/"]),
     ("files", ["io/atomic_file.", "io/regular_file.", "io/retry.", "io/write_all."]),
     ("dtype", ["dtype/"]),
     ("core", ["core/"]),

@@ -20,18 +20,37 @@
 #include <type_traits>
 
 #include "tally/kernels/cuda/check.h"
+#include "tally/table/dtypes.h"
 
 namespace tally::kernels::cuda::dev {
 
-/// Dtype ids, in tally::Dtype's order.
-enum DtypeId : uint8_t {
-  kFloat32 = 0, kFloat64, kFloat16, kBFloat16, kFloat8_e4m3fn, kFloat8_e5m2, kInt32, kInt64, kUInt8, kBool,
-};
+/// Dtype ids: tally::Dtype's values, from the same list (tally/table/dtypes.h).
+#define TALLY_DTYPE_ID_(Name, torch_name, bytes) k##Name,
+enum DtypeId : uint8_t { TALLY_FORALL_DTYPES(TALLY_DTYPE_ID_) };
+#undef TALLY_DTYPE_ID_
 
 // One-byte storage types that must not be confused with uint8_t.
 struct Bool { uint8_t v; };
 struct F8E4M3 { uint8_t bits; };
 struct F8E5M2 { uint8_t bits; };
+
+/// The storage type of each dtype id; every row of the list must have one of its size.
+template <uint8_t Id> struct StorageOf;
+template <> struct StorageOf<kFloat32> { using type = float; };
+template <> struct StorageOf<kFloat64> { using type = double; };
+template <> struct StorageOf<kFloat16> { using type = __half; };
+template <> struct StorageOf<kBFloat16> { using type = __nv_bfloat16; };
+template <> struct StorageOf<kFloat8_e4m3fn> { using type = F8E4M3; };
+template <> struct StorageOf<kFloat8_e5m2> { using type = F8E5M2; };
+template <> struct StorageOf<kInt32> { using type = int32_t; };
+template <> struct StorageOf<kInt64> { using type = int64_t; };
+template <> struct StorageOf<kUInt8> { using type = uint8_t; };
+template <> struct StorageOf<kBool> { using type = Bool; };
+#define TALLY_DTYPE_STORAGE_CHECK_(Name, torch_name, bytes)                                              \
+  static_assert(sizeof(typename StorageOf<k##Name>::type) == (bytes), "tally/table/dtypes.h: the storage type " \
+                                                                       "of " #Name " has another size");
+TALLY_FORALL_DTYPES(TALLY_DTYPE_STORAGE_CHECK_)
+#undef TALLY_DTYPE_STORAGE_CHECK_
 
 template <class T> struct ComputeOf { using type = T; };
 template <> struct ComputeOf<__half> { using type = float; };
@@ -111,16 +130,14 @@ __device__ __forceinline__ T from_compute(V v) {
 template <class V>
 __device__ __forceinline__ void store_as(uint8_t dtype, void* out, int64_t i, V v) {
   switch (dtype) {
-    case kFloat32: static_cast<float*>(out)[i] = from_compute<float>(v); break;
-    case kFloat64: static_cast<double*>(out)[i] = from_compute<double>(v); break;
-    case kFloat16: static_cast<__half*>(out)[i] = from_compute<__half>(v); break;
-    case kBFloat16: static_cast<__nv_bfloat16*>(out)[i] = from_compute<__nv_bfloat16>(v); break;
-    case kFloat8_e4m3fn: static_cast<F8E4M3*>(out)[i] = from_compute<F8E4M3>(v); break;
-    case kFloat8_e5m2: static_cast<F8E5M2*>(out)[i] = from_compute<F8E5M2>(v); break;
-    case kInt32: static_cast<int32_t*>(out)[i] = from_compute<int32_t>(v); break;
-    case kInt64: static_cast<int64_t*>(out)[i] = from_compute<int64_t>(v); break;
-    case kUInt8: static_cast<uint8_t*>(out)[i] = from_compute<uint8_t>(v); break;
-    case kBool: static_cast<Bool*>(out)[i] = from_compute<Bool>(v); break;
+#define TALLY_DTYPE_STORE_(Name, torch_name, bytes)                                                        \
+  case k##Name: {                                                                                         \
+    using S = typename StorageOf<k##Name>::type;                                                          \
+    static_cast<S*>(out)[i] = from_compute<S>(v);                                                         \
+    break;                                                                                                \
+  }
+    TALLY_FORALL_DTYPES(TALLY_DTYPE_STORE_)
+#undef TALLY_DTYPE_STORE_
     default: break;
   }
 }
@@ -147,14 +164,17 @@ struct alignas(sizeof(T) * V) Pack {
 // ---- host helpers ------------------------------------------------------------------------------
 
 inline const char* dtype_name(uint8_t d) {
-  static constexpr const char* kNames[] = {"Float32", "Float64", "Float16", "BFloat16", "Float8_e4m3fn",
-                                           "Float8_e5m2", "Int32", "Int64", "UInt8", "Bool"};
-  return d < 10 ? kNames[d] : "unknown dtype";
+#define TALLY_DTYPE_NAME_(Name, torch_name, bytes) #Name,
+  static constexpr const char* kNames[] = {TALLY_FORALL_DTYPES(TALLY_DTYPE_NAME_)};
+#undef TALLY_DTYPE_NAME_
+  return d < kDtypeRows ? kNames[d] : "unknown dtype";
 }
 
 inline int dtype_size(uint8_t d) {
-  static constexpr int kSizes[] = {4, 8, 2, 2, 1, 1, 4, 8, 1, 1};
-  return d < 10 ? kSizes[d] : 0;
+#define TALLY_DTYPE_SIZE_(Name, torch_name, bytes) bytes,
+  static constexpr int kSizes[] = {TALLY_FORALL_DTYPES(TALLY_DTYPE_SIZE_)};
+#undef TALLY_DTYPE_SIZE_
+  return d < kDtypeRows ? kSizes[d] : 0;
 }
 
 [[noreturn]] inline void unsupported(const char* what, uint8_t dtype) {
@@ -163,17 +183,6 @@ inline int dtype_size(uint8_t d) {
 }
 
 /// The storage type for a dtype id.
-template <uint8_t Id> struct StorageOf;
-template <> struct StorageOf<kFloat32> { using type = float; };
-template <> struct StorageOf<kFloat64> { using type = double; };
-template <> struct StorageOf<kFloat16> { using type = __half; };
-template <> struct StorageOf<kBFloat16> { using type = __nv_bfloat16; };
-template <> struct StorageOf<kFloat8_e4m3fn> { using type = F8E4M3; };
-template <> struct StorageOf<kFloat8_e5m2> { using type = F8E5M2; };
-template <> struct StorageOf<kInt32> { using type = int32_t; };
-template <> struct StorageOf<kInt64> { using type = int64_t; };
-template <> struct StorageOf<kUInt8> { using type = uint8_t; };
-template <> struct StorageOf<kBool> { using type = Bool; };
 
 /// A type passed as a value, so that plain generic lambdas can receive it (the .cu files build
 /// as C++17 too, which has no lambdas with template parameter lists).
@@ -193,16 +202,10 @@ void dispatch_to(uint8_t dtype, const char* what, Fn& fn) {
 template <uint32_t Allowed, class Fn>
 void dispatch(uint8_t dtype, const char* what, Fn&& fn) {
   switch (dtype) {
-    case kFloat32: return dispatch_to<Allowed, kFloat32>(dtype, what, fn);
-    case kFloat64: return dispatch_to<Allowed, kFloat64>(dtype, what, fn);
-    case kFloat16: return dispatch_to<Allowed, kFloat16>(dtype, what, fn);
-    case kBFloat16: return dispatch_to<Allowed, kBFloat16>(dtype, what, fn);
-    case kFloat8_e4m3fn: return dispatch_to<Allowed, kFloat8_e4m3fn>(dtype, what, fn);
-    case kFloat8_e5m2: return dispatch_to<Allowed, kFloat8_e5m2>(dtype, what, fn);
-    case kInt32: return dispatch_to<Allowed, kInt32>(dtype, what, fn);
-    case kInt64: return dispatch_to<Allowed, kInt64>(dtype, what, fn);
-    case kUInt8: return dispatch_to<Allowed, kUInt8>(dtype, what, fn);
-    case kBool: return dispatch_to<Allowed, kBool>(dtype, what, fn);
+#define TALLY_DTYPE_DISPATCH_(Name, torch_name, bytes) \
+  case k##Name: return dispatch_to<Allowed, k##Name>(dtype, what, fn);
+    TALLY_FORALL_DTYPES(TALLY_DTYPE_DISPATCH_)
+#undef TALLY_DTYPE_DISPATCH_
     default: unsupported(what, dtype);
   }
 }

@@ -22,6 +22,7 @@
 
 #include "tally/kernels/cuda/dtypes.cuh"
 #include "tally/kernels/cuda/kernels.h"
+#include "tally/kernels/unary_math.h"
 
 namespace tally::kernels::cuda {
 
@@ -373,44 +374,11 @@ struct CompareF {
   }
 };
 
-template <UnaryOp Op>
+/// A unary op's scalar rule (kernels/unary_math.h), the CPU kernels' own expression.
+template <class Math>
 struct UnaryF {
   template <class C>
-  __device__ __forceinline__ C operator()(C x) const {
-    if constexpr (Op == UnaryOp::Neg) {
-      return static_cast<C>(-x);
-    } else if constexpr (Op == UnaryOp::Abs) {
-      if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>) return x;
-      else if constexpr (std::is_floating_point_v<C>) return abs_(x);  // |-0| is +0, as PyTorch
-      else return x < 0 ? static_cast<C>(-x) : x;
-    } else if constexpr (Op == UnaryOp::Relu) {
-      if (is_nan(x)) return x;
-      return x > C(0) ? x : C(0);
-    } else if constexpr (Op == UnaryOp::Square) {
-      return static_cast<C>(x * x);
-    } else if constexpr (Op == UnaryOp::Sqrt) {
-      return sqrt_(x);
-    } else if constexpr (Op == UnaryOp::Rsqrt) {
-      return C(1) / sqrt_(x);  // correctly rounded sqrt and division, as the CPU (rsqrtf is approximate)
-    } else if constexpr (Op == UnaryOp::Exp) {
-      return exp_(x);
-    } else if constexpr (Op == UnaryOp::Log) {
-      return log_(x);
-    } else if constexpr (Op == UnaryOp::Tanh) {
-      return tanh_(x);
-    } else if constexpr (Op == UnaryOp::Sigmoid) {
-      return C(1) / (C(1) + exp_(-x));
-    } else if constexpr (Op == UnaryOp::Silu) {
-      return x * (C(1) / (C(1) + exp_(-x)));
-    } else if constexpr (Op == UnaryOp::Erf) {
-      return erf_(x);
-    } else if constexpr (Op == UnaryOp::GeluErf) {
-      return C(0.5) * x * (C(1) + erf_(x * C(0.70710678118654752440)));
-    } else {  // GeluTanh
-      const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
-      return C(0.5) * x * (C(1) + tanh_(inner));
-    }
-  }
+  __device__ __forceinline__ C operator()(C x) const { return Math::template f<C>(x); }
 };
 
 struct IdentityF {
@@ -515,12 +483,27 @@ void compare(BinaryOp op, const Launch& l) {
   });
 }
 
-template <UnaryOp Op, uint32_t Allowed>
+/// The dtypes a unary kernel takes: what its input rule leaves after the op has promoted
+/// integers to float32 where the rule says so (ops/unary.cpp).
+template <class Math>
+constexpr uint32_t unary_dtypes() {
+  switch (Math::input) {
+    case InputRule::Any: return kArithDtypes;
+    case InputRule::Negatable:  // neg of bool is refused; of uint8 it wraps
+    case InputRule::NoBool:
+    case InputRule::BoolToLong: return kFloatDtypes | kIntDtypes;
+    case InputRule::IntToFloat:
+    case InputRule::FloatOnly: return kFloatDtypes;
+  }
+  return 0;
+}
+
+template <class Math>
 void unary_with(const Launch& l) {
   expect_dtype(l, 0, 1, l.op[1].dtype, "unary");
-  dispatch<Allowed>(l.op[1].dtype, "unary", [&](auto t) {
+  dispatch<unary_dtypes<Math>()>(l.op[1].dtype, "unary", [&](auto t) {
     using T = typename decltype(t)::type;
-    launch<T, T>(l, UnaryF<Op>{}, "unary");
+    launch<T, T>(l, UnaryF<Math>{}, "unary");
   });
 }
 
@@ -547,22 +530,13 @@ void binary(BinaryOp op, const Launch& l) {
 }
 
 void unary(UnaryOp op, const Launch& l) {
-  constexpr uint32_t kSigned = kFloatDtypes | kIntDtypes;  // neg of bool is rejected; of uint8 it wraps
   switch (op) {
-    case UnaryOp::Neg: return unary_with<UnaryOp::Neg, kSigned>(l);
-    case UnaryOp::Abs: return unary_with<UnaryOp::Abs, kArithDtypes>(l);
-    case UnaryOp::Relu: return unary_with<UnaryOp::Relu, kArithDtypes>(l);
-    case UnaryOp::Square: return unary_with<UnaryOp::Square, kArithDtypes>(l);
-    case UnaryOp::Sqrt: return unary_with<UnaryOp::Sqrt, kFloatDtypes>(l);
-    case UnaryOp::Rsqrt: return unary_with<UnaryOp::Rsqrt, kFloatDtypes>(l);
-    case UnaryOp::Exp: return unary_with<UnaryOp::Exp, kFloatDtypes>(l);
-    case UnaryOp::Log: return unary_with<UnaryOp::Log, kFloatDtypes>(l);
-    case UnaryOp::Tanh: return unary_with<UnaryOp::Tanh, kFloatDtypes>(l);
-    case UnaryOp::Sigmoid: return unary_with<UnaryOp::Sigmoid, kFloatDtypes>(l);
-    case UnaryOp::Silu: return unary_with<UnaryOp::Silu, kFloatDtypes>(l);
-    case UnaryOp::Erf: return unary_with<UnaryOp::Erf, kFloatDtypes>(l);
-    case UnaryOp::GeluErf: return unary_with<UnaryOp::GeluErf, kFloatDtypes>(l);
-    case UnaryOp::GeluTanh: return unary_with<UnaryOp::GeluTanh, kFloatDtypes>(l);
+#define TALLY_UNARY_CASE_(fn, Name, what) \
+  case UnaryOp::Name: return unary_with<Name##Math>(l);
+    TALLY_FORALL_UNARY_OPS(TALLY_UNARY_CASE_)
+#undef TALLY_UNARY_CASE_
+    case UnaryOp::GeluErf: return unary_with<GeluErfMath>(l);
+    case UnaryOp::GeluTanh: return unary_with<GeluTanhMath>(l);
   }
   raise_error("tally CUDA kernel unary: unknown op");
 }

@@ -4,13 +4,15 @@
 // seeing the library's headers. Without CUDA (TALLY_CUDA off) the same functions exist and raise
 // DeviceError; no CUDA tensor can exist in such a build, so ops never reach them.
 //
-// Dtypes travel as the numeric value of tally::Dtype (the order is fixed in tally/dtype/dtype.h:
-// Float32, Float64, Float16, BFloat16, Float8_e4m3fn, Float8_e5m2, Int32, Int64, UInt8, Bool).
+// Dtypes travel as the numeric value of tally::Dtype, whose order both sides take from one list
+// (tally/table/dtypes.h).
 
 #include <cstdint>
 #include <string>
 
 #include "tally/kernels/update_scalars.h"
+#include "tally/table/binary_ops.h"
+#include "tally/table/unary_ops.h"
 
 namespace tally::kernels::cuda {
 
@@ -47,10 +49,14 @@ struct Launch {
   Operand op[kMaxOperands];
 };
 
-enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
-enum class UnaryOp : uint8_t {
-  Neg, Abs, Sqrt, Rsqrt, Exp, Log, Tanh, Sigmoid, Silu, Erf, Relu, Square, GeluErf, GeluTanh,
-};
+/// add, sub and one per row of tally/table/binary_ops.h.
+#define TALLY_BINARY_ENUMERATOR_(fn, Name, what) , Name
+enum class BinaryOp : uint8_t { Add, Sub TALLY_FORALL_BINARY_OPS(TALLY_BINARY_ENUMERATOR_) };
+#undef TALLY_BINARY_ENUMERATOR_
+/// One per row of tally/table/unary_ops.h, and gelu's two forms.
+#define TALLY_UNARY_ENUMERATOR_(fn, Name, what) Name,
+enum class UnaryOp : uint8_t { TALLY_FORALL_UNARY_OPS(TALLY_UNARY_ENUMERATOR_) GeluErf, GeluTanh };
+#undef TALLY_UNARY_ENUMERATOR_
 
 /// out = op(a, b): operands 1 and 2 in `compute` dtype; out in `compute`, or bool for comparisons.
 void binary(BinaryOp op, const Launch& l);

@@ -31,7 +31,7 @@ const std::shared_ptr<Layer>& Sequential::operator[](size_t i) const {
 Tensor Sequential::forward(const Tensor& x) {
   auto s = scope();
   Tensor y = x;
-  for (const auto& layer : layers_) y = layer->forward(y);
+  for (const auto& layer : layers_) y = (*layer)(y);
   return y;
 }
 

@@ -9,7 +9,10 @@ class Layer : public Module {
  public:
   using Module::Module;
   virtual Tensor forward(const Tensor& x) = 0;
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  /// Calling a layer runs its forward hooks around forward (Module::call_with_hooks).
+  Tensor operator()(const Tensor& x) {
+    return call_with_hooks(x, [this](const Tensor& in) { return forward(in); });
+  }
 };
 
 }  // namespace tally::nn

@@ -197,4 +197,22 @@ void Module::convert(std::optional<Device> device, std::optional<Dtype> dtype, b
 
 void Module::zero_grad(bool set_to_none) { zero_grads(parameters(), set_to_none); }
 
+unsigned Module::register_forward_pre_hook(ForwardPreHook hook) {
+  TALLY_CHECK(hook, "register_forward_pre_hook: the hook is empty");
+  pre_hooks_.emplace_back(next_hook_, std::move(hook));
+  return next_hook_++;
+}
+
+unsigned Module::register_forward_hook(ForwardHook hook) {
+  TALLY_CHECK(hook, "register_forward_hook: the hook is empty");
+  post_hooks_.emplace_back(next_hook_, std::move(hook));
+  return next_hook_++;
+}
+
+void Module::remove_forward_hook(unsigned handle) {
+  auto held = [&](const auto& h) { return h.first == handle; };
+  const size_t removed = std::erase_if(pre_hooks_, held) + std::erase_if(post_hooks_, held);
+  TALLY_CHECK(removed > 0, "remove_forward_hook: ", type_name_, " holds no forward hook with handle ", handle);
+}
+
 }  // namespace tally::nn

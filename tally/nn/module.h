@@ -14,9 +14,11 @@
 // the module's dotted path in the ledger (core/module_path.h).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tally/core/module_path.h"
@@ -109,6 +111,31 @@ class Module {
   /// Clear the gradients of all parameters: released (set_to_none) or zeroed in place.
   void zero_grad(bool set_to_none = true);
 
+  // ---- forward hooks (PyTorch's register_forward_pre_hook and register_forward_hook) ----
+  /// Runs before forward when the module is called, `m(x)` (as PyTorch's run from __call__, not
+  /// from .forward); a defined tensor it returns replaces the input.
+  using ForwardPreHook = std::function<Tensor(Module& module, const Tensor& input)>;
+  /// Runs after forward likewise; a defined tensor it returns replaces the output.
+  using ForwardHook = std::function<Tensor(Module& module, const Tensor& input, const Tensor& output)>;
+  /// Hooks of each kind run in registration order. Returns a handle for remove_forward_hook.
+  unsigned register_forward_pre_hook(ForwardPreHook hook);
+  unsigned register_forward_hook(ForwardHook hook);
+  /// Remove a hook of either kind; ValueError for a handle this module does not hold.
+  void remove_forward_hook(unsigned handle);
+  /// forward(input) with the hooks around it: what calling a module does (Layer's operator(),
+  /// Sequential, a module holder's operator()).
+  template <class Forward>
+  Tensor call_with_hooks(const Tensor& input, Forward&& forward) {
+    if (pre_hooks_.empty() && post_hooks_.empty()) return forward(input);  // the common case, no copies
+    Tensor in = input;
+    for (const auto& [handle, hook] : pre_hooks_)
+      if (Tensor replaced = hook(*this, in); replaced.defined()) in = replaced;
+    Tensor out = forward(in);
+    for (const auto& [handle, hook] : post_hooks_)
+      if (Tensor replaced = hook(*this, in, out); replaced.defined()) out = replaced;
+    return out;
+  }
+
   /// The name this module's forward opens in the ledger's module path: its registered name in
   /// its parent ("" for a root), prefixed by the names of list containers between them, which
   /// have no forward of their own ("layers.0").
@@ -137,6 +164,9 @@ class Module {
   OrderedDict<Tensor> buffers_{"buffer"};
   std::vector<std::string> non_persistent_;
   OrderedDict<std::shared_ptr<Module>> children_{"submodule"};
+  std::vector<std::pair<unsigned, ForwardPreHook>> pre_hooks_;
+  std::vector<std::pair<unsigned, ForwardHook>> post_hooks_;
+  unsigned next_hook_ = 0;
 };
 
 }  // namespace tally::nn

@@ -43,10 +43,12 @@ class ModuleHolder {
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
   bool is_empty() const noexcept { return impl_ == nullptr; }
   explicit operator bool() const noexcept { return !is_empty(); }
-  /// net(x) is net->forward(x).
+  /// net(x) calls the module: its own operator() where it has one (a Layer's runs the forward
+  /// hooks), else net->forward(x).
   template <class... Args>
   decltype(auto) operator()(Args&&... args) const {
-    return get()->forward(std::forward<Args>(args)...);
+    if constexpr (requires { (*get())(std::forward<Args>(args)...); }) return (*get())(std::forward<Args>(args)...);
+    else return get()->forward(std::forward<Args>(args)...);
   }
 
  private:

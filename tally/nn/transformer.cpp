@@ -55,8 +55,8 @@ MLP::MLP(int64_t d_model, int64_t hidden, MlpKind kind_, bool bias, TensorOption
 
 Tensor MLP::forward(const Tensor& x) {
   auto s = scope();
-  if (kind == MlpKind::Gelu) return proj->forward(gelu(fc->forward(x)));
-  return w2->forward(silu(w1->forward(x)) * w3->forward(x));
+  if (kind == MlpKind::Gelu) return (*proj)(gelu((*fc)(x)));
+  return (*w2)(silu((*w1)(x)) * (*w3)(x));
 }
 
 CausalSelfAttention::CausalSelfAttention(int64_t d_model, int64_t num_heads_, int64_t context_length, bool bias, bool rotary,
@@ -95,7 +95,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   auto s = scope();
   TALLY_CHECK(x.dim() == 3, "CausalSelfAttention: expected input [b, T, d], got ", x.sizes());
   const int64_t b = x.size(0), T = x.size(1), d = x.size(2), dh = d / num_heads;
-  Tensor packed = qkv->forward(x);  // [b, T, 3d]
+  Tensor packed = (*qkv)(x);  // [b, T, 3d]
   Tensor y;  // [b, T, d]
   if (cos_.defined()) {
     auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).reshape({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
@@ -108,14 +108,14 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
     // writes the projection's gradient in one piece, in the projection's layout. No copies.
     y = scaled_dot_product_attention_packed(packed.view({b, T, 3, num_heads, dh}), /*is_causal=*/true).view({b, T, d});
   }
-  return drop->forward(proj->forward(y));
+  return (*drop)((*proj)(y));
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x, KVCache& cache, int64_t layer) {
   auto s = scope();
   TALLY_CHECK(x.dim() == 3, "CausalSelfAttention: expected input [b, T, d], got ", x.sizes());
   const int64_t b = x.size(0), T = x.size(1), d = x.size(2), dh = d / num_heads, start = cache.length();
-  Tensor packed = qkv->forward(x);  // [b, T, 3d]
+  Tensor packed = (*qkv)(x);  // [b, T, 3d]
   auto heads = [&](int64_t i) { return packed.narrow(-1, i * d, d).view({b, T, num_heads, dh}).permute({0, 2, 1, 3}); };
   Tensor q = heads(0), k = heads(1);
   if (cos_.defined()) q = rotate(q, start), k = rotate(k, start);
@@ -126,7 +126,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x, KVCache& cache, int64_t lay
   std::optional<Tensor> mask;
   if (start > 0 && T > 1) mask = ones({T, start + T}, TensorOptions(kBool).device(x.device())).tril(start);
   Tensor y = functional::scaled_dot_product_attention(q, keys, values, mask, 0.0, /*is_causal=*/start == 0 && T > 1);
-  return drop->forward(proj->forward(y.permute({0, 2, 1, 3}).reshape({b, T, d})));
+  return (*drop)((*proj)(y.permute({0, 2, 1, 3}).reshape({b, T, d})));
 }
 
 TransformerBlock::TransformerBlock(const TransformerConfig& c, TensorOptions options, Generator* gen) : Layer("TransformerBlock") {
@@ -141,14 +141,14 @@ TransformerBlock::TransformerBlock(const TransformerConfig& c, TensorOptions opt
 
 Tensor TransformerBlock::forward(const Tensor& x) {
   auto s = scope();
-  Tensor h = x + attn->forward(norm1->forward(x));
-  return h + drop->forward(mlp->forward(norm2->forward(h)));
+  Tensor h = x + (*attn)((*norm1)(x));
+  return h + (*drop)((*mlp)((*norm2)(h)));
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, KVCache& cache, int64_t layer) {
   auto s = scope();
-  Tensor h = x + attn->forward(norm1->forward(x), cache, layer);
-  return h + drop->forward(mlp->forward(norm2->forward(h)));
+  Tensor h = x + attn->forward((*norm1)(x), cache, layer);
+  return h + (*drop)((*mlp)((*norm2)(h)));
 }
 
 TransformerLM::TransformerLM(const TransformerConfig& config, TensorOptions options, Generator* gen)
@@ -184,7 +184,7 @@ Tensor TransformerLM::forward(const Tensor& ids) {
               "TransformerLM: expected token ids [b, T] with 1 <= T <= context_length ", config_.context_length, ", got ",
               ids.sizes());
   Tensor x = embed(ids, 0);
-  for (const auto& block : *blocks) x = std::static_pointer_cast<TransformerBlock>(block)->forward(x);
+  for (const auto& block : *blocks) x = (*std::static_pointer_cast<TransformerBlock>(block))(x);
   return head(x);
 }
 
@@ -214,19 +214,19 @@ KVCache TransformerLM::make_kv_cache(int64_t batch, int64_t capacity) const {
 
 Tensor TransformerLM::embed(const Tensor& ids, int64_t start) {
   const int64_t T = ids.size(1);
-  Tensor x = token_embedding->forward(ids);  // [b, T, d]
+  Tensor x = (*token_embedding)(ids);  // [b, T, d]
   if (position_embedding) {
     auto p = ModuleScope("position_embedding");
     x = x + position_embedding->weight.narrow(0, start, T);
   }
-  return drop->forward(x);
+  return (*drop)(x);
 }
 
 Tensor TransformerLM::head(const Tensor& x) {
-  Tensor h = norm_f->forward(x);
+  Tensor h = (*norm_f)(x);
   // Tied: the embedding table [V, d] is the head's weight [out, in], through linear as PyTorch's
   // GPTs do (so autocast casts the leaf weight once, from its cache).
-  return lm_head ? lm_head->forward(h) : functional::linear(h, token_embedding->weight);
+  return lm_head ? (*lm_head)(h) : functional::linear(h, token_embedding->weight);
 }
 
 Tensor TransformerLM::loss(const Tensor& ids, const Tensor& targets) {

@@ -24,6 +24,7 @@ bool listed(const std::vector<const TensorImpl*>& list, const Tensor& t) {
 struct FunctionNode final : Node {
   std::shared_ptr<AutogradContext> ctx;
   FunctionGraph::Backward backward = nullptr;
+  FunctionGraph::BackwardCost backward_cost = nullptr;
   std::string node_name;
   std::vector<std::vector<int64_t>> input_sizes;  // per argument, for the check of backward's gradients
 
@@ -32,7 +33,9 @@ struct FunctionNode final : Node {
     const std::vector<Tensor>& saved = FunctionGraph::saved(*ctx);
     for (size_t i = 0; i < saved.size(); ++i)
       ops::detail::check_saved_version(saved[i], FunctionGraph::saved_versions(*ctx)[i], *this, "saved tensor", i);
-    TensorList grads = backward(ctx.get(), {grad_output});
+    TensorList grads = backward_cost ? FunctionGraph::run_declared(node_name, backward_cost(ctx.get(), {grad_output}),
+                                                                   [&] { return backward(ctx.get(), {grad_output}); })
+                                     : backward(ctx.get(), {grad_output});
     TALLY_CHECK(grads.size() == next_edges.size(), "function ", node_name, " returned an incorrect number of gradients (expected ",
                 next_edges.size(), ", got ", grads.size(), "): one per argument of forward, an undefined Tensor for a "
                 "non-tensor argument");
@@ -92,7 +95,8 @@ std::shared_ptr<AutogradContext> FunctionGraph::begin(std::string name, const st
 }
 
 void FunctionGraph::finish(const std::shared_ptr<AutogradContext>& ctx, const std::vector<Tensor>& args,
-                           const std::vector<Tensor*>& outputs, Backward backward, const ModulePath& path) {
+                           const std::vector<Tensor*>& outputs, Backward backward, BackwardCost backward_cost,
+                           const ModulePath& path) {
   const auto& needs = ctx->needs_input_grad_;
   if (std::none_of(needs.begin(), needs.end(), [](bool b) { return b; })) return;
   std::vector<Tensor*> differentiable;
@@ -118,6 +122,7 @@ void FunctionGraph::finish(const std::shared_ptr<AutogradContext>& ctx, const st
   auto node = std::make_shared<FunctionNode>();
   node->ctx = ctx;
   node->backward = backward;
+  node->backward_cost = backward_cost;
   node->node_name = ctx->function_name_ + "Backward";
   node->sequence_nr = next_sequence_nr();
   node->module_path = path;

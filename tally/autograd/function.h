@@ -23,8 +23,18 @@
 // before backward is PyTorch's error, naming it. Outputs: a Tensor, or a TensorList of which at
 // most one output is differentiable (the others marked non-differentiable, or not floating): the
 // engine's nodes have one output each; several differentiable outputs are refused by name.
+//
+// Note [Declared cost]
+// The ledger sees ops, so a function that computes outside them (a loop over data_ptr(), a
+// library call) costs nothing there unless it says what it costs. T may declare either or both:
+//   static ops::Cost cost(const Args&... args);                                // forward
+//   static ops::Cost backward_cost(AutogradContext* ctx, const TensorList& grads);  // backward
+// A declared cost replaces the measured one for that phase: the ops inside run off the ledger,
+// and the function is one row under its name (the node's, "CubeBackward", in backward) with the
+// declared FLOPs and bytes and the phase's wall time, so nothing is counted twice.
 
 #include <any>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -36,6 +46,7 @@
 
 #include "tally/core/autograd_meta.h"
 #include "tally/core/tensor.h"
+#include "tally/ops/cost.h"
 
 namespace tally::autograd {
 
@@ -72,11 +83,25 @@ class AutogradContext {
 /// in order, each tensor's handle (an undefined Tensor for a non-tensor argument).
 struct FunctionGraph {
   using Backward = TensorList (*)(AutogradContext*, TensorList);
+  /// T::backward_cost, when T declares one (Note [Declared cost]).
+  using BackwardCost = ops::Cost (*)(AutogradContext*, const TensorList&);
   /// A context for `name`'s forward: which arguments need a gradient.
   static std::shared_ptr<AutogradContext> begin(std::string name, const std::vector<Tensor>& args);
   /// Attaches the node to forward's differentiable output when an argument needs a gradient.
   static void finish(const std::shared_ptr<AutogradContext>& ctx, const std::vector<Tensor>& args, const std::vector<Tensor*>& outputs,
-                     Backward backward, const ModulePath& path);
+                     Backward backward, BackwardCost backward_cost, const ModulePath& path);
+  /// Runs `body` off the ledger and files it as one row, `name`, of the declared `cost` with its
+  /// wall time (Note [Declared cost]).
+  template <class Body>
+  static decltype(auto) run_declared(std::string_view name, const ops::Cost& cost, Body&& body) {
+    const auto start = std::chrono::steady_clock::now();
+    auto result = [&] {
+      ops::OpObserverScope off_the_ledger(nullptr);
+      return body();
+    }();
+    ops::record_op(name, cost, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return result;
+  }
   /// The name forward and backward run under on the ledger (a ModuleScope).
   static const std::string& name(const AutogradContext& ctx) { return ctx.function_name_; }
   /// The saved tensors and their versions when saved, for the node's check before backward.
@@ -117,13 +142,21 @@ struct Function {
       ModuleScope scope(FunctionGraph::name(*ctx));
       path = current_module_path_handle();
       NoGradGuard no_grad;
-      return T::forward(ctx.get(), std::forward<Args>(args)...);
+      if constexpr (requires { T::cost(args...); }) {
+        const ops::Cost cost = T::cost(args...);  // before forward, which may move its arguments
+        return FunctionGraph::run_declared(FunctionGraph::name(*ctx), cost,
+                                           [&] { return T::forward(ctx.get(), std::forward<Args>(args)...); });
+      } else {
+        return T::forward(ctx.get(), std::forward<Args>(args)...);
+      }
     }();
     std::vector<Tensor*> outputs;
     if constexpr (std::is_same_v<decltype(out), Tensor>) outputs.push_back(&out);
     else
       for (Tensor& t : out) outputs.push_back(&t);
-    FunctionGraph::finish(ctx, tensors, outputs, &T::backward, path);
+    FunctionGraph::BackwardCost backward_cost = nullptr;
+    if constexpr (requires { &T::backward_cost; }) backward_cost = &T::backward_cost;
+    FunctionGraph::finish(ctx, tensors, outputs, &T::backward, backward_cost, path);
     return out;
   }
 };

@@ -166,3 +166,46 @@ TEST(CustomFunction, ErrorsAsPyTorchGivesThem) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Doubles x in a loop over its elements, which no op sees, and declares what that costs in
+/// both phases (Note [Declared cost] in autograd/function.h).
+struct RawDouble : autograd::Function<RawDouble> {
+  static Tensor forward(autograd::AutogradContext*, const Tensor& x) {
+    const Tensor in = x.contiguous();
+    Tensor out = empty_like(in);
+    const float* src = in.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    for (int64_t i = 0; i < in.numel(); ++i) dst[i] = 2 * src[i];
+    return out;
+  }
+  static TensorList backward(autograd::AutogradContext*, TensorList grads) { return {grads[0] * 2}; }
+  static ops::Cost cost(const Tensor& x) { return {.flops = x.numel(), .bytes_read = x.nbytes(), .bytes_written = x.nbytes()}; }
+  static ops::Cost backward_cost(autograd::AutogradContext*, const TensorList& grads) {
+    return {.flops = grads[0].numel(), .bytes_read = grads[0].nbytes(), .bytes_written = grads[0].nbytes()};
+  }
+};
+
+TEST(CustomFunction, ADeclaredCostIsItsRowOnTheLedger) {
+  const Tensor x = ones({8, 8}).requires_grad_();
+  accounting::FlopCounter counter;
+  const Tensor y = RawDouble::apply(x);
+  y.sum().backward();
+  const accounting::OpTotals fwd = counter.op("RawDouble", accounting::Phase::Forward);
+  EXPECT_EQ(fwd.calls, 1);
+  EXPECT_EQ(fwd.flops, 64);
+  EXPECT_EQ(fwd.bytes_read, 256);
+  EXPECT_EQ(fwd.bytes_written, 256);
+  EXPECT_GE(fwd.seconds, 0.0);
+  const accounting::OpTotals bwd = counter.op("RawDoubleBackward", accounting::Phase::Backward);
+  EXPECT_EQ(bwd.calls, 1);
+  EXPECT_EQ(bwd.flops, 64);
+  // The ops inside a phase with a declared cost are not counted again: backward's `grads[0] * 2`
+  // and forward's contiguous() and empty_like are off the ledger.
+  EXPECT_EQ(counter.op("mul", accounting::Phase::Backward).calls, 0);
+  EXPECT_EQ(counter.total_flops(accounting::Phase::Forward), 64 + counter.op("sum", accounting::Phase::Forward).flops) << counter.table();
+  EXPECT_TRUE(x.grad().equal(full({8, 8}, 2.0f)));
+}
+
+}  // namespace

@@ -36,6 +36,7 @@
 #include "tally/kernels/cpu/matmul.h"
 #include "tally/machine/cpu_info.h"
 #include "tally/ops/apply.h"
+#include "tally/ops/join.h"
 #include "tally/ops/matmul.h"
 #include "tally/ops/softmax.h"
 
@@ -124,6 +125,15 @@ kernels::AttentionAreas computed_areas(const Tensor& q, const AttentionShape& s,
 /// The probabilities as the composed ops make them: the GPU's path, and sizes with nothing to block.
 Tensor composed_probabilities(const Tensor& q, const Tensor& k, bool causal, double scale) {
   return attention_softmax(matmul(q, k.transpose(-2, -1)), scale, causal);
+}
+
+/// dq, dk and dv by the composed rule, in ops: the GPU's path, sizes with nothing to block, and,
+/// when backward records (create_graph), what gradients of gradients differentiate (Note
+/// [Higher-order gradients] in autograd/engine.h).
+std::array<Tensor, 3> composed_gradients(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+  const Tensor p = composed_probabilities(q, k, causal, scale);
+  const Tensor ds = ops::detail::softmax_backward(matmul(grad, v.transpose(-2, -1)), p, -1, scale);
+  return {matmul(ds, k), matmul(ds.transpose(-2, -1), q), matmul(p.transpose(-2, -1), grad)};
 }
 
 /// Contiguous elements of one dtype: a call's scratch.
@@ -335,12 +345,10 @@ void backward_into(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
                    const Tensor& value, bool causal, double scale) {
   const AttentionShape s(query, key, value);
   if (dq.is_cuda() || s.L == 0 || s.S == 0 || s.E == 0) {
-    // The composed rule.
-    const Tensor p = composed_probabilities(query, key, causal, scale);
-    const Tensor ds = ops::detail::softmax_backward(matmul(grad, value.transpose(-2, -1)), p, -1, scale);
-    Tensor(dq).copy_(matmul(ds, key));
-    Tensor(dk).copy_(matmul(ds.transpose(-2, -1), query));
-    Tensor(dv).copy_(matmul(p.transpose(-2, -1), grad));
+    const auto composed = composed_gradients(grad, query, key, value, causal, scale);
+    dq.copy_(composed[0]);
+    dk.copy_(composed[1]);
+    dv.copy_(composed[2]);
     return;
   }
   Tensor staged[4];
@@ -424,8 +432,11 @@ struct Attention {
   // The inputs only: the probabilities are recomputed.
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true, true, true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
-    // One op writes all three gradients, one after another in one buffer.
-    const auto grads = gradient_views(ops::apply<AttentionBackward>(c.grad.to(q.dtype()), q, k, v, causal, scale), q, k, v);
+    // One op writes all three gradients, one after another in one buffer; a recording backward
+    // composes them instead.
+    const auto grads = GradMode::is_enabled()
+                           ? composed_gradients(c.grad.to(q.dtype()), q, k, v, causal, scale)
+                           : gradient_views(ops::apply<AttentionBackward>(c.grad.to(q.dtype()), q, k, v, causal, scale), q, k, v);
     TensorList out(3);
     for (size_t i = 0; i < 3; ++i)
       if (c.needs_grad(i)) out[i] = grads[i];
@@ -471,6 +482,10 @@ struct AttentionPacked {
   }
   static ops::SavedTensors saved(const SmallVector<bool, 4>&) { return {{true}, false}; }
   static TensorList backward(const ops::BackwardContext& c, const Tensor& qkv, bool causal, double scale) {
+    if (GradMode::is_enabled()) {  // a recording backward: the composed gradients, stacked as qkv is
+      const auto g = composed_gradients(c.grad.to(qkv.dtype()).transpose(-3, -2), head(qkv, 0), head(qkv, 1), head(qkv, 2), causal, scale);
+      return {stack({g[0].transpose(-3, -2), g[1].transpose(-3, -2), g[2].transpose(-3, -2)}, -3)};
+    }
     return {ops::apply<AttentionPackedBackward>(c.grad.to(qkv.dtype()), qkv, causal, scale)};
   }
 };

@@ -160,6 +160,23 @@ GpuRows gpu_rows(const Tensor& input, const Tensor& target, Rows r, int64_t igno
 struct CrossEntropyBackward {
   static constexpr std::string_view name = "cross_entropy_backward";
   static constexpr bool supports_cuda = true;
+  /// The same by the composed rule, in ops (softmax, minus the picked one-hot, scaled): what runs
+  /// on the GPU and, when backward records (create_graph), what gradients of gradients
+  /// differentiate (Note [Higher-order gradients] in autograd/engine.h). In the input's dtype.
+  static Tensor composed(const Tensor& grad, const Tensor& input, const Tensor& target, int64_t ignore_index, double smoothing,
+                         Reduction reduction) {
+    const Rows r = rows_of(input);
+    const GpuRows g = gpu_rows(input, target, r, ignore_index);
+    Tensor d = g.x.softmax(-1);
+    if (smoothing != 0) d = d - smoothing / static_cast<double>(r.c);
+    const Tensor minus_one = full({r.n}, -(1.0 - smoothing), d.options());
+    d = index_add(d.reshape({-1}), 0, g.picked, minus_one).view({r.n, r.c});
+    const Tensor gs = grad.to(d.dtype());
+    const Tensor scale = reduction == Reduction::None ? gs.reshape({r.n, 1})
+                         : reduction == Reduction::Sum ? gs
+                                                       : gs / static_cast<double>(g.count);
+    return (d * scale).masked_fill(g.ignored.reshape({r.n, 1}), 0.0).reshape(input.sizes()).to(input.dtype());
+  }
   static ops::OutputSpec meta(const Tensor& grad, const Tensor& input, const Tensor&, int64_t, double, Reduction) {
     return {DimVector(input.sizes()), input.dtype()};
   }
@@ -167,16 +184,7 @@ struct CrossEntropyBackward {
                       double smoothing, Reduction reduction) {
     const Rows r = rows_of(input);
     if (out.is_cuda()) {
-      const GpuRows g = gpu_rows(input, target, r, ignore_index);
-      Tensor d = g.x.softmax(-1);
-      if (smoothing != 0) d = d - smoothing / static_cast<double>(r.c);
-      const Tensor minus_one = full({r.n}, -(1.0 - smoothing), d.options());
-      d = index_add(d.reshape({-1}), 0, g.picked, minus_one).view({r.n, r.c});
-      const Tensor gs = grad.to(d.dtype());
-      const Tensor scale = reduction == Reduction::None ? gs.reshape({r.n, 1})
-                           : reduction == Reduction::Sum ? gs
-                                                         : gs / static_cast<double>(g.count);
-      Tensor(out).copy_((d * scale).masked_fill(g.ignored.reshape({r.n, 1}), 0.0).reshape(out.sizes()));
+      out.copy_(composed(grad, input, target, ignore_index, smoothing, reduction));
       return;
     }
     const Tensor x = input.contiguous(), t = target.contiguous();
@@ -297,6 +305,8 @@ struct CrossEntropy {
   static TensorList backward(const ops::BackwardContext& c, const Tensor& input, const Tensor& target, int64_t ignore_index,
                              double smoothing, Reduction reduction) {
     if (!c.needs_grad(0)) return {Tensor(), Tensor()};
+    if (GradMode::is_enabled())  // a recording backward
+      return {CrossEntropyBackward::composed(c.grad, input, target, ignore_index, smoothing, reduction), Tensor()};
     return {ops::apply<CrossEntropyBackward>(c.grad, input, target, ignore_index, smoothing, reduction), Tensor()};
   }
 };

@@ -120,6 +120,16 @@ struct Composed {
   }
 };
 
+/// ∂x of a norm by the composed rule, in ops: what runs where there is no fused kernel and, when
+/// backward records (create_graph), what gradients of gradients differentiate (Note
+/// [Higher-order gradients] in autograd/engine.h).
+Tensor composed_input_grad(const Tensor& g, const Tensor& weight, const Composed& c, const DimVector& d, bool center) {
+  const Tensor gw = weight.defined() ? g * weight : g;
+  Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
+  if (center) inner = inner - gw.mean(d, true);
+  return c.rstd * inner;
+}
+
 template <bool kRms>
 struct NormBackward;
 
@@ -205,6 +215,13 @@ struct Norm {
     TensorList grads(3);
     const int64_t affine = (c.needs_grad(1) ? kGradWeight : 0) | (c.needs_grad(2) ? kGradBias : 0);
     const NormRows r = rows_of(x, dims, eps);
+    if (GradMode::is_enabled()) {  // a recording backward: every gradient by the composed rule
+      const Composed composed(x, dims, r.eps, !kRms);
+      if (c.needs_grad(0)) grads[0] = composed_input_grad(g, weight, composed, normalized_dims(x, dims), !kRms);
+      if (affine & kGradWeight) grads[1] = sum_over_rows(g * composed.xhat, x, dims);
+      if (affine & kGradBias) grads[2] = sum_over_rows(g, x, dims);
+      return grads;
+    }
     if (!c.needs_grad(0)) {
       // A frozen input: the weight's and bias's gradients by the composed rule (x is kept only
       // when the weight's is asked for).
@@ -244,11 +261,7 @@ struct NormBackward {
     const NormRows r = rows_of(x, dims, eps);
     if (!out.is_cpu()) {
       const Composed c(x, dims, r.eps, !kRms);
-      const DimVector d = normalized_dims(x, dims);
-      const Tensor gw = weight.defined() ? g * weight : g;
-      Tensor inner = gw - c.xhat * (gw * c.xhat).mean(d, true);
-      if (!kRms) inner = inner - gw.mean(d, true);
-      Tensor(out).copy_(c.rstd * inner);
+      out.copy_(composed_input_grad(g, weight, c, normalized_dims(x, dims), !kRms));
       // One piece: the sums over all rows.
       if (affine & kGradWeight) partials.select(0, 0).select(0, 0).copy_(sum_over_rows(g * c.xhat, x, dims).reshape({r.n}));
       if (affine & kGradBias) partials.select(0, 0).select(0, 1).copy_(sum_over_rows(g, x, dims).reshape({r.n}));

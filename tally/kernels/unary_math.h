@@ -28,6 +28,13 @@ enum class InputRule {
   BoolToLong,  // bool becomes int64 (square, which PyTorch computes as pow(x, 2))
 };
 
+/// The many ops that take every dtype, computing integers in floating point, with a one-line rule.
+#define TALLY_INT_TO_FLOAT_MATH(Name, expr)                           \
+  struct Name##Math {                                                \
+    static constexpr InputRule input = InputRule::IntToFloat;        \
+    template <class C> TALLY_HOST_DEVICE static C f(C x) { return expr; } \
+  };
+
 template <class C> TALLY_HOST_DEVICE C sigmoid_of(C x) { return C(1) / (C(1) + std::exp(-x)); }
 /// Φ(x) = ½(1 + erf(x/√2)), the standard normal CDF (exact GELU is x·Φ(x)).
 template <class C> TALLY_HOST_DEVICE C normal_cdf(C x) { return C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2))); }
@@ -44,39 +51,18 @@ struct AbsMath {
     else return x < 0 ? static_cast<C>(-x) : x;
   }
 };
-struct SqrtMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::sqrt(x); }
-};
-struct RsqrtMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  // A correctly rounded root and quotient on both devices (CUDA's rsqrtf is approximate).
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return C(1) / std::sqrt(x); }
-};
-struct ExpMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::exp(x); }
-};
-struct LogMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::log(x); }
-};
-struct TanhMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::tanh(x); }
-};
-struct SigmoidMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return sigmoid_of(x); }
-};
+TALLY_INT_TO_FLOAT_MATH(Sqrt, std::sqrt(x))
+// A correctly rounded root and quotient on both devices (CUDA's rsqrtf is approximate).
+TALLY_INT_TO_FLOAT_MATH(Rsqrt, C(1) / std::sqrt(x))
+TALLY_INT_TO_FLOAT_MATH(Exp, std::exp(x))
+TALLY_INT_TO_FLOAT_MATH(Log, std::log(x))
+TALLY_INT_TO_FLOAT_MATH(Tanh, std::tanh(x))
+TALLY_INT_TO_FLOAT_MATH(Sigmoid, sigmoid_of(x))
 struct SiluMath {
   static constexpr InputRule input = InputRule::FloatOnly;
   template <class C> TALLY_HOST_DEVICE static C f(C x) { return x * sigmoid_of(x); }
 };
-struct ErfMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::erf(x); }
-};
+TALLY_INT_TO_FLOAT_MATH(Erf, std::erf(x))
 struct ReluMath {
   static constexpr InputRule input = InputRule::NoBool;
   template <class C> TALLY_HOST_DEVICE static C f(C x) {
@@ -95,34 +81,13 @@ struct SoftplusMath {
   // ln(1 + eˣ), and x itself above 20 where that is x to within rounding (PyTorch's threshold).
   template <class C> TALLY_HOST_DEVICE static C f(C x) { return x > C(20) ? x : std::log1p(std::exp(x)); }
 };
-struct Log1pMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::log1p(x); }
-};
-struct Expm1Math {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::expm1(x); }
-};
-struct Log2Math {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::log2(x); }
-};
-struct Log10Math {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::log10(x); }
-};
-struct ReciprocalMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return C(1) / x; }
-};
-struct SinMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::sin(x); }
-};
-struct CosMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::cos(x); }
-};
+TALLY_INT_TO_FLOAT_MATH(Log1p, std::log1p(x))
+TALLY_INT_TO_FLOAT_MATH(Expm1, std::expm1(x))
+TALLY_INT_TO_FLOAT_MATH(Log2, std::log2(x))
+TALLY_INT_TO_FLOAT_MATH(Log10, std::log10(x))
+TALLY_INT_TO_FLOAT_MATH(Reciprocal, C(1) / x)
+TALLY_INT_TO_FLOAT_MATH(Sin, std::sin(x))
+TALLY_INT_TO_FLOAT_MATH(Cos, std::cos(x))
 
 /// Rounding to a whole number: integers are whole already and come back as they are (PyTorch
 /// takes every dtype but bool).
@@ -160,11 +125,8 @@ struct SignMath {
     else return static_cast<C>(static_cast<int>(C(0) < x) - static_cast<int>(x < C(0)));
   }
 };
-struct LogitMath {
-  static constexpr InputRule input = InputRule::IntToFloat;
-  // torch.logit without eps: 1 gives +inf, 0 gives −inf, outside [0, 1] NaN, as ln of x/(1 − x).
-  template <class C> TALLY_HOST_DEVICE static C f(C x) { return std::log(x / (C(1) - x)); }
-};
+// torch.logit without eps: 1 gives +inf, 0 gives −inf, outside [0, 1] NaN, as ln of x/(1 − x).
+TALLY_INT_TO_FLOAT_MATH(Logit, std::log(x / (C(1) - x)))
 
 // GELU's two forms: one op (`gelu(x, approximate)`), so not a row of the table.
 struct GeluErfMath {

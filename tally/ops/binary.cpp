@@ -185,23 +185,13 @@ TALLY_COMPARISON(GtDef, a > b)
 TALLY_COMPARISON(GeDef, a >= b)
 #undef TALLY_COMPARISON
 
-/// What a Def's table row (or, for add and sub, the op) gives it: its name and CUDA kernel.
+/// Each definition's name and CUDA kernel: its table row's, or add's and sub's own.
 template <class Def> struct Row;
-#define TALLY_BINARY_ROW_(fn, Name, what)                          \
-  template <> struct Row<Name##Def> {                              \
-    static constexpr std::string_view name = #fn;                  \
-    static constexpr auto cuda_op = kernels::cuda::BinaryOp::Name; \
-  };
+#define TALLY_BINARY_ROW_(fn, Name, what) TALLY_ELEMENTWISE_ROW(Name##Def, #fn, kernels::cuda::BinaryOp::Name)
 TALLY_FORALL_BINARY_OPS(TALLY_BINARY_ROW_)
 #undef TALLY_BINARY_ROW_
-template <> struct Row<AddDef> {
-  static constexpr std::string_view name = "add";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Add;
-};
-template <> struct Row<SubDef> {
-  static constexpr std::string_view name = "sub";
-  static constexpr auto cuda_op = kernels::cuda::BinaryOp::Sub;
-};
+TALLY_ELEMENTWISE_ROW(AddDef, "add", kernels::cuda::BinaryOp::Add)
+TALLY_ELEMENTWISE_ROW(SubDef, "sub", kernels::cuda::BinaryOp::Sub)
 
 /// The dtype computation happens in, for operands promoted to `common`.
 template <class Def>

@@ -44,3 +44,12 @@ kernels::StridedLoop<N> make_loop(const Tensor& out, std::array<const Tensor*, N
 }
 
 }  // namespace tally::ops
+
+/// Row<Def>, declared by each elementwise family for its definitions: what a table row (or the
+/// family, for an op outside its table) gives a definition, its name and its CUDA kernel.
+#define TALLY_ELEMENTWISE_ROW(Def, op_name, cuda_enumerator) \
+  template <>                                               \
+  struct Row<Def> {                                         \
+    static constexpr std::string_view name = op_name;       \
+    static constexpr auto cuda_op = cuda_enumerator;        \
+  };

@@ -305,23 +305,13 @@ struct GeluTanhDef : kernels::GeluTanhMath {
   }
 };
 
-/// What a Def's table row (or, for gelu's two forms, the op) gives it: its name and CUDA kernel.
+/// Each definition's name and CUDA kernel: its table row's, or for gelu's two forms the op's.
 template <class Def> struct Row;
-#define TALLY_UNARY_ROW_(fn, Name, what)                             \
-  template <> struct Row<Name##Def> {                                \
-    static constexpr std::string_view name = #fn;                    \
-    static constexpr auto cuda_op = kernels::cuda::UnaryOp::Name;    \
-  };
+#define TALLY_UNARY_ROW_(fn, Name, what) TALLY_ELEMENTWISE_ROW(Name##Def, #fn, kernels::cuda::UnaryOp::Name)
 TALLY_FORALL_UNARY_OPS(TALLY_UNARY_ROW_)
 #undef TALLY_UNARY_ROW_
-template <> struct Row<GeluErfDef> {
-  static constexpr std::string_view name = "gelu";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluErf;
-};
-template <> struct Row<GeluTanhDef> {
-  static constexpr std::string_view name = "gelu";
-  static constexpr auto cuda_op = kernels::cuda::UnaryOp::GeluTanh;
-};
+TALLY_ELEMENTWISE_ROW(GeluErfDef, "gelu", kernels::cuda::UnaryOp::GeluErf)
+TALLY_ELEMENTWISE_ROW(GeluTanhDef, "gelu", kernels::cuda::UnaryOp::GeluTanh)
 
 /// A lane function `lane` (scalar, the compute type) with its 16-lane form `lanes`, for the
 /// elementwise kernels' vector path (kernels::HasVecFloat).

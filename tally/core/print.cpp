@@ -190,15 +190,15 @@ std::string Tensor::to_string() const {
   std::string body;
   if (device().is_meta()) {
     suffixes.push_back("size=" + shape_tuple(sizes()));
-    if (dtype() != kFloat32) suffixes.push_back(dtype_suffix);
+    if (dtype() != get_default_dtype()) suffixes.push_back(dtype_suffix);
     body = "...";
   } else if (numel() == 0) {
     // No elements to infer an int64 or bool dtype from, so only float32 goes without its name.
     if (dim() != 1) suffixes.push_back("size=" + shape_tuple(sizes()));
-    if (dtype() != kFloat32) suffixes.push_back(dtype_suffix);
+    if (dtype() != get_default_dtype()) suffixes.push_back(dtype_suffix);
     body = "[]";
   } else {
-    if (dtype() != kFloat32 && dtype() != kInt64 && dtype() != kBool) suffixes.push_back(dtype_suffix);
+    if (dtype() != get_default_dtype() && dtype() != kInt64 && dtype() != kBool) suffixes.push_back(dtype_suffix);
     body = values_str(is_cpu() ? *this : cpu());
   }
   return add_suffixes("tensor(" + body, suffixes, 7);

@@ -43,6 +43,5 @@ Scalar Tensor::item() const {
   });
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
 }  // namespace tally

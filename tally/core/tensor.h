@@ -380,15 +380,20 @@ class Tensor {
   /// Elementwise |a - b| <= atol + rtol * |b| (NaNs unequal unless equal_nan).
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
 
-  /// PyTorch-style printing: tensor([[1., 2.], ...]).
+  /// Python's repr, as PyTorch prints: tensor([[1., 2.], ...]). (operator<< prints as libtorch.)
   std::string to_string() const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;
 };
 
-/// Prints like PyTorch's repr.
+/// Prints as libtorch prints (`std::cout << t`): the values in columns, then
+/// "[ CPUFloatType{2,3} ]" (core/print_libtorch.cpp). to_string() gives Python's repr instead.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+/// The same (at::print), with the line width that splits a wide matrix into column blocks.
+std::ostream& print(std::ostream& os, const Tensor& t, int64_t linesize = 80);
+/// print() to std::cout.
+void print(const Tensor& t, int64_t linesize = 80);
 
 /// Wrap `dim` (which may be negative) into [0, ndim); raises IndexError with PyTorch's message.
 int64_t maybe_wrap_dim(int64_t dim, int64_t ndim, bool scalar_as_1d = true);

@@ -109,6 +109,8 @@ void print_matrix(std::ostream& os, const Tensor& m, int64_t linesize, int64_t i
   for (int64_t first = 0; first < cols;) {
     const int64_t last = std::min(first + per_line, cols) - 1;
     if (per_line < cols) {
+      // As libtorch's: without a factor line after it, the block's first row follows this text
+      // on the same line.
       if (first != 0) os << std::endl;
       os << "Columns " << first + 1 << " to " << last + 1 << pad;
     }

@@ -282,7 +282,6 @@ struct GeluBackward {
   }
 };
 
-
 struct GeluErfDef : kernels::GeluErfMath {
   static constexpr int64_t flops = 5;  // x/√2, erf, +1, ×x, ×0.5
   static kernels::Vec16f vec(kernels::Vec16f x) { return kernels::mul(x, normal_cdf(x)); }

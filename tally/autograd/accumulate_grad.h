@@ -2,8 +2,13 @@
 // The node at the end of every path to a leaf: it adds the arriving gradient into leaf.grad().
 
 #include "tally/core/autograd_meta.h"
+#include "tally/ops/elementwise.h"
 
 namespace tally::autograd {
+
+/// sum += g, where an undefined sum is none yet. Out of place: under create_graph the sum is
+/// recorded (Note [Higher-order gradients] in autograd/engine.h).
+inline void add_into(Tensor& sum, const Tensor& g) { sum = sum.defined() ? sum + g : g; }
 
 /// Accumulates into one leaf's AutogradMeta::grad.
 struct AccumulateGrad final : Node {

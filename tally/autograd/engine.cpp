@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tally/autograd/engine.h"
+#include "tally/autograd/accumulate_grad.h"
 #include "tally/core/autograd_meta.h"
 #include "tally/error/warning.h"
 #include "tally/ops/creation.h"
@@ -38,6 +39,7 @@ struct NodeTask {
   bool runs = true;
   std::vector<size_t> targets;
 };
+using autograd::add_into;
 using Tasks = std::unordered_map<Node*, NodeTask>;
 
 /// Visits every node reachable from the roots once, depth first: each gets an entry in `map`
@@ -121,10 +123,6 @@ Tensor run_grad_hooks(AutogradMeta& meta, Tensor grad) {
   }
   return grad;
 }
-
-/// sum += g, where an undefined sum is none yet. Out of place: under create_graph the sum is
-/// recorded.
-void add_into(Tensor& sum, const Tensor& g) { sum = sum.defined() ? sum + g : g; }
 
 /// Adds `grad` into a non-leaf's grad() (retain_grad, or backward's `inputs`); a first gradient
 /// is copied row-major, as PyTorch's retain_grad copies it.

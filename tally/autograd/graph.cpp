@@ -108,7 +108,7 @@ TensorList AccumulateGrad::apply(const Tensor& grad_output) {
     if (GradMode::is_enabled()) {
       // create_graph (Note [Higher-order gradients]): the gradient keeps its history, so the
       // sum is out of place.
-      leaf->grad = leaf->grad.defined() ? leaf->grad + grad_output : grad_output;
+      add_into(leaf->grad, grad_output);
     } else if (!leaf->grad.defined()) {
       // The incoming tensor itself where nothing else holds it (the usual case: a weight's
       // gradient made for it), else a private copy.

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -215,17 +216,14 @@ struct Norm {
     TensorList grads(3);
     const int64_t affine = (c.needs_grad(1) ? kGradWeight : 0) | (c.needs_grad(2) ? kGradBias : 0);
     const NormRows r = rows_of(x, dims, eps);
-    if (GradMode::is_enabled()) {  // a recording backward: every gradient by the composed rule
-      const Composed composed(x, dims, r.eps, !kRms);
-      if (c.needs_grad(0)) grads[0] = composed_input_grad(g, weight, composed, normalized_dims(x, dims), !kRms);
-      if (affine & kGradWeight) grads[1] = sum_over_rows(g * composed.xhat, x, dims);
-      if (affine & kGradBias) grads[2] = sum_over_rows(g, x, dims);
-      return grads;
-    }
-    if (!c.needs_grad(0)) {
-      // A frozen input: the weight's and bias's gradients by the composed rule (x is kept only
-      // when the weight's is asked for).
-      if (affine & kGradWeight) grads[1] = sum_over_rows(g * Composed(x, dims, r.eps, !kRms).xhat, x, dims);
+    if (GradMode::is_enabled() || !c.needs_grad(0)) {
+      // The composed rule: for a recording backward (create_graph), which differentiates it, and
+      // for a frozen input, where only the weight's and bias's are asked for. The statistics
+      // only where a gradient reads them: x is kept only when ∂x or the weight's is wanted.
+      std::optional<Composed> composed;
+      if (c.needs_grad(0) || (affine & kGradWeight)) composed.emplace(x, dims, r.eps, !kRms);
+      if (c.needs_grad(0)) grads[0] = composed_input_grad(g, weight, *composed, normalized_dims(x, dims), !kRms);
+      if (affine & kGradWeight) grads[1] = sum_over_rows(g * composed->xhat, x, dims);
       if (affine & kGradBias) grads[2] = sum_over_rows(g, x, dims);
       return grads;
     }

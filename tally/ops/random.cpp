@@ -210,19 +210,27 @@ Tensor normal_fill(Tensor t, Generator* gen, double mean, double std) {
   return ops::apply_inplace<RandomFill>(t, gen, [mean, std](Tensor& x, Generator* g) { fill_normal(x, g, mean, std); });
 }
 
+/// The smallest and largest value of an integer dtype ({0, 1} for bool).
+std::pair<int64_t, int64_t> integer_limits(Dtype dtype) {
+  std::pair<int64_t, int64_t> limits{0, 1};
+  dispatch(dtype, "integer_limits", [&]<class T>() {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      limits = {static_cast<int64_t>(std::numeric_limits<T>::lowest()), static_cast<int64_t>(std::numeric_limits<T>::max())};
+  });
+  return limits;
+}
+
 /// Fill t with integers uniform on [low, high) (randint, random_).
 Tensor random_from_to(Tensor t, int64_t low, int64_t high, Generator* gen) {
   TALLY_CHECK(low < high, "random_ expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
   // Both ends must be values of the dtype, as torch checks: uint8 in [0, 300) would wrap.
   const Dtype dtype = t.dtype();
-  double lowest = 0, highest = 1;  // bool
+  double lowest, highest;
   if (is_floating_point(dtype)) {
     highest = finfo(dtype).max, lowest = -highest;
-  } else if (dtype != kBool) {
-    dispatch(dtype, "randint", [&]<class T>() {
-      if constexpr (std::is_integral_v<T>)
-        lowest = static_cast<double>(std::numeric_limits<T>::lowest()), highest = static_cast<double>(std::numeric_limits<T>::max());
-    });
+  } else {
+    const auto [lo, hi] = integer_limits(dtype);
+    lowest = static_cast<double>(lo), highest = static_cast<double>(hi);
   }
   TALLY_CHECK(static_cast<double>(low) >= lowest, "random_ expects 'from' casted to dtype to be within its range: from is out of bounds for ",
               dtype_name(dtype), " (from=", low, ")");
@@ -253,10 +261,8 @@ Tensor uniform_fill(Tensor t, double a, double b, Generator* gen) {
 #if TALLY_PRIMARY_PASS
 
 Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
-  const Dtype dtype = options.dtype_or(get_default_dtype());
-  TALLY_CHECK_TYPE_ERROR(is_floating_point(dtype), "\"check_uniform_bounds\" not implemented for '", dtype_name(dtype), "'");
-  const UniformBits uniform(dtype);  // Note [Uniform bits per dtype]
-  return fresh(random_fill(empty(sizes, options.dtype(dtype)), gen, [uniform](const Generator& g, uint64_t c) { return uniform(g.bits(c)); }));
+  // U(0, 1): 0 + (1 − 0)·u is u exactly, so the same numbers as uniform_(0, 1).
+  return fresh(uniform_fill(empty(sizes, options.dtype(options.dtype_or(get_default_dtype()))), 0, 1, gen));
 }
 
 Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
@@ -327,17 +333,13 @@ Tensor& Tensor::random_(int64_t to, Generator* gen) const { return random_(0, to
 Tensor& Tensor::random_(Generator* gen) const {
   // PyTorch's default range: [0, 2^digits] for a float (every integer there is exact), [0, max]
   // for an integer dtype (int64 stops one short: `to` is exclusive and int64).
-  int64_t to = 2;  // bool
+  int64_t to;
   if (is_floating_point()) {
     const int digits = 1 - static_cast<int>(std::lround(std::log2(finfo(dtype()).eps)));  // eps = 2^(1 − digits)
     to = (int64_t{1} << digits) + 1;
-  } else if (dtype() != kBool) {
-    dispatch(dtype(), "random_", [&]<class T>() {
-      if constexpr (std::is_integral_v<T>) {
-        const auto max = static_cast<int64_t>(std::numeric_limits<T>::max());
-        to = max == std::numeric_limits<int64_t>::max() ? max : max + 1;
-      }
-    });
+  } else {
+    const int64_t max = integer_limits(dtype()).second;
+    to = max == std::numeric_limits<int64_t>::max() ? max : max + 1;
   }
   return random_(0, to, gen);
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tally/core/tensor.h"
+#include "tally/table/dtypes.h"
 
 namespace tally {
 
@@ -25,9 +26,9 @@ namespace {
 
 /// libtorch's names of a tensor's type: CPUFloatType, CUDALongType, ...
 std::string type_string(const Tensor& t) {
-  static constexpr const char* kScalarNames[] = {"Float", "Double", "Half", "BFloat16", "Float8_e4m3fn",
-                                                 "Float8_e5m2", "Int", "Long", "Byte", "Bool"};
-  static_assert(sizeof(kScalarNames) / sizeof(kScalarNames[0]) == kNumDtypes, "a dtype has no libtorch name here");
+#define TALLY_LIBTORCH_NAME_(Name, torch_name, bytes, libtorch_name, ...) #libtorch_name,
+  static constexpr const char* kScalarNames[] = {TALLY_FORALL_DTYPES(TALLY_LIBTORCH_NAME_)};
+#undef TALLY_LIBTORCH_NAME_
   const std::string backend = t.is_cuda() ? "CUDA" : t.device().is_meta() ? "Meta" : "CPU";
   return backend + kScalarNames[static_cast<int>(t.dtype())] + "Type";
 }

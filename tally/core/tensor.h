@@ -413,8 +413,8 @@ T Tensor::item() const {
   const Scalar value = item();
   // A value the type cannot hold raises, as libtorch's checked conversion (item<int>() of 1e10
   // was INT_MIN, of NaN an arbitrary integer): integers by range, floats by finite range.
-  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t> || std::is_same_v<T, float> ||
-                std::is_same_v<T, double>)
+  if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, int16_t> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+                std::is_same_v<T, uint8_t> || std::is_same_v<T, float> || std::is_same_v<T, double>)
     check_scalar_fits(value, dtype_of<T>(), "item");
   return value.to<T>();
 }

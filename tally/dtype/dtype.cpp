@@ -12,7 +12,7 @@ void detail::throw_unknown_dtype(std::string_view op, Dtype d) {
 
 std::string_view dtype_name(Dtype d) {
   switch (d) {
-#define TALLY_DTYPE_NAME_(Name, torch_name, bytes) \
+#define TALLY_DTYPE_NAME_(Name, torch_name, bytes, ...) \
   case Dtype::Name: return torch_name;
     TALLY_FORALL_DTYPES(TALLY_DTYPE_NAME_)
 #undef TALLY_DTYPE_NAME_
@@ -45,9 +45,13 @@ Dtype promote_types(Dtype a, Dtype b) {
     if (a == Dtype::Float64 || b == Dtype::Float64) return Dtype::Float64;
     return Dtype::Float32;
   }
-  // Integral: uint8 < int32 < int64 (uint8 with any signed type is that signed type here).
-  auto rank = [](Dtype d) { return d == Dtype::UInt8 ? 0 : d == Dtype::Int32 ? 1 : 2; };
-  return rank(a) > rank(b) ? a : b;
+  // Integral: the signed types rank by width; uint8 with int8 needs int16 to hold both ranges,
+  // and with a wider signed type is that type.
+  if (a == Dtype::UInt8 || b == Dtype::UInt8) {
+    const Dtype other = a == Dtype::UInt8 ? b : a;
+    return other == Dtype::Int8 ? Dtype::Int16 : other;
+  }
+  return element_size(a) > element_size(b) ? a : b;
 }
 
 Dtype dtype_from_name(std::string_view name) {
@@ -60,13 +64,14 @@ Dtype dtype_from_name(std::string_view name) {
   static const std::pair<const char*, Dtype> aliases[] = {
       {"float", kFloat32}, {"fp32", kFloat32},  {"double", kFloat64}, {"fp64", kFloat64},   {"half", kFloat16},
       {"fp16", kFloat16},  {"bf16", kBFloat16}, {"int", kInt32},      {"long", kInt64},     {"byte", kUInt8},
+      {"char", kInt8},     {"short", kInt16},
       {"e4m3", kFloat8_e4m3fn}, {"fp8", kFloat8_e4m3fn}, {"e5m2", kFloat8_e5m2}};
   for (const auto& [alias, dt] : aliases)
     if (key == alias) return dt;
   std::string names;
   for (int i = 0; i < kNumDtypes; ++i) names += (i ? ", " : "") + std::string(dtype_name(static_cast<Dtype>(i)));
   throw ValueError(detail::str_cat("unknown dtype '", name, "'; known dtypes: ", names,
-                                   " (aliases: float, fp32, double, half, fp16, bf16, int, long, byte, fp8, e4m3, e5m2)"));
+                                   " (aliases: float, fp32, double, half, fp16, bf16, int, long, byte, char, short, fp8, e4m3, e5m2)"));
 }
 
 }  // namespace tally

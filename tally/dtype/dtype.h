@@ -17,7 +17,7 @@ namespace tally {
 /// Element type of a tensor (libtorch: c10::ScalarType).
 /// Its enumerators, names and sizes are the rows of tally/table/dtypes.h, which the CUDA kernels
 /// read too.
-#define TALLY_DTYPE_ENUMERATOR_(Name, torch_name, bytes) Name,
+#define TALLY_DTYPE_ENUMERATOR_(Name, torch_name, bytes, ...) Name,
 enum class Dtype : uint8_t { TALLY_FORALL_DTYPES(TALLY_DTYPE_ENUMERATOR_) };
 #undef TALLY_DTYPE_ENUMERATOR_
 inline constexpr int kNumDtypes = kDtypeRows;
@@ -34,12 +34,14 @@ inline constexpr Dtype kFloat8_e5m2 = Dtype::Float8_e5m2;
 inline constexpr Dtype kInt32 = Dtype::Int32, kInt = Dtype::Int32;
 inline constexpr Dtype kInt64 = Dtype::Int64, kLong = Dtype::Int64;
 inline constexpr Dtype kUInt8 = Dtype::UInt8, kByte = Dtype::UInt8;
+inline constexpr Dtype kInt8 = Dtype::Int8, kChar = Dtype::Int8;
+inline constexpr Dtype kInt16 = Dtype::Int16, kShort = Dtype::Int16;
 inline constexpr Dtype kBool = Dtype::Bool;
 
 /// Bytes per element.
 constexpr int64_t element_size(Dtype d) {
   switch (d) {
-#define TALLY_DTYPE_SIZE_(Name, torch_name, bytes) \
+#define TALLY_DTYPE_SIZE_(Name, torch_name, bytes, ...) \
   case Dtype::Name: return bytes;
     TALLY_FORALL_DTYPES(TALLY_DTYPE_SIZE_)
 #undef TALLY_DTYPE_SIZE_
@@ -50,8 +52,8 @@ constexpr int64_t element_size(Dtype d) {
 constexpr bool is_floating_point(Dtype d) { return d <= Dtype::Float8_e5m2; }
 /// True for the 8-bit floats, which PyTorch refuses to promote implicitly.
 constexpr bool is_float8(Dtype d) { return d == Dtype::Float8_e4m3fn || d == Dtype::Float8_e5m2; }
-/// True for int32, int64 and uint8 (not bool).
-constexpr bool is_integral(Dtype d) { return d == Dtype::Int32 || d == Dtype::Int64 || d == Dtype::UInt8; }
+/// True for the integer dtypes: int8, int16, int32, int64 and uint8 (not bool).
+constexpr bool is_integral(Dtype d) { return !is_floating_point(d) && d != Dtype::Bool; }
 
 /// PyTorch's name: "float32", "bfloat16", "float8_e4m3fn", ...
 std::string_view dtype_name(Dtype d);
@@ -83,9 +85,11 @@ template <> struct dtype_cpp<Dtype::Float8_e5m2> { using type = Float8_e5m2; };
 template <> struct dtype_cpp<Dtype::Int32> { using type = int32_t; };
 template <> struct dtype_cpp<Dtype::Int64> { using type = int64_t; };
 template <> struct dtype_cpp<Dtype::UInt8> { using type = uint8_t; };
+template <> struct dtype_cpp<Dtype::Int8> { using type = int8_t; };
+template <> struct dtype_cpp<Dtype::Int16> { using type = int16_t; };
 template <> struct dtype_cpp<Dtype::Bool> { using type = bool; };
 
-#define TALLY_DTYPE_CPP_CHECK_(Name, torch_name, bytes)                                     \
+#define TALLY_DTYPE_CPP_CHECK_(Name, torch_name, bytes, ...)                                     \
   static_assert(sizeof(dtype_cpp<Dtype::Name>::type) == (bytes), "tally/table/dtypes.h: the C++ type of " #Name \
                 " has another size");
 TALLY_FORALL_DTYPES(TALLY_DTYPE_CPP_CHECK_)
@@ -101,8 +105,10 @@ template <> constexpr Dtype dtype_of<Float8_e5m2>() { return Dtype::Float8_e5m2;
 template <> constexpr Dtype dtype_of<int32_t>() { return Dtype::Int32; }
 template <> constexpr Dtype dtype_of<int64_t>() { return Dtype::Int64; }
 template <> constexpr Dtype dtype_of<uint8_t>() { return Dtype::UInt8; }
+template <> constexpr Dtype dtype_of<int8_t>() { return Dtype::Int8; }
+template <> constexpr Dtype dtype_of<int16_t>() { return Dtype::Int16; }
 template <> constexpr Dtype dtype_of<bool>() { return Dtype::Bool; }
-#define TALLY_DTYPE_ROUND_TRIP_(Name, torch_name, bytes)                                            \
+#define TALLY_DTYPE_ROUND_TRIP_(Name, torch_name, bytes, ...)                                            \
   static_assert(dtype_of<dtype_cpp<Dtype::Name>::type>() == Dtype::Name, "tally/table/dtypes.h: " #Name \
                 " and its C++ type do not map to each other");
 TALLY_FORALL_DTYPES(TALLY_DTYPE_ROUND_TRIP_)
@@ -133,7 +139,11 @@ template <class T, class V>
   } else if constexpr (is_narrow_float_v<T>) {
     return T(static_cast<float>(v));
   } else if constexpr (is_narrow_float_v<V>) {
-    return static_cast<T>(static_cast<float>(v));
+    return cast_to<T>(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) < 4 && std::is_floating_point_v<V>) {
+    // A float into an 8- or 16-bit integer truncates, then wraps (300.5 -> int8 44), as in
+    // PyTorch: through int64, where the direct conversion is undefined out of range.
+    return static_cast<T>(static_cast<int64_t>(v));
   } else {
     return static_cast<T>(v);
   }
@@ -151,7 +161,7 @@ namespace detail {
 template <class Fn>
 decltype(auto) dispatch(Dtype d, std::string_view op, Fn&& fn) {
   switch (d) {
-#define TALLY_DTYPE_DISPATCH_(Name, torch_name, bytes) \
+#define TALLY_DTYPE_DISPATCH_(Name, torch_name, bytes, ...) \
   case Dtype::Name: return fn.template operator()<typename dtype_cpp<Dtype::Name>::type>();
     TALLY_FORALL_DTYPES(TALLY_DTYPE_DISPATCH_)
 #undef TALLY_DTYPE_DISPATCH_

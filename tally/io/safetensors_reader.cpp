@@ -50,13 +50,14 @@ struct DtypeName {
 };
 constexpr DtypeName kDtypeNames[] = {
     {"F64", 64, kFloat64},     {"F32", 32, kFloat32}, {"F16", 16, kFloat16}, {"BF16", 16, kBFloat16}, {"F8_E4M3", 8, kFloat8_e4m3fn},
-    {"F8_E5M2", 8, kFloat8_e5m2}, {"I64", 64, kInt64}, {"I32", 32, kInt32}, {"U8", 8, kUInt8},        {"BOOL", 8, kBool},
+    {"F8_E5M2", 8, kFloat8_e5m2}, {"I64", 64, kInt64}, {"I32", 32, kInt32}, {"U8", 8, kUInt8},        {"I8", 8, kInt8},
+    {"I16", 16, kInt16},       {"BOOL", 8, kBool},
     // The rest of the format's dtypes: read and listed, refused when loaded as a tensor.
-    {"I8", 8, std::nullopt},   {"I16", 16, std::nullopt}, {"U16", 16, std::nullopt}, {"U32", 32, std::nullopt},
+    {"U16", 16, std::nullopt}, {"U32", 32, std::nullopt},
     {"U64", 64, std::nullopt}, {"C64", 64, std::nullopt}, {"F8_E8M0", 8, std::nullopt}, {"F8_E4M3FNUZ", 8, std::nullopt},
     {"F8_E5M2FNUZ", 8, std::nullopt}, {"F6_E2M3", 6, std::nullopt}, {"F6_E3M2", 6, std::nullopt}, {"F4", 4, std::nullopt},
 };
-constexpr std::string_view kSupportedNames = "F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32 U8 BOOL";
+constexpr std::string_view kSupportedNames = "F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32 U8 I8 I16 BOOL";
 
 /// A JSON value as it appears in the header, shortened for a message.
 std::string show(const nlohmann::json& j) {

@@ -18,12 +18,12 @@ using namespace tally;
 
 namespace {
 
-const Dtype kEveryDtype[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kFloat8_e4m3fn, kFloat8_e5m2, kInt32, kInt64, kUInt8, kBool};
+const Dtype kEveryDtype[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kFloat8_e4m3fn, kFloat8_e5m2, kInt32, kInt64, kUInt8, kInt8, kInt16, kBool};
 
-/// Values that every dtype holds in range (0 to 200), as `dtype`.
+/// Values that every dtype holds in range (0 to 120), as `dtype`.
 Tensor values(IntArrayRef sizes, Dtype dtype, uint64_t seed) {
   Generator gen(seed);
-  return (rand(sizes, {}, &gen) * 200).to(dtype);
+  return (rand(sizes, {}, &gen) * 120).to(dtype);
 }
 
 /// `out` (contiguous) holds, at each index, the bytes of `src` at that index, read at src's strides.

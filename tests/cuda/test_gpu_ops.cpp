@@ -14,7 +14,7 @@ using namespace tally::testing_gpu;
 
 namespace {
 
-const std::vector<Dtype> kArith = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
+const std::vector<Dtype> kArith = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kInt8, kInt16, kBool};
 const std::vector<Dtype> kFloating = {kFloat32, kFloat64, kFloat16, kBFloat16};
 
 /// The inputs each case runs on: contiguous, a transposed view, and a broadcast pair.
@@ -139,7 +139,7 @@ TEST(CudaOps, WhereAndMaskedFill) {
 TEST(CudaOps, CopiesBetweenEveryPairOfDtypesAndDevices) {
   TALLY_REQUIRE_GPU();
   const std::vector<Dtype> all = {kFloat32, kFloat64, kFloat16, kBFloat16, kFloat8_e4m3fn,
-                                  kFloat8_e5m2, kInt32, kInt64, kUInt8, kBool};
+                                  kFloat8_e5m2, kInt32, kInt64, kUInt8, kInt8, kInt16, kBool};
   // Values that exercise rounding and overflow of the narrow floats: normals, big numbers, NaN, inf.
   Tensor base = cat({randn({200}, kFloat32) * 4, tensor({300.0, 460.0, 1e5, -7e4, 65520.0, 1e-9, 0.0, -0.0}),
                      tensor({1.0}) / 0.0, tensor({-1.0}) / 0.0, (tensor({0.0}) / 0.0)}, 0);

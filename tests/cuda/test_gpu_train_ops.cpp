@@ -18,7 +18,7 @@ using namespace tally::testing_gpu;
 
 TEST(CudaTrainOps, IndexSelectEveryDtypeAndDim) {
   TALLY_REQUIRE_GPU();
-  for (Dtype d : {kFloat32, kFloat64, kFloat16, kBFloat16, kFloat8_e4m3fn, kInt32, kInt64, kUInt8, kBool}) {
+  for (Dtype d : {kFloat32, kFloat64, kFloat16, kBFloat16, kFloat8_e4m3fn, kInt32, kInt64, kUInt8, kInt8, kInt16, kBool}) {
     Tensor x = sample({4, 5, 6}, d == kFloat8_e4m3fn ? kFloat32 : d, 1);
     if (d == kFloat8_e4m3fn) x = x.to(d);
     for (int64_t dim : {0, 1, 2, -1}) {

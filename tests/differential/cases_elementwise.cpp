@@ -219,7 +219,8 @@ std::vector<Case> pow_cases() {
         cases.push_back(make_case("Pow", "pow_scalar", {in({7, 300}, dt, "nonzero")}, {{"scalar", e}}));
   }
   const std::vector<std::pair<Dtype, Dtype>> mixed = {
-      {kFloat32, kInt64}, {kInt32, kFloat32}, {kFloat16, kFloat32}, {kBFloat16, kInt32}, {kUInt8, kInt64}, {kFloat64, kFloat16}};
+      {kFloat32, kInt64}, {kInt32, kFloat32}, {kFloat16, kFloat32}, {kBFloat16, kInt32}, {kUInt8, kInt64}, {kFloat64, kFloat16},
+      {kInt8, kInt16}};
   for (auto [a, b] : mixed) cases.push_back(make_case("Pow", "pow", {in({3, 4}, a, "positive"), in({3, 4}, b, "exponent")}));
   return cases;
 }
@@ -240,7 +241,7 @@ std::vector<Case> in_place_cases() {
   // The result dtype must be castable to the written tensor's dtype.
   const std::vector<std::pair<Dtype, Dtype>> mixed = {{kFloat32, kInt64}, {kInt32, kFloat32}, {kFloat16, kFloat32},
                                                       {kBFloat16, kFloat64}, {kInt64, kUInt8}, {kBool, kInt32},
-                                                      {kUInt8, kInt32}};
+                                                      {kUInt8, kInt32}, {kInt16, kInt8}, {kInt8, kFloat32}};
   for (auto [a, b] : mixed)
     for (const char* op : {"add_", "mul_"})
       cases.push_back(make_case("InPlace", op, {in({3, 4}, a, "normal", Layout::Transposed), in({3, 4}, b)}));

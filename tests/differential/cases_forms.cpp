@@ -13,7 +13,7 @@ namespace {
 // torch 1.13 lacks many float16 CPU kernels, and reference.py's float32 stand-in for them cannot
 // write through the caller's view, so the written-tensor forms are checked without float16 (its
 // functional forms are covered by the other families).
-const std::vector<Dtype> kWrittenDtypes = {kFloat32, kFloat64, kBFloat16, kInt32, kInt64, kUInt8, kBool};
+const std::vector<Dtype> kWrittenDtypes = {kFloat32, kFloat64, kBFloat16, kInt32, kInt64, kUInt8, kInt8, kInt16, kBool};
 }  // namespace
 
 std::vector<Case> forms_cases() {

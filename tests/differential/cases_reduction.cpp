@@ -84,7 +84,7 @@ std::vector<Case> reduction_cases() {
       cases.push_back(p);
     }
   }
-  for (Dtype dt : {kInt32, kInt64, kUInt8, kBool}) {
+  for (Dtype dt : {kInt32, kInt64, kUInt8, kInt8, kInt16, kBool}) {
     Case c = make_case("Reduction", "sum", {in({64, 257}, dt)}, {{"dims", Json::array({0})}, {"keepdim", false}});
     cases.push_back(c);
   }
@@ -214,7 +214,7 @@ std::vector<Case> softmax_cases() {
       add(op, in({8, 1000}, dt, "normal", Layout::Sliced), 0);
     }
     add(op, in({7, 300}, kFloat32, "special"), -1);  // -inf gives 0, +inf and NaN give NaN rows
-    for (Dtype dt : {kInt32, kInt64, kUInt8, kBool}) add(op, in({3, 4, 5}, dt), -1);
+    for (Dtype dt : {kInt32, kInt64, kUInt8, kInt8, kInt16, kBool}) add(op, in({3, 4, 5}, dt), -1);
     add(op, in({300, 301}, kFloat32, "normal", Layout::Transposed), -1);  // parallel over rows
     add(op, in({300, 301}, kBFloat16), 0);
     add(op, in({0, 3}, kFloat32), 0);

@@ -96,7 +96,8 @@ std::vector<Case> join_cases() {
   cases.push_back(exact_case("Join", "index_select", {in({5, 6}, kFloat32), in({4}, kInt64, "index:9")}, {{"dim", 0}}));
   cases.push_back(exact_case("Join", "index_select", {in({5, 6}, kFloat32), in({4}, kFloat32, "index:5")}, {{"dim", 0}}));
   // cat promotes mixed dtypes to their common type.
-  const std::vector<std::pair<Dtype, Dtype>> mixed = {{kFloat32, kFloat64}, {kInt32, kFloat16}, {kBool, kInt64}, {kUInt8, kInt32}, {kBFloat16, kFloat16}};
+  const std::vector<std::pair<Dtype, Dtype>> mixed = {{kFloat32, kFloat64}, {kInt32, kFloat16}, {kBool, kInt64}, {kUInt8, kInt32}, {kBFloat16, kFloat16},
+                                                      {kUInt8, kInt8}, {kInt8, kInt16}, {kBool, kInt8}};
   for (auto [a, b] : mixed) cases.push_back(exact_case("Join", "cat", {in({2, 3}, a), in({4, 3}, b)}, {{"dim", 0}}));
   return cases;
 }
@@ -174,9 +175,11 @@ std::vector<Case> conversion_cases() {
       cases.push_back(exact_case("Conversion", "to", {in({3, 4, 5}, src, domain, Layout::Sliced)},
                                  {{"dtype", std::string(dtype_name(dst))}}));
     }
-  // Integer narrowing wraps modulo 2^bits.
+  // Integer narrowing wraps modulo 2^bits, and so does a float that the 8-bit types cannot hold.
   for (Dtype src : {kInt32, kInt64})
     cases.push_back(exact_case("Conversion", "to", {in({3, 4, 5}, src, "wide")}, {{"dtype", "uint8"}}));
+  for (Dtype src : {kInt16, kInt32, kInt64, kUInt8, kFloat32, kFloat64})
+    cases.push_back(exact_case("Conversion", "to", {in({3, 4, 5}, src, "unsigned_wide")}, {{"dtype", "int8"}}));
   cases.push_back(exact_case("Conversion", "to", {in({3, 4, 5}, kInt64, "wide")}, {{"dtype", "int32"}}));
   // Rounding to narrower floats (round to nearest even), on more samples, and NaN/inf/-0.
   for (Dtype src : {kFloat32, kFloat64})

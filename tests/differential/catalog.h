@@ -39,8 +39,8 @@ std::vector<Case> conversion_cases();
 std::vector<Case> gradient_cases();
 std::vector<Case> gradient_structure_cases();
 
-/// The eight dtypes the differential tests cover (float8 has no arithmetic in torch 1.13).
-inline const std::vector<Dtype> kAllDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool};
+/// The ten dtypes the differential tests cover (float8 has no arithmetic in torch 1.13).
+inline const std::vector<Dtype> kAllDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kInt8, kInt16, kBool};
 /// The floating ones.
 inline const std::vector<Dtype> kFloatDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16};
 

@@ -29,6 +29,8 @@ double decode(const char* p, Dtype dtype) {
     case Dtype::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case Dtype::Int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
     case Dtype::UInt8: return static_cast<unsigned char>(*p);
+    case Dtype::Int8: return static_cast<signed char>(*p);
+    case Dtype::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }
     case Dtype::Bool: return *p != 0;
     default: return std::nan("");
   }

@@ -19,6 +19,8 @@ std::string npy_descr(Dtype dtype) {
     case Dtype::Int32: return "<i4";
     case Dtype::Int64: return "<i8";
     case Dtype::UInt8: return "|u1";
+    case Dtype::Int8: return "|i1";
+    case Dtype::Int16: return "<i2";
     case Dtype::Bool: return "|b1";
     default: return "?";
   }

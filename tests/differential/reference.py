@@ -38,7 +38,7 @@ torch.set_num_threads(1)
 DTYPES = {
     "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
     "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64,
-    "uint8": torch.uint8, "bool": torch.bool,
+    "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "bool": torch.bool,
 }
 HALF_TYPES = (torch.float16, torch.bfloat16)
 

@@ -62,7 +62,7 @@ TEST(FInfo, AgreesWithTheStorageTypes) {
 }
 
 TEST(FInfo, RejectsNonFloatingTypes) {
-  for (Dtype d : {kInt32, kInt64, kUInt8, kBool}) {
+  for (Dtype d : {kInt32, kInt64, kUInt8, kInt8, kInt16, kBool}) {
     SCOPED_TRACE(std::string(dtype_name(d)));
     try {
       finfo(d);

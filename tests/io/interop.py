@@ -26,6 +26,8 @@ TABLE = {
     "i64": ("I64", [3], [-(2**62) - 1, 2**63 - 1, -(2**63)]),
     "i32": ("I32", [2, 2], [-(2**31), 2**31 - 1, 0, -1]),
     "u8": ("U8", [4], [0, 1, 128, 255]),
+    "i8": ("I8", [4], [-128, 127, 0, -1]),
+    "i16": ("I16", [3], [-(2**15), 2**15 - 1, -2]),
     "mask": ("BOOL", [2, 3], [True, False, False, True, True, False]),
     "scalar": ("F32", [], [42.5]),
     "empty": ("F32", [0, 3], []),
@@ -33,8 +35,8 @@ TABLE = {
 }
 METADATA = {"format": "pt", "step": "1200", "note": "\u00fcn\u00efc\u00f6d\u00e9 \u2713", "config": json.dumps({"lr": 3e-4, "d": 64})}
 
-NUMPY = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "U8": "u1"}
-SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "U8": 1, "BOOL": 1}
+NUMPY = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "U8": "u1", "I8": "i1", "I16": "<i2"}
+SIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "U8": 1, "I8": 1, "I16": 2, "BOOL": 1}
 # The fp8 bit patterns of the values above (OCP FP8: e4m3fn has bias 7, e5m2 bias 15).
 FP8 = {
     "F8_E4M3": {0.0: 0x00, 1.0: 0x38, -2.0: 0xC0, 0.5: 0x30, 448.0: 0x7E},
@@ -96,7 +98,7 @@ def write(out_dir):
     # Data in reverse name order, an indented header with newlines, no padding.
     write_file(f"{out_dir}/python_unpadded.safetensors", sorted(TABLE, reverse=True), padded=False, indent=1)
     # Dtypes of the format tally reads and lists but does not compute with, beside one it does.
-    others = {"ids": ("I16", [3], struct.pack("<3h", -1, 2, 3)), "mask": ("U32", [2], struct.pack("<2I", 1, 7)),
+    others = {"ids": ("U16", [3], struct.pack("<3H", 65535, 2, 3)), "mask": ("U32", [2], struct.pack("<2I", 1, 7)),
               "packed": ("F4", [3], bytes(2)), "w": ("F32", [1], struct.pack("<f", 0.5))}
     header, data = {}, b""
     for name, (dtype, shape, raw) in others.items():

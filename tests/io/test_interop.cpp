@@ -11,7 +11,7 @@ namespace {
 
 /// The dtype of a safetensors name (the table of interop.py uses only those tally has).
 Dtype dtype_of_name(const std::string& name) {
-  for (Dtype d : {kFloat64, kFloat32, kFloat16, kBFloat16, kFloat8_e4m3fn, kFloat8_e5m2, kInt64, kInt32, kUInt8, kBool})
+  for (Dtype d : {kFloat64, kFloat32, kFloat16, kBFloat16, kFloat8_e4m3fn, kFloat8_e5m2, kInt64, kInt32, kUInt8, kInt8, kInt16, kBool})
     if (safetensors_dtype_name(d) == name) return d;
   throw ValueError("unknown dtype " + name);
 }

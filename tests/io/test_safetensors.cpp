@@ -12,7 +12,7 @@ namespace tally::io::test {
 namespace {
 
 constexpr Dtype kAllDtypes[] = {kFloat64, kFloat32, kFloat16, kBFloat16, kFloat8_e4m3fn,
-                                kFloat8_e5m2, kInt64, kInt32, kUInt8, kBool};
+                                kFloat8_e5m2, kInt64, kInt32, kUInt8, kInt8, kInt16, kBool};
 
 /// Some values of `dtype` with shape `sizes` (random normals, small integers or a mask).
 Tensor sample(Dtype dtype, IntArrayRef sizes) {
@@ -130,11 +130,11 @@ TEST(Safetensors, TensorsAreListedInDataOffsetOrder) {
 // loaded, with a TypeError that names it and says the file is valid.
 TEST(Safetensors, DtypesTallyDoesNotComputeWithAreListedAndRefusedWhenLoaded) {
   const std::string header =
-      R"({"ids": {"dtype": "I16", "shape": [2], "data_offsets": [0, 4]}, "packed": {"dtype": "F4", "shape": [3], "data_offsets": [4, 6]},)"
+      R"({"ids": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}, "packed": {"dtype": "F4", "shape": [3], "data_offsets": [4, 6]},)"
       R"( "w": {"dtype": "U8", "shape": [1], "data_offsets": [6, 7]}})";
   const SafetensorsReader r = SafetensorsReader::from_bytes(file_bytes(header, {1, 0, 2, 0, 0, 0, 5}), "mixed");
   ASSERT_EQ(r.tensors().size(), 3u);
-  EXPECT_EQ(r.tensors()[0].format_dtype, "I16");
+  EXPECT_EQ(r.tensors()[0].format_dtype, "U16");
   EXPECT_FALSE(r.tensors()[0].supported);
   EXPECT_EQ(r.tensors()[1].format_dtype, "F4");
   EXPECT_TRUE(r.tensors()[2].supported);
@@ -142,9 +142,9 @@ TEST(Safetensors, DtypesTallyDoesNotComputeWithAreListedAndRefusedWhenLoaded) {
   std::vector<uint8_t> raw(4);
   r.read_bytes(r.tensors()[0], raw);  // the bytes themselves can still be read
   EXPECT_EQ(raw, (std::vector<uint8_t>{1, 0, 2, 0}));
-  expect_error<TypeError>([&] { r.load("ids"); }, {"'mixed'", "tensor 'ids' has dtype I16, which tally does not compute with",
+  expect_error<TypeError>([&] { r.load("ids"); }, {"'mixed'", "tensor 'ids' has dtype U16, which tally does not compute with",
                                                    "the file itself is valid"});
-  expect_error<TypeError>([&] { r.load_all(); }, {"has dtype I16"});
+  expect_error<TypeError>([&] { r.load_all(); }, {"has dtype U16"});
 }
 
 TEST(Safetensors, MissingTensorNamesSome) {

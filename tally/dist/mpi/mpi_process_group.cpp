@@ -97,6 +97,9 @@ class MpiProcessGroup final : public ProcessGroup {
       case kFloat64: return MPI_DOUBLE;
       case kInt64: return MPI_INT64_T;
       case kInt32: return MPI_INT32_T;
+      case kInt16: return MPI_INT16_T;
+      case kInt8: return MPI_INT8_T;
+      case kUInt8: return MPI_UINT8_T;
       default: return MPI_DATATYPE_NULL;
     }
   }

@@ -21,6 +21,8 @@ template <class T> struct accumulator { using type = T; };
 template <> struct accumulator<int32_t> { using type = uint32_t; };
 template <> struct accumulator<int64_t> { using type = uint64_t; };
 template <> struct accumulator<uint8_t> { using type = uint32_t; };
+template <> struct accumulator<int8_t> { using type = uint32_t; };
+template <> struct accumulator<int16_t> { using type = uint32_t; };
 
 // Register tile: MR rows × two vectors of C, 12 accumulators (for doubles: enough to hide FMA
 // latency on two ports). Cache blocks: one KC×NR sliver of B (16 KiB for doubles with AVX-512)
@@ -185,6 +187,8 @@ void blocked_kernel(Dtype dtype, const MatmulProblem& p, void* C) {
     case Dtype::Int32: return blocked(p, static_cast<int32_t*>(C));
     case Dtype::Int64: return blocked(p, static_cast<int64_t*>(C));
     case Dtype::UInt8: return blocked(p, static_cast<uint8_t*>(C));
+    case Dtype::Int8: return blocked(p, static_cast<int8_t*>(C));
+    case Dtype::Int16: return blocked(p, static_cast<int16_t*>(C));
     default: ::tally::kernels::detail::unknown_kernel_dtype(dtype);
   }
 }

@@ -3,7 +3,7 @@
 // tally/kernels/cuda).
 //
 // Storage types: float, double, __half, __nv_bfloat16, F8E4M3, F8E5M2, int32_t, int64_t,
-// uint8_t and Bool; dtype ids are tally::Dtype's values (kernels.h). Every kernel loads a
+// uint8_t, int8_t, int16_t and Bool; dtype ids are tally::Dtype's values (kernels.h). Every kernel loads a
 // storage value into its compute type (float for the 16- and 8-bit floats, bool for Bool, the
 // type itself otherwise), works there, and rounds once on store, as the CPU kernels do
 // (tally/dtype/dtype.h: compute_t and cast_to).
@@ -25,7 +25,7 @@
 namespace tally::kernels::cuda::dev {
 
 /// Dtype ids: tally::Dtype's values, from the same list (tally/table/dtypes.h).
-#define TALLY_DTYPE_ID_(Name, torch_name, bytes) k##Name,
+#define TALLY_DTYPE_ID_(Name, torch_name, bytes, ...) k##Name,
 enum DtypeId : uint8_t { TALLY_FORALL_DTYPES(TALLY_DTYPE_ID_) };
 #undef TALLY_DTYPE_ID_
 
@@ -45,8 +45,10 @@ template <> struct StorageOf<kFloat8_e5m2> { using type = F8E5M2; };
 template <> struct StorageOf<kInt32> { using type = int32_t; };
 template <> struct StorageOf<kInt64> { using type = int64_t; };
 template <> struct StorageOf<kUInt8> { using type = uint8_t; };
+template <> struct StorageOf<kInt8> { using type = int8_t; };
+template <> struct StorageOf<kInt16> { using type = int16_t; };
 template <> struct StorageOf<kBool> { using type = Bool; };
-#define TALLY_DTYPE_STORAGE_CHECK_(Name, torch_name, bytes)                                              \
+#define TALLY_DTYPE_STORAGE_CHECK_(Name, torch_name, bytes, ...)                                              \
   static_assert(sizeof(typename StorageOf<k##Name>::type) == (bytes), "tally/table/dtypes.h: the storage type " \
                                                                        "of " #Name " has another size");
 TALLY_FORALL_DTYPES(TALLY_DTYPE_STORAGE_CHECK_)
@@ -111,8 +113,8 @@ __device__ __forceinline__ compute_t<T> to_compute(T x) {
 
 /// Convert a compute value (float, double, an integer or bool) to storage type T. Narrow floats
 /// round once from float32 (a double goes through float, as on the CPU); bool is value != 0;
-/// floating -> integer truncates; floating -> uint8 goes through int64 so negative values wrap
-/// as they do on x86 (CUDA's direct conversion would saturate to 0).
+/// floating -> integer truncates; floating -> an 8- or 16-bit integer goes through int64 so that
+/// it wraps as PyTorch's does (CUDA's direct conversion would saturate).
 template <class T, class V>
 __device__ __forceinline__ T from_compute(V v) {
   if constexpr (std::is_same_v<T, Bool>) return Bool{static_cast<uint8_t>(v != V(0))};
@@ -120,8 +122,8 @@ __device__ __forceinline__ T from_compute(V v) {
   else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(v));
   else if constexpr (std::is_same_v<T, F8E4M3>) return F8E4M3{encode_fp8<3, 7, false>(static_cast<float>(v))};
   else if constexpr (std::is_same_v<T, F8E5M2>) return F8E5M2{encode_fp8<2, 15, true>(static_cast<float>(v))};
-  else if constexpr (std::is_same_v<T, uint8_t> && std::is_floating_point_v<V>)
-    return static_cast<uint8_t>(static_cast<int64_t>(v));
+  else if constexpr (std::is_integral_v<T> && sizeof(T) < 4 && std::is_floating_point_v<V>)
+    return static_cast<T>(static_cast<int64_t>(v));
   else return static_cast<T>(v);
 }
 
@@ -130,7 +132,7 @@ __device__ __forceinline__ T from_compute(V v) {
 template <class V>
 __device__ __forceinline__ void store_as(uint8_t dtype, void* out, int64_t i, V v) {
   switch (dtype) {
-#define TALLY_DTYPE_STORE_(Name, torch_name, bytes)                                                        \
+#define TALLY_DTYPE_STORE_(Name, torch_name, bytes, ...)                                                        \
   case k##Name: {                                                                                         \
     using S = typename StorageOf<k##Name>::type;                                                          \
     static_cast<S*>(out)[i] = from_compute<S>(v);                                                         \
@@ -164,14 +166,14 @@ struct alignas(sizeof(T) * V) Pack {
 // ---- host helpers ------------------------------------------------------------------------------
 
 inline const char* dtype_name(uint8_t d) {
-#define TALLY_DTYPE_NAME_(Name, torch_name, bytes) #Name,
+#define TALLY_DTYPE_NAME_(Name, torch_name, bytes, ...) #Name,
   static constexpr const char* kNames[] = {TALLY_FORALL_DTYPES(TALLY_DTYPE_NAME_)};
 #undef TALLY_DTYPE_NAME_
   return d < kDtypeRows ? kNames[d] : "unknown dtype";
 }
 
 inline int dtype_size(uint8_t d) {
-#define TALLY_DTYPE_SIZE_(Name, torch_name, bytes) bytes,
+#define TALLY_DTYPE_SIZE_(Name, torch_name, bytes, ...) bytes,
   static constexpr int kSizes[] = {TALLY_FORALL_DTYPES(TALLY_DTYPE_SIZE_)};
 #undef TALLY_DTYPE_SIZE_
   return d < kDtypeRows ? kSizes[d] : 0;
@@ -202,7 +204,7 @@ void dispatch_to(uint8_t dtype, const char* what, Fn& fn) {
 template <uint32_t Allowed, class Fn>
 void dispatch(uint8_t dtype, const char* what, Fn&& fn) {
   switch (dtype) {
-#define TALLY_DTYPE_DISPATCH_(Name, torch_name, bytes) \
+#define TALLY_DTYPE_DISPATCH_(Name, torch_name, bytes, ...) \
   case k##Name: return dispatch_to<Allowed, k##Name>(dtype, what, fn);
     TALLY_FORALL_DTYPES(TALLY_DTYPE_DISPATCH_)
 #undef TALLY_DTYPE_DISPATCH_
@@ -224,9 +226,9 @@ void dispatch_size(uint8_t dtype, const char* what, Fn&& fn) {
 }
 
 constexpr uint32_t bit(uint8_t id) { return 1u << id; }
-inline constexpr uint32_t kAllDtypes = 0x3FFu;
+inline constexpr uint32_t kAllDtypes = (1u << kDtypeRows) - 1u;
 inline constexpr uint32_t kFloatDtypes = bit(kFloat32) | bit(kFloat64) | bit(kFloat16) | bit(kBFloat16);
-inline constexpr uint32_t kIntDtypes = bit(kInt32) | bit(kInt64) | bit(kUInt8);
+inline constexpr uint32_t kIntDtypes = bit(kInt32) | bit(kInt64) | bit(kUInt8) | bit(kInt8) | bit(kInt16);
 /// Everything but float8 (which, as in PyTorch, has no arithmetic).
 inline constexpr uint32_t kArithDtypes = kFloatDtypes | kIntDtypes | bit(kBool);
 

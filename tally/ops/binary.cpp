@@ -1,9 +1,11 @@
 // Binary elementwise ops. The ops are the rows of tally/table/binary_ops.h, and add and sub; each
-// has a definition here (FLOPs per element, result-dtype rule, scalar function, gradients);
+// has a definition here (FLOPs per element, checks, gradients) over its scalar rule `<Name>Math`
+// (kernels/binary_math.h: result-dtype rule and function, shared with the CUDA kernels);
 // Binary<Def> turns it into an op run by apply(), and the row gives it every form.
 
 #include <cmath>
 
+#include "tally/kernels/binary_math.h"
 #include "tally/kernels/cpu/dispatch.h"
 #include "tally/ops/cuda_launch.h"
 #include "tally/ops/elementwise.h"
@@ -48,7 +50,7 @@ Dtype result_type(const Tensor& a, Scalar b) { return result_type(a.dtype(), b);
 
 namespace {
 
-enum class ResultRule { Promote, PromoteToFloat, Compare };
+using kernels::BinaryRule;
 
 constexpr const char* kBoolSubtractionMessage =
     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the "
@@ -59,73 +61,43 @@ struct Reads {
   bool a = false, b = false, out = false;
 };
 
-struct AddDef {
+struct AddDef : kernels::AddMath {
   static constexpr int64_t flops = 1;
-  static constexpr ResultRule rule = ResultRule::Promote;
-  template <class C> static C f(C a, C b) { return static_cast<C>(a + b); }
   // d(a+b) = da + db: no operand value is read (Note [Version counter])
   static constexpr bool backward_reads_values = false;
   static constexpr Reads reads_a{}, reads_b{};
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
 };
-struct SubDef {
+struct SubDef : kernels::SubMath {
   static constexpr int64_t flops = 1;
-  static constexpr ResultRule rule = ResultRule::Promote;
   static void check(const Tensor& a, const Tensor& b, Dtype) {
     TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool || b.dtype() != kBool, "Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.");
     TALLY_CHECK_TYPE_ERROR(a.dtype() != kBool && b.dtype() != kBool, kBoolSubtractionMessage);
   }
-  template <class C> static C f(C a, C b) { return static_cast<C>(a - b); }
   static constexpr bool backward_reads_values = false;
   static constexpr Reads reads_a{}, reads_b{};
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return g; }
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor&, const Tensor&) { return -g; }
 };
-struct MulDef {
+struct MulDef : kernels::MulMath {
   static constexpr int64_t flops = 1;
-  static constexpr ResultRule rule = ResultRule::Promote;
-  template <class C> static C f(C a, C b) {
-    if constexpr (std::is_same_v<C, bool>) return a && b;
-    else return static_cast<C>(a * b);
-  }
   static constexpr Reads reads_a{.b = true}, reads_b{.a = true};
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor& b, const Tensor&) { return g * b; }
   static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor&, const Tensor&) { return g * a; }
 };
-struct DivDef {
+struct DivDef : kernels::DivMath {
   static constexpr int64_t flops = 1;
-  static constexpr ResultRule rule = ResultRule::PromoteToFloat;
-  template <class C> static C f(C a, C b) { return a / b; }
   static constexpr Reads reads_a{.b = true}, reads_b{.b = true, .out = true};
   static Tensor grad_a(const Tensor& g, const Tensor&, const Tensor& b, const Tensor&) { return g / b; }
   // d(a/b)/db = -a/b² = -out/b
   static Tensor grad_b(const Tensor& g, const Tensor&, const Tensor& b, const Tensor& out) { return -(g * out / b); }
 };
-struct PowDef {
+struct PowDef : kernels::PowMath {
   static constexpr int64_t flops = 1;
-  static constexpr ResultRule rule = ResultRule::Promote;
   static void check(const Tensor&, const Tensor&, Dtype common) {
     TALLY_CHECK_TYPE_ERROR(common != kBool, "\"pow\" not implemented for 'Bool'");
-  }
-  template <class C> static C f(C a, C b) {
-    if constexpr (std::is_same_v<C, bool>) return a || !b;
-    else if constexpr (std::is_integral_v<C>) {
-      // A negative exponent (a tensor's; a number's is refused): 1 for a base of 1, ±1 for −1, else
-      // 0, as PyTorch's integer pow.
-      if constexpr (std::is_signed_v<C>)
-        if (b < 0) return a == 1 ? C(1) : a == -1 ? C(b % 2 == 0 ? 1 : -1) : C(0);
-      // Integer power by squaring.
-      C result = 1, base = a;
-      for (auto e = b; e > 0; e >>= 1) {
-        if (e & 1) result = static_cast<C>(result * base);
-        base = static_cast<C>(base * base);
-      }
-      return result;
-    } else {
-      return std::pow(a, b);
-    }
   }
   // d(a^b)/da = b·a^(b-1), taken as 0 where b = 0 (a^0 is constant, though 0·0^-1 is NaN);
   // d(a^b)/db = a^b·ln a, taken as 0 where a = 0 and b ≥ 0 (0^b is constant there, though
@@ -139,15 +111,8 @@ struct PowDef {
     return (g * out * log(a)).masked_fill(constant_at_zero, 0);
   }
 };
-struct MaximumDef {
+struct MaximumDef : kernels::MaximumMath {
   static constexpr int64_t flops = 1;
-  static constexpr ResultRule rule = ResultRule::Promote;
-  template <class C> static C f(C a, C b) {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(a) || std::isnan(b)) return a + b;  // NaN propagates
-    }
-    return a > b ? a : b;
-  }
   // The larger input takes the gradient; a tie splits it evenly (PyTorch's rule).
   static Tensor grad_a(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return tie_split(g, a, b); }
   static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return tie_split(g, b, a); }
@@ -155,15 +120,8 @@ struct MaximumDef {
     return where(self == other, g / 2, g).masked_fill(self < other, 0);
   }
 };
-struct MinimumDef {
+struct MinimumDef : kernels::MinimumMath {
   static constexpr int64_t flops = 1;
-  static constexpr ResultRule rule = ResultRule::Promote;
-  template <class C> static C f(C a, C b) {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(a) || std::isnan(b)) return a + b;
-    }
-    return a < b ? a : b;
-  }
   static Tensor grad_a(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return tie_split(g, a, b); }
   static Tensor grad_b(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor&) { return tie_split(g, b, a); }
   static Tensor tie_split(const Tensor& g, const Tensor& self, const Tensor& other) {
@@ -171,19 +129,12 @@ struct MinimumDef {
   }
 };
 
-#define TALLY_COMPARISON(Name, expr)                            \
-  struct Name {                                                 \
-    static constexpr int64_t flops = 1;                         \
-    static constexpr ResultRule rule = ResultRule::Compare;     \
-    template <class C> static bool f(C a, C b) { return expr; } \
-  };
-TALLY_COMPARISON(EqDef, a == b)
-TALLY_COMPARISON(NeDef, a != b)
-TALLY_COMPARISON(LtDef, a < b)
-TALLY_COMPARISON(LeDef, a <= b)
-TALLY_COMPARISON(GtDef, a > b)
-TALLY_COMPARISON(GeDef, a >= b)
-#undef TALLY_COMPARISON
+struct EqDef : kernels::EqMath { static constexpr int64_t flops = 1; };
+struct NeDef : kernels::NeMath { static constexpr int64_t flops = 1; };
+struct LtDef : kernels::LtMath { static constexpr int64_t flops = 1; };
+struct LeDef : kernels::LeMath { static constexpr int64_t flops = 1; };
+struct GtDef : kernels::GtMath { static constexpr int64_t flops = 1; };
+struct GeDef : kernels::GeMath { static constexpr int64_t flops = 1; };
 
 /// Each definition's name and CUDA kernel: its table row's, or add's and sub's own.
 template <class Def> struct Row;
@@ -196,7 +147,7 @@ TALLY_ELEMENTWISE_ROW(SubDef, "sub", kernels::cuda::BinaryOp::Sub)
 /// The dtype computation happens in, for operands promoted to `common`.
 template <class Def>
 Dtype compute_dtype(Dtype common) {
-  if constexpr (Def::rule == ResultRule::PromoteToFloat) return is_floating_point(common) ? common : get_default_dtype();
+  if constexpr (Def::rule == BinaryRule::PromoteToFloat) return is_floating_point(common) ? common : get_default_dtype();
   return common;
 }
 
@@ -210,7 +161,7 @@ struct Binary {
     const Dtype common = result_type(a, b);
     check_arith(common, name);  // before any device's kernel is chosen
     if constexpr (requires { Def::check(a, b, common); }) Def::check(a, b, common);
-    return {geometry::broadcast_shapes(a.sizes(), b.sizes()), Def::rule == ResultRule::Compare ? kBool : compute_dtype<Def>(common)};
+    return {geometry::broadcast_shapes(a.sizes(), b.sizes()), Def::rule == BinaryRule::Compare ? kBool : compute_dtype<Def>(common)};
   }
   static void compute(const Tensor& out, const Tensor& a, const Tensor& b) {
     const Dtype common = result_type(a, b);
@@ -228,7 +179,7 @@ struct Binary {
   static void kernel(const kernels::StridedLoop<3>& loop, Dtype dt) {
     dispatch(dt, name, [&]<class T>() {
       using C = compute_t<T>;
-      using TO = std::conditional_t<Def::rule == ResultRule::Compare, bool, T>;
+      using TO = std::conditional_t<Def::rule == BinaryRule::Compare, bool, T>;
       kernels::binary_kernel<TO, T>(loop, [](C x, C y) { return Def::template f<C>(x, y); });
     });
   }

@@ -4,8 +4,10 @@
 // function `tally::maximum(a, b)`, the out= form `tally::maximum_out(out, a, b)`
 // (ops/elementwise.h), the method `a.maximum(b)` and in place `a.maximum_(b)` (core/tensor.h),
 // its registry entry (ops/registry.h, which the differential tests run in every form), its CPU
-// kernel in the per-target lists, and its CUDA enumerator (kernels/cuda/kernels.h). Its
-// definition is `<Name>Def` in ops/binary.cpp.
+// kernel in the per-target lists, and its CUDA enumerator (kernels/cuda/kernels.h) and launch
+// case (kernels/cuda/elementwise.cu). Its scalar rule is `<Name>Math` in kernels/binary_math.h,
+// which both devices compile; its definition (FLOPs, checks, gradients) is `<Name>Def` in
+// ops/binary.cpp.
 //
 // add and sub are not rows: they take alpha, and are written out beside them with the same four
 // forms.

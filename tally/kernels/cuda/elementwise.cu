@@ -22,6 +22,7 @@
 
 #include "tally/kernels/cuda/dtypes.cuh"
 #include "tally/kernels/cuda/kernels.h"
+#include "tally/kernels/binary_math.h"
 #include "tally/kernels/unary_math.h"
 
 namespace tally::kernels::cuda {
@@ -309,54 +310,16 @@ void launch(const Launch& l, const F& f, const char* what) {
 
 // ---- math (the float/double overloads are in dtypes.cuh) ----
 
-/// Integer power by squaring. A negative exponent (a tensor's; the op layer refuses a number's)
-/// gives 1 for a base of 1, ±1 for −1, else 0, as the CPU kernel and PyTorch's.
-template <class C, class E>
-__device__ __forceinline__ C int_pow(C base, E e) {
-  if constexpr (std::is_signed_v<E>)
-    if (e < 0) return base == 1 ? C(1) : (base == C(-1) ? C(e % 2 == 0 ? 1 : -1) : C(0));
-  C result = 1;
-  for (; e > 0; e >>= 1) {
-    if (e & 1) result = static_cast<C>(result * base);
-    base = static_cast<C>(base * base);
-  }
-  return result;
-}
-
 // ---- functors ----------------------------------------------------------------------------------
 
-template <BinaryOp Op>
+/// A binary op's scalar rule (kernels/binary_math.h), the CPU kernels' own expression.
+template <class Math>
 struct BinaryF {
   template <class C>
-  __device__ __forceinline__ auto operator()(C a, C b) const {
-    constexpr bool kBool = std::is_same_v<C, bool>;
-    if constexpr (Op == BinaryOp::Add) {
-      if constexpr (kBool) return a || b;
-      else return static_cast<C>(a + b);
-    } else if constexpr (Op == BinaryOp::Sub) {
-      if constexpr (kBool) return a != b;
-      else return static_cast<C>(a - b);
-    } else if constexpr (Op == BinaryOp::Mul) {
-      if constexpr (kBool) return a && b;
-      else return static_cast<C>(a * b);
-    } else if constexpr (Op == BinaryOp::Div) {
-      return a / b;
-    } else if constexpr (Op == BinaryOp::Pow) {
-      if constexpr (kBool) return a || !b;
-      else if constexpr (std::is_integral_v<C>) return int_pow(a, b);
-      else return pow_(a, b);
-    } else {
-      static_assert(Op == BinaryOp::Maximum || Op == BinaryOp::Minimum, "comparisons go through CompareF");
-      if constexpr (std::is_floating_point_v<C>) {
-        if (is_nan(a) || is_nan(b)) return a + b;  // NaN propagates
-      }
-      if constexpr (Op == BinaryOp::Maximum) return a > b ? a : b;
-      else return a < b ? a : b;
-    }
-  }
+  __device__ __forceinline__ C operator()(C a, C b) const { return Math::template f<C>(a, b); }
 };
 
-/// The six comparisons share one kernel per dtype, choosing by a launch-wide value: the branch
+/// The comparison rows share one kernel per dtype, choosing by a launch-wide value: the branch
 /// is uniform and costs nothing next to the memory traffic, and it saves five sixths of their
 /// instantiations (compile time).
 struct CompareF {
@@ -364,13 +327,15 @@ struct CompareF {
   template <class C>
   __device__ __forceinline__ bool operator()(C a, C b) const {
     switch (op) {
-      case BinaryOp::Eq: return a == b;
-      case BinaryOp::Ne: return a != b;
-      case BinaryOp::Lt: return a < b;
-      case BinaryOp::Le: return a <= b;
-      case BinaryOp::Gt: return a > b;
-      default: return a >= b;
+#define TALLY_COMPARE_CASE_(fn, Name, what)                                                              \
+  case BinaryOp::Name:                                                                                  \
+    if constexpr (Name##Math::rule == BinaryRule::Compare) return Name##Math::template f<C>(a, b); \
+    break;
+      TALLY_FORALL_BINARY_OPS(TALLY_COMPARE_CASE_)
+#undef TALLY_COMPARE_CASE_
+      default: break;
     }
+    return false;  // not a comparison: binary_with sends only comparisons here
   }
 };
 
@@ -414,7 +379,7 @@ struct PowF {
 struct IntPowF {
   int64_t e;
   template <class C>
-  __device__ __forceinline__ C operator()(C v) const { return int_pow(v, e); }
+  __device__ __forceinline__ C operator()(C v) const { return kernels::int_pow(v, e); }
 };
 
 /// A number as the compute type C, as Scalar::to<C> converts it (integers through int64; bool
@@ -465,15 +430,6 @@ void expect_dtype(const Launch& l, int first, int last, uint8_t id, const char* 
   }
 }
 
-template <BinaryOp Op, uint32_t Allowed>
-void binary_with(const Launch& l) {
-  expect_dtype(l, 0, 2, l.op[1].dtype, "binary");
-  dispatch<Allowed>(l.op[1].dtype, "binary", [&](auto t) {
-    using T = typename decltype(t)::type;
-    launch<T, T, T>(l, BinaryF<Op>{}, "binary");
-  });
-}
-
 void compare(BinaryOp op, const Launch& l) {
   expect_dtype(l, 0, 0, kBool, "compare");
   expect_dtype(l, 2, 2, l.op[1].dtype, "compare");
@@ -481,6 +437,22 @@ void compare(BinaryOp op, const Launch& l) {
     using T = typename decltype(t)::type;
     launch<Bool, T, T>(l, CompareF{op}, "compare");
   });
+}
+
+/// A binary op's kernel: comparisons share theirs (CompareF); the others take what their rule
+/// leaves after the op has promoted the operands (div: integers became float32).
+template <class Math>
+void binary_with(BinaryOp op, const Launch& l) {
+  if constexpr (Math::rule == BinaryRule::Compare) {
+    compare(op, l);
+  } else {
+    constexpr uint32_t kAllowed = Math::rule == BinaryRule::PromoteToFloat ? kFloatDtypes : kArithDtypes;
+    expect_dtype(l, 0, 2, l.op[1].dtype, "binary");
+    dispatch<kAllowed>(l.op[1].dtype, "binary", [&](auto t) {
+      using T = typename decltype(t)::type;
+      launch<T, T, T>(l, BinaryF<Math>{}, "binary");
+    });
+  }
 }
 
 /// The dtypes a unary kernel takes: what its input rule leaves after the op has promoted
@@ -510,21 +482,13 @@ void unary_with(const Launch& l) {
 }  // namespace
 
 void binary(BinaryOp op, const Launch& l) {
-  constexpr uint32_t kNoBool = kFloatDtypes | kIntDtypes;
   switch (op) {
-    case BinaryOp::Add: return binary_with<BinaryOp::Add, kArithDtypes>(l);
-    case BinaryOp::Sub: return binary_with<BinaryOp::Sub, kNoBool>(l);
-    case BinaryOp::Mul: return binary_with<BinaryOp::Mul, kArithDtypes>(l);
-    case BinaryOp::Div: return binary_with<BinaryOp::Div, kFloatDtypes>(l);  // integers are promoted first
-    case BinaryOp::Pow: return binary_with<BinaryOp::Pow, kArithDtypes>(l);
-    case BinaryOp::Maximum: return binary_with<BinaryOp::Maximum, kArithDtypes>(l);
-    case BinaryOp::Minimum: return binary_with<BinaryOp::Minimum, kArithDtypes>(l);
-    case BinaryOp::Eq:
-    case BinaryOp::Ne:
-    case BinaryOp::Lt:
-    case BinaryOp::Le:
-    case BinaryOp::Gt:
-    case BinaryOp::Ge: return compare(op, l);
+    case BinaryOp::Add: return binary_with<AddMath>(op, l);
+    case BinaryOp::Sub: return binary_with<SubMath>(op, l);
+#define TALLY_BINARY_CASE_(fn, Name, what) \
+  case BinaryOp::Name: return binary_with<Name##Math>(op, l);
+    TALLY_FORALL_BINARY_OPS(TALLY_BINARY_CASE_)
+#undef TALLY_BINARY_CASE_
   }
   raise_error("tally CUDA kernel binary: unknown op");
 }

@@ -23,6 +23,7 @@ Tensor scale_tensor(double s, Device device) { return scalar_tensor(s, TensorOpt
 struct Fp8Matmul {
   static constexpr std::string_view name = "fp8_linear";
   static constexpr bool forward_on_meta = true;
+  static constexpr bool supports_cuda = true;  // its forward is scaled_mm, which runs on either device
   static Tensor forward(const Tensor&, const Tensor&, const Tensor& xq, const Tensor& wq, double x_inv, double w_inv, Dtype out,
                         DelayedScaling*) {
     return scaled_mm(xq, wq.t(), scale_tensor(x_inv, xq.device()), scale_tensor(w_inv, xq.device()), out);

@@ -200,6 +200,10 @@ std::set<std::string>& registry() {
   static std::set<std::string> names;
   return names;
 }
+std::set<std::string>& cpu_only_registry() {
+  static std::set<std::string> names;
+  return names;
+}
 }  // namespace
 
 void detail::register_differentiable(std::string_view name) {
@@ -210,6 +214,17 @@ void detail::register_differentiable(std::string_view name) {
 std::vector<std::string> differentiable_ops() {
   std::lock_guard lock(registry_mutex());
   return {registry().begin(), registry().end()};
+}
+
+void detail::register_op(std::string_view name, bool runs_on_cuda) {
+  if (runs_on_cuda) return;
+  std::lock_guard lock(registry_mutex());
+  cpu_only_registry().emplace(name);
+}
+
+std::vector<std::string> cpu_only_ops() {
+  std::lock_guard lock(registry_mutex());
+  return {cpu_only_registry().begin(), cpu_only_registry().end()};
 }
 
 Tensor AutocastHook::cast(const Tensor& t, Dtype dtype) { return t.to(dtype); }

@@ -155,6 +155,10 @@ inline Device common_device(std::initializer_list<const Tensor*> tensors) {
 
 /// Names of every op with a backward rule, sorted (the registry gradcheck tests walk).
 std::vector<std::string> differentiable_ops();
+/// Names of every op that has no CUDA kernel and raises NotImplementedError for a CUDA tensor,
+/// sorted: what docs/cuda.md lists, and a test holds it to. An op some of whose forms run on the
+/// GPU and some not (two structs of one name) is listed.
+std::vector<std::string> cpu_only_ops();
 
 /// What a backward rule receives besides the op's own arguments.
 struct BackwardContext {
@@ -297,10 +301,19 @@ DimVector output_layout(IntArrayRef sizes, const Args&... args) {
   }
 }
 
+/// Adds an op to the list of ops apply() runs, with whether it has a CUDA kernel (cpu_only_ops()).
+void register_op(std::string_view name, bool runs_on_cuda);
+/// Registers Op once, at start-up, for every Op that apply() can run.
+template <class Op>
+struct OpRegistrar {
+  static inline const bool registered = (register_op(Op::name, supports_cuda<Op>() || requires { Op::crosses_devices; }), true);
+};
+
 /// The device Op runs on for these arguments; raises for mixed devices, or an op without a CUDA
 /// kernel or meta step given such tensors.
 template <class Op, class... Args>
 Device op_device(const Args&... args) {
+  (void)OpRegistrar<Op>::registered;
   const SmallVector<const Tensor*, 4> ts = tensor_args(args...);
   Device d(kCPU);
   if constexpr (requires { Op::crosses_devices; }) {

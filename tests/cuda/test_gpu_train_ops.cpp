@@ -1,6 +1,6 @@
 // What training a language model on the GPU needs beyond the layers, against the CPU: an
 // embedding's gather and scatter (index_select, index_add), the optimizers' pointwise ops
-// (addcmul, addcdiv, lerp), cross_entropy forward and backward, the Adam, AdamW and SGD updates
+// (addcmul, addcdiv, lerp), the FP8 linear layer, cross_entropy forward and backward, the Adam, AdamW and SGD updates
 // (bit for bit), the prefetcher's pinned, non-blocking batches, and a few steps of a whole
 // TransformerLM.
 
@@ -86,6 +86,33 @@ TEST(CudaTrainOps, AddcmulAddcdivLerp) {
     Tensor c = s.clone();
     c.addcmul_(a, a, 0.1).lerp_(b, 0.2);
     EXPECT_TRUE(same_as_cpu(g, c, t, t));
+  }
+}
+
+// The FP8 layer on the GPU: its product is scaled_mm through cuBLASLt, its scales follow the same
+// amaxes as on the CPU, and its gradients are the recipe's E5M2 products there too.
+TEST(CudaTrainOps, Fp8LinearForwardAndBackwardMatchTheCpu) {
+  TALLY_REQUIRE_GPU();
+  const cuda::DeviceProperties p = cuda::get_device_properties(0);
+  if (p.major < 9 && !(p.major == 8 && p.minor >= 9)) GTEST_SKIP() << p.name << " has no FP8 tensor cores";
+  Generator gen(3);
+  const Tensor x0 = randn({16, 64}, {}, &gen), w0 = randn({32, 64}, {}, &gen) * 0.1, b0 = randn({32}, {}, &gen);
+  const Tensor g = randn({16, 32}, {}, &gen);
+  amp::Fp8LinearState on_cpu, on_gpu;
+  for (int step = 1; step <= 2; ++step) {  // step 2 casts with the scales step 1's amaxes gave
+    SCOPED_TRACE("step " + std::to_string(step));
+    Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+    Tensor xg = x0.to(kGpu).requires_grad_(), wg = w0.to(kGpu).requires_grad_(), bg = b0.to(kGpu).requires_grad_();
+    Tensor y = amp::fp8_linear(x, w, b, on_cpu), yg = amp::fp8_linear(xg, wg, bg, on_gpu);
+    y.backward(g);
+    yg.backward(g.to(kGpu));
+    EXPECT_DOUBLE_EQ(on_gpu.input.scale(), on_cpu.input.scale());
+    EXPECT_DOUBLE_EQ(on_gpu.grad_output.scale(), on_cpu.grad_output.scale());
+    // Hopper's FP8 tensor cores accumulate with fewer bits than float32 (about 1e-3 relative).
+    EXPECT_TRUE(same_as_cpu(yg.detach(), y.detach(), 1e-2, 1e-2));
+    EXPECT_TRUE(same_as_cpu(xg.grad(), x.grad(), 1e-2, 1e-2));
+    EXPECT_TRUE(same_as_cpu(wg.grad(), w.grad(), 1e-2, 1e-2));
+    EXPECT_TRUE(same_as_cpu(bg.grad(), b.grad(), 1e-5));
   }
 }
 

@@ -68,10 +68,10 @@ Dtype dtype_from_name(std::string_view name) {
       {"e4m3", kFloat8_e4m3fn}, {"fp8", kFloat8_e4m3fn}, {"e5m2", kFloat8_e5m2}};
   for (const auto& [alias, dt] : aliases)
     if (key == alias) return dt;
-  std::string names;
+  std::string names, alias_names;
   for (int i = 0; i < kNumDtypes; ++i) names += (i ? ", " : "") + std::string(dtype_name(static_cast<Dtype>(i)));
-  throw ValueError(detail::str_cat("unknown dtype '", name, "'; known dtypes: ", names,
-                                   " (aliases: float, fp32, double, half, fp16, bf16, int, long, byte, char, short, fp8, e4m3, e5m2)"));
+  for (const auto& [alias, dt] : aliases) alias_names += (alias_names.empty() ? "" : ", ") + std::string(alias);
+  throw ValueError(detail::str_cat("unknown dtype '", name, "'; known dtypes: ", names, " (aliases: ", alias_names, ")"));
 }
 
 }  // namespace tally

@@ -57,7 +57,16 @@ constexpr DtypeName kDtypeNames[] = {
     {"U64", 64, std::nullopt}, {"C64", 64, std::nullopt}, {"F8_E8M0", 8, std::nullopt}, {"F8_E4M3FNUZ", 8, std::nullopt},
     {"F8_E5M2FNUZ", 8, std::nullopt}, {"F6_E2M3", 6, std::nullopt}, {"F6_E3M2", 6, std::nullopt}, {"F4", 4, std::nullopt},
 };
-constexpr std::string_view kSupportedNames = "F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32 U8 I8 I16 BOOL";
+/// The format's names of the dtypes tally computes with, for messages: "F64 F32 ... BOOL".
+const std::string& supported_names() {
+  static const std::string names = [] {
+    std::string s;
+    for (const DtypeName& d : kDtypeNames)
+      if (d.dtype) s.append(s.empty() ? "" : " ").append(d.name);
+    return s;
+  }();
+  return names;
+}
 
 /// A JSON value as it appears in the header, shortened for a message.
 std::string show(const nlohmann::json& j) {
@@ -356,7 +365,7 @@ const TensorInfo& SafetensorsReader::info(std::string_view name) const {
 
 void SafetensorsReader::check_supported(const TensorInfo& t) const {
   TALLY_CHECK_TYPE_ERROR(t.supported, "'", name_, "': tensor '", show(std::string_view(t.name)), "' has dtype ", t.format_dtype,
-                         ", which tally does not compute with (it has ", kSupportedNames,
+                         ", which tally does not compute with (it has ", supported_names(),
                          "); the file itself is valid, and `tally inspect` lists it");
 }
 

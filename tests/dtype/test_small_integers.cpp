@@ -37,6 +37,8 @@ TEST(SmallIntegers, NamesSizesAndTypes) {
   EXPECT_EQ(t.index({1}).item<int8_t>(), -2);
   expect_error<TypeError>([&] { t.data_ptr<uint8_t>(); }, {"expected dtype uint8 but tensor has dtype int8"});
   EXPECT_EQ(zeros({2, 2}, kInt16).data_ptr<int16_t>()[3], 0);
+  // An unknown name is told every dtype and alias, the new ones among them.
+  expect_error<ValueError>([] { dtype_from_name("int4"); }, {"unknown dtype 'int4'", "int8, int16", "char, short"});
 }
 
 TEST(SmallIntegers, ArithmeticWrapsAsInTorch) {

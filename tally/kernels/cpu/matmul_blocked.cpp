@@ -15,14 +15,12 @@
 namespace tally::kernels::detail {
 namespace {
 
-// Integers accumulate in the unsigned type of their width: unsigned overflow is defined and wraps
-// exactly as PyTorch's integer matmul does, and narrowing the sum gives the same low bits.
+// Integers accumulate in the unsigned type of their promoted width (32 bits, or 64 for int64):
+// unsigned overflow is defined and wraps exactly as PyTorch's integer matmul does, and narrowing
+// the sum gives the same low bits.
 template <class T> struct accumulator { using type = T; };
-template <> struct accumulator<int32_t> { using type = uint32_t; };
-template <> struct accumulator<int64_t> { using type = uint64_t; };
-template <> struct accumulator<uint8_t> { using type = uint32_t; };
-template <> struct accumulator<int8_t> { using type = uint32_t; };
-template <> struct accumulator<int16_t> { using type = uint32_t; };
+template <class T> requires std::is_integral_v<T> struct accumulator<T> { using type = std::make_unsigned_t<decltype(T() + 0)>; };
+template <class T> using accumulator_t = typename accumulator<T>::type;
 
 // Register tile: MR rows × two vectors of C, 12 accumulators (for doubles: enough to hide FMA
 // latency on two ports). Cache blocks: one KC×NR sliver of B (16 KiB for doubles with AVX-512)
@@ -136,7 +134,7 @@ void pack_b(const T* b, int64_t rs, int64_t cs, int64_t K, int64_t N, Acc* out) 
 
 template <class T>
 void blocked(const MatmulProblem& p, T* C) {
-  using Acc = typename accumulator<T>::type;
+  using Acc = accumulator_t<T>;
   constexpr int64_t NR = kNR<Acc>;
   static_assert(kMC % kMR == 0 && kNC % NR == 0);
   const int64_t n_padded = (p.N + NR - 1) / NR * NR;
@@ -180,17 +178,13 @@ void blocked(const MatmulProblem& p, T* C) {
   }
 }
 
-/// The kernel, built once per target (Note [CPU kernel dispatch]).
+/// The kernel for float64 and every integer dtype of the table (oneDNN has neither), built once
+/// per target (Note [CPU kernel dispatch]).
 void blocked_kernel(Dtype dtype, const MatmulProblem& p, void* C) {
-  switch (dtype) {
-    case Dtype::Float64: return blocked(p, static_cast<double*>(C));
-    case Dtype::Int32: return blocked(p, static_cast<int32_t*>(C));
-    case Dtype::Int64: return blocked(p, static_cast<int64_t*>(C));
-    case Dtype::UInt8: return blocked(p, static_cast<uint8_t*>(C));
-    case Dtype::Int8: return blocked(p, static_cast<int8_t*>(C));
-    case Dtype::Int16: return blocked(p, static_cast<int16_t*>(C));
-    default: ::tally::kernels::detail::unknown_kernel_dtype(dtype);
-  }
+  dispatch(dtype, "matmul_blocked", [&]<class T>() {
+    if constexpr (std::is_same_v<T, double> || (std::is_integral_v<T> && !std::is_same_v<T, bool>)) blocked(p, static_cast<T*>(C));
+    else ::tally::kernels::detail::unknown_kernel_dtype(dtype);
+  });
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // tally/kernels/cuda).
 //
 // Storage types: float, double, __half, __nv_bfloat16, F8E4M3, F8E5M2, int32_t, int64_t,
-// uint8_t, int8_t, int16_t and Bool; dtype ids are tally::Dtype's values (kernels.h). Every kernel loads a
-// storage value into its compute type (float for the 16- and 8-bit floats, bool for Bool, the
+// uint8_t, int8_t, int16_t and Bool; dtype ids are tally::Dtype's values (kernels.h). Every
+// kernel loads a storage value into its compute type (float for the 16- and 8-bit floats, bool for Bool, the
 // type itself otherwise), works there, and rounds once on store, as the CPU kernels do
 // (tally/dtype/dtype.h: compute_t and cast_to).
 
@@ -228,7 +228,9 @@ void dispatch_size(uint8_t dtype, const char* what, Fn&& fn) {
 constexpr uint32_t bit(uint8_t id) { return 1u << id; }
 inline constexpr uint32_t kAllDtypes = (1u << kDtypeRows) - 1u;
 inline constexpr uint32_t kFloatDtypes = bit(kFloat32) | bit(kFloat64) | bit(kFloat16) | bit(kBFloat16);
-inline constexpr uint32_t kIntDtypes = bit(kInt32) | bit(kInt64) | bit(kUInt8) | bit(kInt8) | bit(kInt16);
+/// The integers: every row but the floats and bool, as tally::is_integral says.
+inline constexpr uint32_t kIntDtypes =
+    kAllDtypes & ~(kFloatDtypes | bit(kFloat8_e4m3fn) | bit(kFloat8_e5m2) | bit(kBool));
 /// Everything but float8 (which, as in PyTorch, has no arithmetic).
 inline constexpr uint32_t kArithDtypes = kFloatDtypes | kIntDtypes | bit(kBool);
 
